@@ -1,0 +1,73 @@
+"""Typed records that move through the pipeline.
+
+A step reads: prompts -> requests (prompt, k) -> samples (scored) -> groups (kept samples + the whole pool) ->
+advantages and per-prompt weights -> loss. Every stage passes these records, never dicts of anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One training or evaluation prompt."""
+
+    id: str
+    """Stable key: trackers and checkpoints refer to prompts by it."""
+    text: str
+    """What the policy is conditioned on (already templated)."""
+    answer: str = ""
+    """Reference answer handed to the verifier."""
+    level: int | None = None
+    """Difficulty level, where the task defines one (reports break accuracy down by it)."""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Ask an engine for `k` independent completions of `prompt`."""
+
+    prompt: Prompt
+    k: int
+
+
+@dataclass
+class Sample:
+    """One completion. Engines fill the generation fields; the verifier (or a simulated engine) fills `reward`."""
+
+    prompt_id: str
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    """Completion token ids (prompt excluded)."""
+    logprobs: list[float] = field(default_factory=list)
+    """The sampler's log-prob of each completion token (same length as `token_ids`)."""
+    num_tokens: int = 0
+    """Completion length in tokens (== len(token_ids) for real engines; simulated engines set it directly)."""
+    finish_reason: str = ""
+    """`eos`, `stop` (a stop string), `length` (max new tokens) or `cancelled`."""
+    reward: float | None = None
+    round: int = 0
+    """Sampling round the sample was drawn in (0-based)."""
+    index: int = 0
+    """Arrival order within the prompt's pool for this step (0-based)."""
+
+
+@dataclass
+class Group:
+    """What one prompt contributes to a training step."""
+
+    prompt: Prompt
+    samples: list[Sample]
+    """The samples trained on (after any downsampling)."""
+    pool_rewards: list[float]
+    """Every reward drawn for this prompt in this step, kept ones included (the global baseline uses it)."""
+    weight: float = 1.0
+    """Per-prompt weight from the strategy (e.g. Ada-Est's residual 1/sqrt(p))."""
+    resolved: bool = True
+    """False when the prompt reached its sample cap without meeting its exit rule."""
+
+    @property
+    def rewards(self) -> list[float]:
+        return [float(s.reward) for s in self.samples]  # type: ignore[arg-type]
