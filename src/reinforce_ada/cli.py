@@ -1,4 +1,4 @@
-"""`reinforce-ada` command line: plan | simulate | train | eval.
+"""`reinforce-ada` command line: train | eval | plan | simulate.
 
 Strategy flags are generated from `StrategyConfig`, so they carry the same names as the config fields
 (`--samples-per-round`, `--k-pos`, ...). Bad values exit with status 2 and a message naming the flag.
@@ -7,11 +7,11 @@ Strategy flags are generated from `StrategyConfig`, so they carry the same names
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
+import json
 import os
 import platform
-import csv
-import json
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -22,11 +22,11 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.simulate import coerce
 
 
-def add_strategy_flags(p: argparse.ArgumentParser) -> None:
+def add_strategy_flags(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     g = p.add_argument_group("strategy options (same names as the config fields)")
     g.add_argument("--strategy", dest="name", default=None, help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)")
     for f in fields(StrategyConfig):
-        if f.name == "name":
+        if f.name == "name" or f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
         g.add_argument(
@@ -133,6 +133,136 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_samples", "save_every")
+"""Run fields that also get a short flag (`--steps`); every field has its dotted form (`--run.steps`)."""
+
+
+def add_train_flags(p: argparse.ArgumentParser) -> None:
+    from reinforce_ada.train_config import SECTIONS, field_docs
+
+    p.add_argument("--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run])")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
+    add_strategy_flags(p, skip=("seed",))  # the run's --seed seeds the strategy too
+    for sec, factory in SECTIONS.items():
+        if sec == "strategy":
+            continue
+        g = p.add_argument_group(f"[{sec}]")
+        cls = factory()
+        docs = field_docs(type(cls))
+        for f in fields(cls):
+            flags = [f"--{sec}.{f.name}"]
+            if sec == "run" and f.name in RUN_FLAGS:
+                flags.insert(0, "--" + f.name.replace("_", "-"))
+            g.add_argument(
+                *flags,
+                dest=f"{sec}.{f.name}",
+                default=None,
+                metavar=str(f.type).split(" ")[0].upper(),
+                help=f"{docs.get(f.name, '')} (default {getattr(cls, f.name)})",
+            )
+
+
+def train_config_from_args(args: argparse.Namespace) -> Any:
+    from reinforce_ada.train_config import TrainConfig, apply_overrides, load_toml
+
+    cfg = TrainConfig()
+    if args.resume:
+        saved = Path(args.resume) / "config.toml"
+        if not saved.exists():
+            raise ConfigError(f"--resume {args.resume}: no config.toml there (is it a run folder?)")
+        cfg = load_toml(saved)
+    if args.config:
+        cfg = load_toml(args.config, cfg)
+    overrides: dict[str, dict[str, Any]] = {}
+    for key, value in vars(args).items():
+        if "." in key and value is not None:
+            sec, name = key.split(".", 1)
+            overrides.setdefault(sec, {})[name] = value
+    cfg = apply_overrides(cfg, overrides, "command line")
+    strategy = strategy_from_args(args, cfg.strategy)
+    import dataclasses
+
+    return dataclasses.replace(cfg, strategy=strategy)
+
+
+def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
+    """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
+    import dataclasses
+
+    run_dir = Path(cfg.run.run_dir)
+    if resume or not (run_dir / "metrics.jsonl").exists():
+        return cfg
+    if explicit:
+        raise ConfigError(
+            f"run.run_dir={str(run_dir)!r} already holds a run; pass --resume {run_dir} or a new --run-dir"
+        )
+    i = 1
+    while (run_dir.with_name(f"{run_dir.name}-{i}") / "metrics.jsonl").exists():
+        i += 1
+    new = run_dir.with_name(f"{run_dir.name}-{i}")
+    print(f"{run_dir} already holds a run: writing to {new}")
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(new)))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from reinforce_ada.report import make_report
+    from reinforce_ada.trainer import Trainer
+
+    cfg = train_config_from_args(args)
+    cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    trainer = Trainer(cfg)
+    if args.resume and trainer.resume():
+        print(f"resumed {cfg.run.run_dir} at step {trainer.step}")
+    last = trainer.fit()
+    report = make_report(Path(cfg.run.run_dir), title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
+    keys = ("step", "eval_accuracy", "reward_first_round", "zero_adv_prompt_share", "samples_generated")
+    print("final:", json.dumps({k: last.get(k) for k in keys}))
+    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from reinforce_ada.checkpoint import model_folder
+    from reinforce_ada.engines.hf import HFEngine
+    from reinforce_ada.evaluate import evaluate
+    from reinforce_ada.models import arithmetic_config, load_policy
+    from reinforce_ada.tasks import arithmetic
+    from reinforce_ada.train_config import ModelConfig, TrainConfig, load_toml
+
+    torch.set_num_threads(args.threads)
+    try:
+        folder = model_folder(Path(args.checkpoint))
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    run_cfg = next((p / "config.toml" for p in Path(folder).resolve().parents if (p / "config.toml").exists()), None)
+    cfg = load_toml(run_cfg) if run_cfg else TrainConfig()
+    if (folder / "adapter_config.json").exists():
+        from peft import AutoPeftModelForCausalLM
+        from transformers import AutoTokenizer
+
+        model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    else:
+        model, tok = load_policy(folder, ModelConfig(path=str(folder)))
+    _, held_out = arithmetic.make_split(arithmetic_config(cfg.task))
+    mk = cfg.generation.max_new_tokens
+    eng = HFEngine(model, tok, max_new_tokens=mk, temperature=1.0, batch_size=args.batch_size, seed=args.seed)
+    greedy = HFEngine(model, tok, max_new_tokens=mk, temperature=0.0, batch_size=args.batch_size)
+    m = evaluate(eng, held_out, arithmetic.verify, samples=args.samples, greedy_engine=greedy)
+    m = {"checkpoint": str(folder), **m}
+    if args.out:
+        Path(args.out).write_text(json.dumps(m, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(m, indent=1))
+        return 0
+    print(f"checkpoint {folder}: {len(held_out)} held-out prompts x {args.samples} samples")
+    for k, v in m.items():
+        if k.startswith("eval_"):
+            print(f"  {k[5:]:<22} {v:.4f}" if isinstance(v, float) else f"  {k[5:]:<22} {v}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -160,6 +290,20 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--out", default="runs/simulate", help="output path without suffix (.json and .png)")
     add_strategy_flags(si)
     si.set_defaults(fn=cmd_simulate)
+
+    tr = sub.add_parser("train", help="RL-train a policy (default: the embedded tiny model on built-in arithmetic)")
+    add_train_flags(tr)
+    tr.set_defaults(fn=cmd_train)
+
+    ev = sub.add_parser("eval", help="held-out Ave@k, pass@k and greedy accuracy of a checkpoint")
+    ev.add_argument("--checkpoint", required=True, help="checkpoint folder, its model/ folder, or a run folder")
+    ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt at temperature 1")
+    ev.add_argument("--batch-size", type=int, default=512)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--threads", type=int, default=2)
+    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--out", help="also write the metrics to this JSON file")
+    ev.set_defaults(fn=cmd_eval)
     return p
 
 

@@ -1,0 +1,65 @@
+"""Load the policy: a local Hugging Face folder, or the embedded tiny Llama (warm-started once, cached on disk)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks.arithmetic import ArithmeticConfig
+from reinforce_ada.train_config import ModelConfig, TaskConfig
+
+
+def arithmetic_config(task: TaskConfig) -> ArithmeticConfig:
+    try:
+        return ArithmeticConfig(
+            level_weights=tuple(task.level_weights),
+            train_size=task.train_size,
+            eval_size=task.eval_size,
+            seed=task.seed,
+        )
+    except ValueError as e:
+        raise ConfigError(f"task: {e}") from None
+
+
+def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = True) -> Path:
+    """The folder to load: `model.path`, or the embedded model's cache entry (built when missing)."""
+    if model.path is not None:
+        p = Path(model.path)
+        if not (p / "config.json").exists():
+            raise ConfigError(f"model.path={model.path!r} is not a Hugging Face model folder (no config.json)")
+        return p
+    from reinforce_ada.tiny import SFTConfig, TinyModelConfig, warm_start
+
+    tiny = TinyModelConfig(hidden_size=model.hidden_size, num_layers=model.num_layers, num_heads=model.num_heads)
+    return warm_start(arithmetic_config(task), tiny, SFTConfig(steps=model.sft_steps), progress=progress)
+
+
+def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:
+    """Model (fp32 master weights, LoRA-wrapped when `lora_r` > 0) and tokenizer from a folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own bar shows progress; theirs would interleave with it
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if model.lora_r > 0:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError:
+            raise ConfigError("model.lora_r > 0 needs peft: pip install 'reinforce-ada[lora]'") from None
+        lora = LoraConfig(r=model.lora_r, lora_alpha=model.lora_alpha, target_modules="all-linear", lora_dropout=0.0)
+        policy = get_peft_model(policy, lora)
+    policy.train()
+    return policy, tokenizer
+
+
+def warm_start_info(path: Path) -> dict[str, Any]:
+    f = path / "warm_start.json"
+    return json.loads(f.read_text()) if f.exists() else {}
