@@ -224,11 +224,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     import torch
 
+    from reinforce_ada import tasks
     from reinforce_ada.checkpoint import model_folder
     from reinforce_ada.engines.hf import HFEngine
     from reinforce_ada.evaluate import evaluate
-    from reinforce_ada.models import arithmetic_config, load_policy
-    from reinforce_ada.tasks import arithmetic
+    from reinforce_ada.models import load_policy
     from reinforce_ada.train_config import ModelConfig, TrainConfig, load_toml
 
     torch.set_num_threads(args.threads)
@@ -245,11 +245,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     else:
         model, tok = load_policy(folder, ModelConfig(path=str(folder)))
-    _, held_out = arithmetic.make_split(arithmetic_config(cfg.task))
+    _, held_out, verifier = tasks.build(cfg.task)
     mk = cfg.generation.max_new_tokens
     eng = HFEngine(model, tok, max_new_tokens=mk, temperature=1.0, batch_size=args.batch_size, seed=args.seed)
     greedy = HFEngine(model, tok, max_new_tokens=mk, temperature=0.0, batch_size=args.batch_size)
-    m = evaluate(eng, held_out, arithmetic.verify, samples=args.samples, greedy_engine=greedy)
+    m = evaluate(eng, held_out, verifier, samples=args.samples, greedy_engine=greedy)
     m = {"checkpoint": str(folder), **m}
     if args.out:
         Path(args.out).write_text(json.dumps(m, indent=1) + "\n")

@@ -34,8 +34,14 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
         return p
     from reinforce_ada.tiny import SFTConfig, TinyModelConfig, warm_start
 
+    if task.name != "arithmetic":
+        raise ConfigError(f"the embedded model only knows the arithmetic task; set model.path for task {task.name!r}")
+
     tiny = TinyModelConfig(hidden_size=model.hidden_size, num_layers=model.num_layers, num_heads=model.num_heads)
-    return warm_start(arithmetic_config(task), tiny, SFTConfig(steps=model.sft_steps), progress=progress)
+    # the warm start depends on the held-out split (never trained on), not on the RL pool's size or mix, so pools
+    # can change without retraining it
+    held_out_only = ArithmeticConfig(eval_size=task.eval_size, seed=task.seed)
+    return warm_start(held_out_only, tiny, SFTConfig(steps=model.sft_steps), progress=progress)
 
 
 def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:

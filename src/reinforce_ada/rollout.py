@@ -2,14 +2,17 @@
 
 `collect` is the only loop that talks to an engine, so every strategy runs unchanged on the simulated policy, the
 Hugging Face engine, or any other engine with `generate(requests) -> samples`.
-A verifier that raises scores 0 and is counted (`verifier_errors`), never a crash: one bad completion must not
-lose a step's sampling.
+A verifier that raises, returns a non-finite value or exceeds `verifier_timeout_s` scores 0 and is counted
+(`verifier_errors`), never a crash: one bad completion must not lose a step's sampling. Timeouts run the verifier on
+a worker thread and abandon it when late (a thread cannot be killed: a verifier that hangs for good keeps its
+worker; CPU-bound verifiers that need hard limits belong in a process pool).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,8 +69,22 @@ class StepBatch:
     ledger: Ledger
 
 
-def score(samples: Sequence[Sample], prompts: dict[str, Prompt], verifier: Verifier | None) -> int:
-    """Fill missing rewards with the verifier; return how many verifier calls failed (scored 0)."""
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | None) -> float:
+    global _POOL
+    if timeout_s is None:
+        return float(verifier(completion, answer))
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="verifier")
+    return float(_POOL.submit(verifier, completion, answer).result(timeout=timeout_s))
+
+
+def score(
+    samples: Sequence[Sample], prompts: dict[str, Prompt], verifier: Verifier | None, timeout_s: float | None = None
+) -> int:
+    """Fill missing rewards with the verifier; return how many verifier calls failed or timed out (scored 0)."""
     errors = 0
     for s in samples:
         if s.reward is not None:
@@ -75,8 +92,8 @@ def score(samples: Sequence[Sample], prompts: dict[str, Prompt], verifier: Verif
         if verifier is None:
             raise ValueError("the engine returned unscored samples and no verifier was given")
         try:
-            s.reward = float(verifier(s.text, prompts[s.prompt_id].answer))
-        except Exception:  # deliberate: a broken verifier costs one sample's reward, not the step
+            s.reward = _call(verifier, s.text, prompts[s.prompt_id].answer, timeout_s)
+        except Exception:  # deliberate (TimeoutError included): a broken verifier costs one reward, not the step
             s.reward, errors = 0.0, errors + 1
         if not np.isfinite(s.reward):
             s.reward, errors = 0.0, errors + 1
@@ -90,6 +107,7 @@ def collect(
     *,
     verifier: Verifier | None = None,
     more_prompts: PromptSource | None = None,
+    verifier_timeout_s: float | None = None,
 ) -> StepBatch:
     """Run the strategy's rounds to completion and return groups, advantages, weights and the ledger."""
     ledger = Ledger()
@@ -107,7 +125,7 @@ def collect(
         expected = sum(r.k for r in requests)
         if len(samples) != expected:
             raise RuntimeError(f"engine returned {len(samples)} samples for {expected} requested")
-        ledger.verifier_errors += score(samples, strategy.prompts, verifier)
+        ledger.verifier_errors += score(samples, strategy.prompts, verifier, verifier_timeout_s)
         ledger.samples_generated += len(samples)
         ledger.tokens_generated += sum(s.num_tokens or len(s.token_ids) for s in samples)
         strategy.observe(samples)

@@ -52,7 +52,19 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "arithmetic"
-    """Built-in task (only `arithmetic` for now)."""
+    """`arithmetic` (built-in, graded addition) or `file` (prompts from `path`, JSONL or CSV)."""
+    path: str | None = None
+    """file task: training prompts (JSONL or CSV)."""
+    eval_path: str | None = None
+    """file task: held-out prompts; without it, `eval_size` rows of `path` are held out (seeded)."""
+    prompt_key: str = "prompt"
+    """file task: column holding the prompt text."""
+    answer_key: str = "answer"
+    """file task: column holding the reference answer."""
+    verifier: str | None = None
+    """Verifier name (exact, numeric, arithmetic) or module:function; default: the task's own."""
+    verifier_timeout_s: float | None = None
+    """Score 0 (and count) a verification that takes longer than this; None = no limit."""
     train_size: int = 4096
     """Prompts in the training pool."""
     eval_size: int = 256
@@ -63,8 +75,12 @@ class TaskConfig:
     """Seed of the train / held-out split."""
 
     def __post_init__(self) -> None:
-        if self.name != "arithmetic":
-            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of ['arithmetic']")
+        if self.name not in ("arithmetic", "file"):
+            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of ['arithmetic', 'file']")
+        if self.name == "file" and not self.path:
+            raise ConfigError("task.name='file' needs task.path (a JSONL or CSV file of prompts and answers)")
+        if self.train_size < 1 or self.eval_size < 0:
+            raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")
 
 
 @dataclass(frozen=True)

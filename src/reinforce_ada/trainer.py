@@ -23,16 +23,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from reinforce_ada import checkpoint
+from reinforce_ada import checkpoint, tasks
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.evaluate import evaluate
 from reinforce_ada.losses import policy_loss
-from reinforce_ada.models import arithmetic_config, load_policy, resolve_model_path, warm_start_info
+from reinforce_ada.models import load_policy, resolve_model_path, warm_start_info
 from reinforce_ada.policy import right_pad, sequence_logprobs
 from reinforce_ada.rollout import StepBatch, collect
 from reinforce_ada.strategies import build_strategy
 from reinforce_ada.stream import PromptStream
-from reinforce_ada.tasks import arithmetic
 from reinforce_ada.tracking import Tracker
 from reinforce_ada.train_config import TrainConfig, to_toml
 
@@ -55,8 +54,7 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
-        self.train_prompts, self.eval_prompts = arithmetic.make_split(arithmetic_config(cfg.task))
-        self.verifier = arithmetic.verify
+        self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task)
         self.stream = PromptStream(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation
@@ -92,6 +90,7 @@ class Trainer:
             self.stream.take(batch_size),
             verifier=self.verifier,
             more_prompts=lambda k: self.stream.take(k, exclude=self.strategy.prompts),
+            verifier_timeout_s=self.cfg.task.verifier_timeout_s,
         )
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
