@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import datetime
 import json
 import os
@@ -180,15 +181,11 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
             overrides.setdefault(sec, {})[name] = value
     cfg = apply_overrides(cfg, overrides, "command line")
     strategy = strategy_from_args(args, cfg.strategy)
-    import dataclasses
-
     return dataclasses.replace(cfg, strategy=strategy)
 
 
 def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
     """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
-    import dataclasses
-
     run_dir = Path(cfg.run.run_dir)
     if resume or not (run_dir / "metrics.jsonl").exists():
         return cfg
@@ -263,6 +260,32 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.compare import ARMS, CompareConfig, format_table, run_compare, update_summary, write
+
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise ConfigError(f"unknown arm(s) {bad}; choose from {list(ARMS)}")
+    c = CompareConfig(arms=arms, out=args.out, lr=args.lr)
+    if args.quick:
+        c = dataclasses.replace(
+            c, steps=40, seeds=2, eval_every=20, eval_per_level=64, pool_probe_prompts=128, pool_probe_samples=16
+        )
+    overrides = {k: v for k, v in (("steps", args.steps), ("seeds", args.seeds)) if v is not None}
+    c = dataclasses.replace(c, **overrides)
+    if c.steps < 1 or c.seeds < 1:
+        raise ConfigError("--steps and --seeds must be >= 1")
+    command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    results = run_compare(c)
+    js, png = write(results, c.out, command)
+    print(format_table(results))
+    if not args.quick and args.summary:
+        update_summary(Path(c.out).parent / "summary.json", results["goals"], command)
+    print(f"wrote {js} and {png}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -304,6 +327,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--out", help="also write the metrics to this JSON file")
     ev.set_defaults(fn=cmd_eval)
+
+    co = sub.add_parser("compare", help="convergence benchmark: every strategy side by side on the embedded testbed")
+    co.add_argument("--arms", default="grpo-n4,grpo-n8,grpo-n16,dapo-n4,seq-pos,seq-bal,est,grpo-matched")
+    co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 300; --quick 40)")
+    co.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 3; --quick 2)")
+    co.add_argument("--lr", type=float, default=2e-4, help="learning rate shared by every arm")
+    co.add_argument("--quick", action="store_true", help="a few minutes: 40 steps, 2 seeds, smaller evals")
+    co.add_argument("--out", default="benchmarks/results/convergence", help="output path without suffix")
+    co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
+    co.set_defaults(fn=cmd_compare)
     return p
 
 
