@@ -31,7 +31,7 @@ def stream_step(cfg: StrategyConfig, rates: list[float], *, slots: int = 256, se
     return collect_streaming(build_strategy(cfg), engine, prompts, **opts), engine
 
 
-def within(x: float, exact: float, se: float, what: str) -> None:
+def assert_within(x: float, exact: float, se: float, what: str) -> None:
     assert abs(x - exact) <= 4 * se + 1e-12, f"{what}: {x:.4f} vs exact {exact:.4f} (4 se = {4 * se:.4f})"
 
 
@@ -43,11 +43,11 @@ def test_seq_cancel_matches_plan(exit, prefetch, p):
     exact = plan(cfg, [p])[0]
     batch, _ = stream_step(cfg, [p] * REPS, prefetch=prefetch, in_flight="cancel")
     sizes = np.array([len(g.pool_rewards) for g in batch.groups])
-    within(sizes.mean(), exact.expected_samples, sizes.std() / np.sqrt(REPS), "pool size")
+    assert_within(sizes.mean(), exact.expected_samples, sizes.std() / np.sqrt(REPS), "pool size")
     u = batch.ledger.unresolved_prompts / REPS
-    within(u, exact.unresolved, np.sqrt(exact.unresolved * (1 - exact.unresolved) / REPS), "unresolved")
+    assert_within(u, exact.unresolved, np.sqrt(exact.unresolved * (1 - exact.unresolved) / REPS), "unresolved")
     z = batch.ledger.no_signal_prompt_share
-    within(z, exact.zero_signal, np.sqrt(exact.zero_signal * (1 - exact.zero_signal) / REPS), "zero signal")
+    assert_within(z, exact.zero_signal, np.sqrt(exact.zero_signal * (1 - exact.zero_signal) / REPS), "zero signal")
 
 
 def test_seq_pool_size_distribution_matches_round_mode():
@@ -60,7 +60,7 @@ def test_seq_pool_size_distribution_matches_round_mode():
     for size in (8, 16, 24, 32):
         a, b = rnd[size] / REPS, st[size] / REPS
         se = np.sqrt((a * (1 - a) + b * (1 - b)) / REPS)
-        within(b, a, se, f"share of pools of size {size}")
+        assert_within(b, a, se, f"share of pools of size {size}")
 
 
 def test_keep_grows_pools_but_not_exit_decisions():
@@ -74,7 +74,7 @@ def test_keep_grows_pools_but_not_exit_decisions():
     assert 5.0 < k.mean() - c.mean() < 8.0
     assert k.max() <= cfg.max_samples
     u = keep.ledger.unresolved_prompts / REPS
-    within(u, exact.unresolved, np.sqrt(max(exact.unresolved, 1e-3) / REPS), "keep unresolved")
+    assert_within(u, exact.unresolved, np.sqrt(max(exact.unresolved, 1e-3) / REPS), "keep unresolved")
     assert all(sum(r > 0.5 for r in g.rewards) == 2 for g in keep.groups if g.resolved)  # still n/2 + n/2
     # a positive exit can gain a late wrong answer: all-correct pools (no signal) become rarer
     pos = StrategyConfig(exit="positive")
@@ -245,9 +245,9 @@ def test_checks_follow_submission_order_when_latency_depends_on_reward():
     batch = collect_streaming(build_strategy(cfg), engine, prompts, prefetch=True)
     exact = plan(cfg, [p])[0]
     sizes = np.array([len(g.pool_rewards) for g in batch.groups])
-    within(sizes.mean(), exact.expected_samples, sizes.std() / np.sqrt(REPS), "pool size")
+    assert_within(sizes.mean(), exact.expected_samples, sizes.std() / np.sqrt(REPS), "pool size")
     # the pool mean is the same statistic as round mode's (checking the first M arrivals would skew it low)
     pool_mean = np.mean([np.mean(g.pool_rewards) for g in batch.groups])
     rnd = collect(build_strategy(cfg), frozen([p] * REPS, seed=7)[1], prompts)
     ref = [np.mean(g.pool_rewards) for g in rnd.groups]
-    within(pool_mean, float(np.mean(ref)), np.std(ref) * np.sqrt(2 / REPS), "pool mean")
+    assert_within(pool_mean, float(np.mean(ref)), np.std(ref) * np.sqrt(2 / REPS), "pool mean")

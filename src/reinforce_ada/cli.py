@@ -1,4 +1,4 @@
-"""`reinforce-ada` command line: train | eval | plan | simulate.
+"""`reinforce-ada` command line: train | eval | filter | compare | models | plan | simulate.
 
 Strategy flags are generated from `StrategyConfig`, so they carry the same names as the config fields
 (`--samples-per-round`, `--k-pos`, ...). Bad values exit with status 2 and a message naming the flag.
@@ -218,23 +218,37 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def eval_model_folder(args: argparse.Namespace) -> Path:
+    """`--checkpoint` (a checkpoint folder, its model/ or a run folder) or `--model` (any HF or LoRA adapter folder)."""
+    from reinforce_ada.checkpoint import model_folder
+
+    if args.checkpoint:
+        try:
+            return model_folder(Path(args.checkpoint))
+        except FileNotFoundError as e:
+            raise ConfigError(str(e)) from None
+    folder = Path(args.model)
+    if not ((folder / "config.json").exists() or (folder / "adapter_config.json").exists()):
+        raise ConfigError(f"--model {folder}: not a Hugging Face model folder (no config.json)")
+    return folder
+
+
+def run_config(folder: Path) -> Any:
+    """The TrainConfig of the run a checkpoint folder belongs to (its config.toml above it), else None."""
+    from reinforce_ada.train_config import load_toml
+
+    found = next((p / "config.toml" for p in folder.resolve().parents if (p / "config.toml").exists()), None)
+    return load_toml(found) if found else None
+
+
+def load_model_for_eval(args: argparse.Namespace, folder: Path) -> tuple[Any, Any]:
+    """(model in eval mode on `--device`, tokenizer) from a model or LoRA adapter folder."""
     import torch
 
-    from reinforce_ada import tasks
-    from reinforce_ada.checkpoint import model_folder
-    from reinforce_ada.engines.hf import HFEngine
-    from reinforce_ada.evaluate import evaluate
     from reinforce_ada.models import load_policy
-    from reinforce_ada.train_config import ModelConfig, TrainConfig, load_toml
+    from reinforce_ada.train_config import ModelConfig
 
     torch.set_num_threads(args.threads)
-    try:
-        folder = model_folder(Path(args.checkpoint))
-    except FileNotFoundError as e:
-        raise ConfigError(str(e)) from None
-    run_cfg = next((p / "config.toml" for p in Path(folder).resolve().parents if (p / "config.toml").exists()), None)
-    cfg = load_toml(run_cfg) if run_cfg else TrainConfig()
     if (folder / "adapter_config.json").exists():
         from peft import AutoPeftModelForCausalLM
         from transformers import AutoTokenizer
@@ -242,21 +256,126 @@ def cmd_eval(args: argparse.Namespace) -> int:
         model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     else:
         model, tok = load_policy(folder, ModelConfig(path=str(folder)))
-    _, held_out, verifier = tasks.build(cfg.task, tok)
-    mk = cfg.generation.max_new_tokens
-    eng = HFEngine(model, tok, max_new_tokens=mk, temperature=1.0, batch_size=args.batch_size, seed=args.seed)
-    greedy = HFEngine(model, tok, max_new_tokens=mk, temperature=0.0, batch_size=args.batch_size)
-    m = evaluate(eng, held_out, verifier, samples=args.samples, greedy_engine=greedy)
-    m = {"checkpoint": str(folder), **m}
+    return model.to(args.device).eval(), tok
+
+
+def make_engines(model: Any, tok: Any, args: argparse.Namespace, max_new_tokens: int) -> tuple[Any, Any]:
+    """The sampling engine (`--temperature`) and the greedy one, or None without `--greedy`."""
+    from reinforce_ada.engines.hf import HFEngine
+
+    kw = {"max_new_tokens": max_new_tokens, "batch_size": args.batch_size}
+    eng = HFEngine(model, tok, temperature=args.temperature, seed=args.seed, **kw)
+    greedy = HFEngine(model, tok, temperature=0.0, **kw) if getattr(args, "greedy", False) else None
+    return eng, greedy
+
+
+def load_specs(args: argparse.Namespace, specs: list[str], task: Any) -> list[Any]:
+    from reinforce_ada.evaluate import load_dataset
+
+    if args.samples < 1 or (args.limit is not None and args.limit < 1):
+        raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
+    kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
+    return [load_dataset(spec, task, **kw) for spec in specs]
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from reinforce_ada import tasks, verifiers
+    from reinforce_ada.evaluate import apply_template, evaluate, markdown, parse_spec, pass_ks, subset, weighted_average
+    from reinforce_ada.train_config import TrainConfig
+
+    names = [parse_spec(s)[0] for s in args.dataset]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--dataset names must be unique, got {names}")
+    # datasets are read before the model loads, so a bad spec fails in a second (the run's [task] is read from
+    # the checkpoint's run folder first: built-in held-out splits follow its seed and sizes)
+    folder = eval_model_folder(args)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
+    datasets = load_specs(args, args.dataset, cfg.task)
+    model, tok = load_model_for_eval(args, folder)
+    template = args.template or cfg.task.template
+    benches: list[tuple[str, list, Any]] = []
+    if not datasets:  # the run's own held-out split, as the trainer evaluates it
+        task = dataclasses.replace(cfg.task, template=template, verifier=args.verifier or cfg.task.verifier)
+        _, held_out, verifier = tasks.build(task, tok)
+        benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
+    for ds in datasets:
+        verifier = verifiers.get(args.verifier or ds.verifier)
+        benches.append((ds.name, apply_template(ds.prompts, template, tok), verifier))
+    max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    eng, greedy = make_engines(model, tok, args, max_new)
+    results = {}
+    for name, prompts, verifier in benches:
+        if not args.json:
+            print(f"{name}: {len(prompts)} prompts x {args.samples} samples", file=sys.stderr)
+        results[name] = evaluate(
+            eng, prompts, verifier, samples=args.samples, greedy_engine=greedy, ks=pass_ks(args.samples)
+        )
+    average = weighted_average(results)
+    settings = {
+        "samples": args.samples,
+        "temperature": args.temperature,
+        "max_new_tokens": max_new,
+        "template": template,
+        "verifier": args.verifier,
+        "limit": args.limit,
+        "seed": args.seed,
+        "command": "reinforce-ada eval " + " ".join(sys.argv[2:]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    # the weighted average also sits at the top level, so one-benchmark callers read `eval_accuracy` directly
+    out = {"model": str(folder), **settings, **average, "datasets": results, "weighted_average": average}
+    header = (
+        f"`{folder}`: Ave@{args.samples} at T={args.temperature}, {max_new} new tokens, "
+        f"template {settings['template']}; W.Avg weighted by benchmark size"
+    )
+    table = markdown(results, average, header)
     if args.out:
-        Path(args.out).write_text(json.dumps(m, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    print(json.dumps(out, indent=1) if args.json else table, end="\n" if args.json else "")
+    return 0
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    from reinforce_ada import verifiers
+    from reinforce_ada.evaluate import apply_template, sample_correct
+    from reinforce_ada.filter import buckets, check_bounds, format_buckets, pass_rates, plot_histogram, summary
+    from reinforce_ada.train_config import TrainConfig
+
+    check_bounds(args.lo, args.hi)
+    folder = eval_model_folder(args)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
+    (ds,) = load_specs(args, [args.dataset], cfg.task)
+    verifier = verifiers.get(args.verifier or ds.verifier)
+    model, tok = load_model_for_eval(args, folder)
+    prompts = apply_template(ds.prompts, args.template or cfg.task.template, tok)
+    eng, _ = make_engines(model, tok, args, args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512))
+    print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {folder}", file=sys.stderr)
+    correct, errors = sample_correct(eng, prompts, verifier, samples=args.samples)
+    rates = pass_rates(correct, [p.id for p in prompts])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as fh:
+        for row, rate in zip(ds.rows, rates, strict=True):
+            if args.lo < rate <= args.hi:
+                fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
+    bs = buckets(rates, args.lo, args.hi)
+    png = plot_histogram(
+        bs, Path(args.plot) if args.plot else out.with_suffix(".png"), lo=args.lo, hi=args.hi, title=ds.name
+    )
+    s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
     if args.json:
-        print(json.dumps(m, indent=1))
+        print(json.dumps({**s, "buckets": [dataclasses.asdict(b) for b in bs], "out": str(out), "plot": str(png)}))
         return 0
-    print(f"checkpoint {folder}: {len(held_out)} held-out prompts x {args.samples} samples")
-    for k, v in m.items():
-        if k.startswith("eval_"):
-            print(f"  {k[5:]:<22} {v:.4f}" if isinstance(v, float) else f"  {k[5:]:<22} {v}")
+    print(format_buckets(bs, args.samples))
+    print(
+        f"kept {s['kept']} of {s['prompts']} prompts with pass rate in ({args.lo:g}, {args.hi:g}]; dropped "
+        f"{s['too_hard']} at or below {args.lo:g} and {s['too_easy']} above {args.hi:g}"
+    )
+    print(f"wrote {out} and {png}")
     return 0
 
 
@@ -297,6 +416,29 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `eval` and `filter`: which model, how to prompt, score and sample it."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
+    which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+    p.add_argument("--prompt-key", default="prompt", help="file datasets: column holding the question")
+    p.add_argument("--answer-key", default="answer", help="file datasets: column holding the reference answer")
+    p.add_argument("--template", default=None, help="plain, paper or chat (default: the run's, else plain)")
+    p.add_argument(
+        "--verifier",
+        default=None,
+        help="exact, numeric, math, arithmetic or module:function "
+        "(default: the dataset's own: math for the built-in math sets, exact for files)",
+    )
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (the paper's 1.0)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="longest answer (default: the run's, else 512)")
+    p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
+    p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -329,15 +471,37 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_flags(tr)
     tr.set_defaults(fn=cmd_train)
 
-    ev = sub.add_parser("eval", help="held-out Ave@k, pass@k and greedy accuracy of a checkpoint")
-    ev.add_argument("--checkpoint", required=True, help="checkpoint folder, its model/ folder, or a run folder")
-    ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt at temperature 1")
-    ev.add_argument("--batch-size", type=int, default=512)
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--threads", type=int, default=2)
-    ev.add_argument("--json", action="store_true")
-    ev.add_argument("--out", help="also write the metrics to this JSON file")
+    ev = sub.add_parser(
+        "eval", help="Ave@k, pass@k and greedy accuracy on one or several benchmarks, with a size-weighted average"
+    )
+    add_model_flags(ev)
+    ev.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="repeatable; SPEC is a built-in (arithmetic, gsm_symbolic, gsm8k_original, champ) or a .jsonl/.csv/"
+        ".parquet file; default: the run's own held-out split",
+    )
+    ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt (Ave@k; pass@1, 2, 4, ..., k)")
+    ev.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also greedy accuracy")
+    ev.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    ev.add_argument("--out", help="write the results as JSON to this file")
+    ev.add_argument("--markdown", help="write the table as Markdown to this file")
     ev.set_defaults(fn=cmd_eval)
+
+    fi = sub.add_parser("filter", help="the paper's difficulty filter: keep prompts with base pass rate in (lo, hi]")
+    add_model_flags(fi)
+    fi.add_argument("--dataset", required=True, metavar="SPEC", help="a built-in benchmark name or a data file")
+    fi.add_argument("--samples", type=int, default=16, help="k answers per prompt (the paper's 16)")
+    fi.add_argument("--lo", type=float, default=0.0, help="keep pass rates above this (default 0: >= 1 correct)")
+    fi.add_argument(
+        "--hi", type=float, default=0.375, help="keep pass rates at or below this (paper 0.375; official code 0.313)"
+    )
+    fi.add_argument("--out", required=True, help="filtered JSONL: the kept rows with a `pass_rate` field")
+    fi.add_argument("--plot", help="pass-rate histogram PNG (default: --out with .png)")
+    fi.add_argument("--json", action="store_true", help="print the counts as JSON")
+    fi.set_defaults(fn=cmd_filter, greedy=False)
 
     co = sub.add_parser("compare", help="convergence benchmark: every strategy side by side on the embedded testbed")
     co.add_argument("--arms", default="grpo-n4,grpo-n8,grpo-n16,dapo-n4,seq-pos,seq-bal,est,grpo-matched")

@@ -130,6 +130,11 @@ def collect(
         ledger.tokens_generated += sum(s.num_tokens or len(s.token_ids) for s in samples)
         strategy.observe(samples)
     ledger.time_generate_s = time.perf_counter() - t0
+    return finish(strategy, ledger)
+
+
+def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
+    """Build the training groups, their advantages and weights, and complete the ledger (round and streaming mode)."""
     groups = strategy.build()
     c = strategy.cfg
     advs, weights = compute_advantages(

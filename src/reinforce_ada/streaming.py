@@ -41,9 +41,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from reinforce_ada.advantages import compute_advantages
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.rollout import Ledger, PromptSource, StepBatch, Verifier, fill_ledger, score
+from reinforce_ada.rollout import Ledger, PromptSource, StepBatch, Verifier, finish, score
 from reinforce_ada.strategies.base import PoolStrategy
 from reinforce_ada.types import Prompt, Request, Sample
 
@@ -241,20 +240,10 @@ def collect_streaming(
         raise RuntimeError(f"samples neither returned nor cancelled (prompt: count): {dict(list(lost.items())[:5])}")
     strategy.stream_end()
     ledger.time_generate_s = time.perf_counter() - t0
-    groups = strategy.build()
-    c = strategy.cfg
-    advs, weights = compute_advantages(
-        groups,
-        estimator=c.resolved_advantage,
-        std=c.resolved_scale_std,
-        correction=c.correction,
-        objective=c.objective,
-        alpha=c.alpha,
-    )
-    fill_ledger(ledger, strategy, groups, advs)
+    batch = finish(strategy, ledger)
     ledger.extra["cancelled_samples"] = sum(dropped.values())
     ledger.extra["discarded_samples"] = strategy.stream_discarded
-    return StepBatch(groups, advs, weights, ledger)
+    return batch
 
 
 def _submit(
