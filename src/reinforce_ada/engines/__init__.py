@@ -21,6 +21,8 @@ class Engine(Protocol):
 ENGINES = {
     "sim": "reinforce_ada.sim:SimulatedPolicy",
     "hf": "reinforce_ada.engines.hf:HFEngine",
+    "hf-stream": "reinforce_ada.engines.hf_stream:HFStreamEngine",
+    "vllm": "reinforce_ada.engines.vllm:VLLMEngine",
 }
 
 
