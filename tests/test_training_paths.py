@@ -170,3 +170,17 @@ def test_verifier_registry():
         verifiers.get("nope")
     with pytest.raises(ConfigError, match="could not be imported"):
         verifiers.get("no.such.module:fn")
+
+
+def test_streaming_trainer_step(model_dir, tmp_path):
+    cfg = tiny_cfg(model_dir, tmp_path / "run")
+    cfg = dataclasses.replace(
+        cfg,
+        strategy=cfg.strategy.replace(name="seq", samples_per_round=4, max_samples=8),
+        generation=dataclasses.replace(cfg.generation, streaming=True, slots=16, prefetch=True),
+    )
+    tr = Trainer(cfg, tensorboard=False)
+    tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)
+    m = tr.train_step()
+    assert "cancelled_samples" in m and m["samples_generated"] >= 4 * 4
+    assert all(len(g.pool_rewards) <= 8 for g in tr.strategy.build())

@@ -89,7 +89,7 @@ def summary(rates: Sequence[float], lo: float = PAPER_LO, hi: float = PAPER_HI) 
 
 def format_buckets(bs: Sequence[Bucket], samples: int) -> str:
     """A table: pass rate (as c/k when it is one), prompts, kept or why dropped."""
-    lines = [f"{'pass rate':>16} {'prompts':>8}  "]
+    lines = [f"{'pass rate':>16} {'prompts':>8}  bucket"]
     for b in bs:
         c = b.rate * samples
         label = f"{b.rate:.3f} ({round(c)}/{samples})" if abs(c - round(c)) < 1e-6 else f"{b.rate:.3f}"

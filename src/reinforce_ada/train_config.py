@@ -107,12 +107,24 @@ class GenerationConfig:
     """Top-k sampling (0 = off)."""
     batch_size: int = 512
     """Sequences decoded together."""
+    streaming: bool = False
+    """Sample without round barriers: a continuous-batching engine and the streaming scheduler."""
+    slots: int = 256
+    """streaming: decode slots of the continuous-batching engine."""
+    in_flight: str = "cancel"
+    """streaming: samples still decoding when their prompt retires are cancelled (`cancel`) or kept (`keep`)."""
+    prefetch: bool = False
+    """streaming: keep a prompt's next batch in flight while its current one is checked."""
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1 or self.batch_size < 1:
             raise ConfigError("generation.max_new_tokens and generation.batch_size must be >= 1")
         if not self.temperature > 0:
             raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
+        if self.in_flight not in ("cancel", "keep"):
+            raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of ['cancel', 'keep']")
+        if self.slots < 1:
+            raise ConfigError(f"generation.slots={self.slots} must be >= 1")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import torch
 
 from reinforce_ada import checkpoint, tasks
 from reinforce_ada.engines.hf import HFEngine
+from reinforce_ada.engines.hf_stream import HFStreamEngine
 from reinforce_ada.evaluate import evaluate
 from reinforce_ada.losses import policy_loss
 from reinforce_ada.models import load_policy, resolve_model_path, warm_start_info
@@ -32,6 +33,7 @@ from reinforce_ada.policy import right_pad, sequence_logprobs
 from reinforce_ada.rollout import StepBatch, collect
 from reinforce_ada.strategies import build_strategy
 from reinforce_ada.stream import PromptStream
+from reinforce_ada.streaming import collect_streaming
 from reinforce_ada.tracking import Tracker
 from reinforce_ada.train_config import TrainConfig, to_toml
 
@@ -58,16 +60,11 @@ class Trainer:
         self.stream = PromptStream(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation
-        self.engine = HFEngine(
-            self.model,
-            self.tokenizer,
-            max_new_tokens=g.max_new_tokens,
-            temperature=g.temperature,
-            top_p=g.top_p,
-            top_k=g.top_k,
-            batch_size=g.batch_size,
-            seed=cfg.run.seed,
-        )
+        sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
+        if g.streaming:
+            self.engine = HFStreamEngine(self.model, self.tokenizer, slots=g.slots, seed=cfg.run.seed, **sampling)
+        else:
+            self.engine = HFEngine(self.model, self.tokenizer, batch_size=g.batch_size, seed=cfg.run.seed, **sampling)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -84,14 +81,19 @@ class Trainer:
     def train_step(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         batch_size = self.cfg.run.batch_size
-        batch = collect(
-            self.strategy,
-            self.engine,
-            self.stream.take(batch_size),
+        g = self.cfg.generation
+        prompts = self.stream.take(batch_size)
+        common = dict(
             verifier=self.verifier,
             more_prompts=lambda k: self.stream.take(k, exclude=self.strategy.prompts),
             verifier_timeout_s=self.cfg.task.verifier_timeout_s,
         )
+        if g.streaming:
+            batch = collect_streaming(
+                self.strategy, self.engine, prompts, in_flight=g.in_flight, prefetch=g.prefetch, **common
+            )
+        else:
+            batch = collect(self.strategy, self.engine, prompts, **common)
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
         self.step += 1

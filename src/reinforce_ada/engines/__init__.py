@@ -21,7 +21,7 @@ class Engine(Protocol):
 ENGINES = {
     "sim": "reinforce_ada.sim:SimulatedPolicy",
     "hf": "reinforce_ada.engines.hf:HFEngine",
-    "hf-stream": "reinforce_ada.engines.hf_stream:HFStreamEngine",
+    "hf_stream": "reinforce_ada.engines.hf_stream:HFStreamEngine",
     "vllm": "reinforce_ada.engines.vllm:VLLMEngine",
 }
 
