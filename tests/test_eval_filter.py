@@ -4,6 +4,7 @@ difficulty filter), on a tiny random Llama folder and small files; no network.""
 from __future__ import annotations
 
 import doctest
+import importlib.util
 import json
 from pathlib import Path
 
@@ -167,6 +168,11 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
             "--lo < --hi",
         ),
         (["filter", "--model", "{model}", "--dataset", "nope", "--out", "o.jsonl"], "unknown dataset 'nope'"),
+        pytest.param(
+            ["eval", "--model", "{model}", "--dataset", "arithmetic", "--engine", "vllm"],
+            "needs vLLM",
+            marks=pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed"),
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_helpful_message(argv, needle, model_dir, capsys):

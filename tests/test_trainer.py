@@ -236,3 +236,10 @@ def test_existing_run_dir_is_never_mixed(model_dir, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "--model.path", str(model_dir), "--run-dir", str(run)])
     assert e.value.code == 2 and "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "filter", "compare", "models", "plan", "simulate"])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0 and "usage: reinforce-ada" in capsys.readouterr().out

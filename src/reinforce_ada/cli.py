@@ -14,39 +14,11 @@ import json
 import os
 import platform
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.config import STRATEGY_NAMES, StrategyConfig
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.simulate import coerce
-
-
-def add_strategy_flags(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    g = p.add_argument_group("strategy options (same names as the config fields)")
-    g.add_argument("--strategy", dest="name", default=None, help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)")
-    for f in fields(StrategyConfig):
-        if f.name == "name" or f.name in skip:
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        g.add_argument(
-            flag,
-            dest=f.name,
-            default=None,
-            metavar=str(f.type).split(" ")[0].upper(),
-            help=f"{f.metadata.get('help', '')} (default {f.default})",
-        )
-
-
-def strategy_from_args(args: argparse.Namespace, base: StrategyConfig | None = None) -> StrategyConfig:
-    base = base or StrategyConfig()
-    changes: dict[str, Any] = {}
-    for f in fields(StrategyConfig):
-        raw = getattr(args, f.name, None)
-        if raw is not None:
-            changes[f.name] = coerce(f.name, str(raw), f.type) if f.name != "name" else raw
-    return base.replace(**changes)
+from reinforce_ada.flags import add_strategy_flags, add_train_flags, strategy_from_args, train_config_from_args
 
 
 def read_rates_file(path: Path) -> list[float]:
@@ -134,56 +106,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_samples", "save_every")
-"""Run fields that also get a short flag (`--steps`); every field has its dotted form (`--run.steps`)."""
-
-
-def add_train_flags(p: argparse.ArgumentParser) -> None:
-    from reinforce_ada.train_config import SECTIONS, field_docs
-
-    p.add_argument("--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run])")
-    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
-    add_strategy_flags(p, skip=("seed",))  # the run's --seed seeds the strategy too
-    for sec, factory in SECTIONS.items():
-        if sec == "strategy":
-            continue
-        g = p.add_argument_group(f"[{sec}]")
-        cls = factory()
-        docs = field_docs(type(cls))
-        for f in fields(cls):
-            flags = [f"--{sec}.{f.name}"]
-            if sec == "run" and f.name in RUN_FLAGS:
-                flags.insert(0, "--" + f.name.replace("_", "-"))
-            g.add_argument(
-                *flags,
-                dest=f"{sec}.{f.name}",
-                default=None,
-                metavar=str(f.type).split(" ")[0].upper(),
-                help=f"{docs.get(f.name, '')} (default {getattr(cls, f.name)})",
-            )
-
-
-def train_config_from_args(args: argparse.Namespace) -> Any:
-    from reinforce_ada.train_config import TrainConfig, apply_overrides, load_toml
-
-    cfg = TrainConfig()
-    if args.resume:
-        saved = Path(args.resume) / "config.toml"
-        if not saved.exists():
-            raise ConfigError(f"--resume {args.resume}: no config.toml there (is it a run folder?)")
-        cfg = load_toml(saved)
-    if args.config:
-        cfg = load_toml(args.config, cfg)
-    overrides: dict[str, dict[str, Any]] = {}
-    for key, value in vars(args).items():
-        if "." in key and value is not None:
-            sec, name = key.split(".", 1)
-            overrides.setdefault(sec, {})[name] = value
-    cfg = apply_overrides(cfg, overrides, "command line")
-    strategy = strategy_from_args(args, cfg.strategy)
-    return dataclasses.replace(cfg, strategy=strategy)
-
-
 def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
     """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
     run_dir = Path(cfg.run.run_dir)
@@ -218,105 +140,75 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def eval_model_folder(args: argparse.Namespace) -> Path:
-    """`--checkpoint` (a checkpoint folder, its model/ or a run folder) or `--model` (any HF or LoRA adapter folder)."""
-    from reinforce_ada.checkpoint import model_folder
+@dataclasses.dataclass
+class EvalSetup:
+    """What `eval` and `filter` share: the model, the run's config (or the defaults), the benchmarks, the engines."""
 
-    if args.checkpoint:
-        try:
-            return model_folder(Path(args.checkpoint))
-        except FileNotFoundError as e:
-            raise ConfigError(str(e)) from None
-    folder = Path(args.model)
-    if not ((folder / "config.json").exists() or (folder / "adapter_config.json").exists()):
-        raise ConfigError(f"--model {folder}: not a Hugging Face model folder (no config.json)")
-    return folder
-
-
-def run_config(folder: Path) -> Any:
-    """The TrainConfig of the run a checkpoint folder belongs to (its config.toml above it), else None."""
-    from reinforce_ada.train_config import load_toml
-
-    found = next((p / "config.toml" for p in folder.resolve().parents if (p / "config.toml").exists()), None)
-    return load_toml(found) if found else None
+    folder: Path
+    cfg: Any
+    datasets: list[Any]
+    tokenizer: Any
+    template: str
+    max_new_tokens: int
+    engine: Any
+    greedy: Any
 
 
-def load_model_for_eval(args: argparse.Namespace, folder: Path) -> tuple[Any, Any]:
-    """(model in eval mode on `--device`, tokenizer) from a model or LoRA adapter folder."""
-    import torch
-
-    from reinforce_ada.models import load_policy
-    from reinforce_ada.train_config import ModelConfig
-
-    torch.set_num_threads(args.threads)
-    if (folder / "adapter_config.json").exists():
-        from peft import AutoPeftModelForCausalLM
-        from transformers import AutoTokenizer
-
-        model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-    else:
-        model, tok = load_policy(folder, ModelConfig(path=str(folder)))
-    return model.to(args.device).eval(), tok
-
-
-def make_engines(model: Any, tok: Any, args: argparse.Namespace, max_new_tokens: int) -> tuple[Any, Any]:
-    """The sampling engine (`--temperature`) and the greedy one, or None without `--greedy`."""
-    from reinforce_ada.engines.hf import HFEngine
-
-    kw = {"max_new_tokens": max_new_tokens, "batch_size": args.batch_size}
-    eng = HFEngine(model, tok, temperature=args.temperature, seed=args.seed, **kw)
-    greedy = HFEngine(model, tok, temperature=0.0, **kw) if getattr(args, "greedy", False) else None
-    return eng, greedy
-
-
-def load_specs(args: argparse.Namespace, specs: list[str], task: Any) -> list[Any]:
-    from reinforce_ada.evaluate import load_dataset
+def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
+    """Resolve the model folder and the run's [task] (built-in held-out splits follow its seed and sizes), read the
+    datasets before loading the model (a bad spec fails in a second), then load it and build the engines."""
+    from reinforce_ada.evaluate import load_dataset, load_engines, model_folder_for, run_config
+    from reinforce_ada.train_config import TrainConfig
 
     if args.samples < 1 or (args.limit is not None and args.limit < 1):
         raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
+    folder = model_folder_for(args.checkpoint, args.model)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
     kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
-    return [load_dataset(spec, task, **kw) for spec in specs]
+    datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
+    max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    tok, eng, greedy = load_engines(
+        folder,
+        engine=args.engine,
+        device=args.device,
+        threads=args.threads,
+        greedy=args.greedy,
+        max_new_tokens=max_new,
+        temperature=args.temperature,
+        seed=args.seed,
+        batch_size=args.batch_size,
+    )
+    return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from reinforce_ada import tasks, verifiers
     from reinforce_ada.evaluate import apply_template, evaluate, markdown, parse_spec, pass_ks, subset, weighted_average
-    from reinforce_ada.train_config import TrainConfig
 
     names = [parse_spec(s)[0] for s in args.dataset]
     if len(set(names)) != len(names):
         raise ConfigError(f"--dataset names must be unique, got {names}")
-    # datasets are read before the model loads, so a bad spec fails in a second (the run's [task] is read from
-    # the checkpoint's run folder first: built-in held-out splits follow its seed and sizes)
-    folder = eval_model_folder(args)
-    run_cfg = run_config(folder)
-    cfg = run_cfg or TrainConfig()
-    datasets = load_specs(args, args.dataset, cfg.task)
-    model, tok = load_model_for_eval(args, folder)
-    template = args.template or cfg.task.template
+    e = eval_setup(args, args.dataset)
     benches: list[tuple[str, list, Any]] = []
-    if not datasets:  # the run's own held-out split, as the trainer evaluates it
-        task = dataclasses.replace(cfg.task, template=template, verifier=args.verifier or cfg.task.verifier)
-        _, held_out, verifier = tasks.build(task, tok)
+    if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
+        task = dataclasses.replace(e.cfg.task, template=e.template, verifier=args.verifier or e.cfg.task.verifier)
+        _, held_out, verifier = tasks.build(task, e.tokenizer)
         benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
-    for ds in datasets:
-        verifier = verifiers.get(args.verifier or ds.verifier)
-        benches.append((ds.name, apply_template(ds.prompts, template, tok), verifier))
-    max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
-    eng, greedy = make_engines(model, tok, args, max_new)
+    for ds in e.datasets:
+        prompts = apply_template(ds.prompts, e.template, e.tokenizer)
+        benches.append((ds.name, prompts, verifiers.get(args.verifier or ds.verifier)))
     results = {}
     for name, prompts, verifier in benches:
-        if not args.json:
-            print(f"{name}: {len(prompts)} prompts x {args.samples} samples", file=sys.stderr)
-        results[name] = evaluate(
-            eng, prompts, verifier, samples=args.samples, greedy_engine=greedy, ks=pass_ks(args.samples)
-        )
+        print(f"{name}: {len(prompts)} prompts x {args.samples} samples", file=sys.stderr)
+        ks = pass_ks(args.samples)
+        results[name] = evaluate(e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks)
     average = weighted_average(results)
     settings = {
         "samples": args.samples,
         "temperature": args.temperature,
-        "max_new_tokens": max_new,
-        "template": template,
+        "max_new_tokens": e.max_new_tokens,
+        "template": e.template,
         "verifier": args.verifier,
         "limit": args.limit,
         "seed": args.seed,
@@ -324,17 +216,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     # the weighted average also sits at the top level, so one-benchmark callers read `eval_accuracy` directly
-    out = {"model": str(folder), **settings, **average, "datasets": results, "weighted_average": average}
+    out = {"model": str(e.folder), **settings, **average, "datasets": results, "weighted_average": average}
     header = (
-        f"`{folder}`: Ave@{args.samples} at T={args.temperature}, {max_new} new tokens, "
-        f"template {settings['template']}; W.Avg weighted by benchmark size"
+        f"`{e.folder}`: Ave@{args.samples} at T={args.temperature}, {e.max_new_tokens} new tokens, "
+        f"template {e.template}; W.Avg weighted by benchmark size"
     )
     table = markdown(results, average, header)
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     if args.markdown:
         Path(args.markdown).write_text(table)
-    print(json.dumps(out, indent=1) if args.json else table, end="\n" if args.json else "")
+    print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
     return 0
 
 
@@ -342,19 +234,14 @@ def cmd_filter(args: argparse.Namespace) -> int:
     from reinforce_ada import verifiers
     from reinforce_ada.evaluate import apply_template, sample_correct
     from reinforce_ada.filter import buckets, check_bounds, format_buckets, pass_rates, plot_histogram, summary
-    from reinforce_ada.train_config import TrainConfig
 
     check_bounds(args.lo, args.hi)
-    folder = eval_model_folder(args)
-    run_cfg = run_config(folder)
-    cfg = run_cfg or TrainConfig()
-    (ds,) = load_specs(args, [args.dataset], cfg.task)
+    e = eval_setup(args, [args.dataset])
+    ds = e.datasets[0]
     verifier = verifiers.get(args.verifier or ds.verifier)
-    model, tok = load_model_for_eval(args, folder)
-    prompts = apply_template(ds.prompts, args.template or cfg.task.template, tok)
-    eng, _ = make_engines(model, tok, args, args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512))
-    print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {folder}", file=sys.stderr)
-    correct, errors = sample_correct(eng, prompts, verifier, samples=args.samples)
+    prompts = apply_template(ds.prompts, e.template, e.tokenizer)
+    print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
+    correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)
     rates = pass_rates(correct, [p.id for p in prompts])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -363,9 +250,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
             if args.lo < rate <= args.hi:
                 fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
     bs = buckets(rates, args.lo, args.hi)
-    png = plot_histogram(
-        bs, Path(args.plot) if args.plot else out.with_suffix(".png"), lo=args.lo, hi=args.hi, title=ds.name
-    )
+    png = Path(args.plot) if args.plot else out.with_suffix(".png")
+    plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
     if args.json:
         print(json.dumps({**s, "buckets": [dataclasses.asdict(b) for b in bs], "out": str(out), "plot": str(png)}))
@@ -436,7 +322,8 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
+    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="hf (CPU or GPU) or vllm (GPU; unverified)")
 
 
 def build_parser() -> argparse.ArgumentParser:

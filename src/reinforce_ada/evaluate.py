@@ -277,3 +277,87 @@ def apply_template(prompts: Sequence[Prompt], template: str, tokenizer: Any = No
     from reinforce_ada.templates import render
 
     return [dataclasses.replace(p, text=render(template, p.text, tokenizer)) for p in prompts]
+
+
+# --- models ---------------------------------------------------------------------------------------------------------
+
+
+def model_folder_for(checkpoint: str | None, model: str | None) -> Path:
+    """The folder to load: a checkpoint (its folder, model/ or a run folder's latest) or any HF / adapter folder."""
+    from reinforce_ada.checkpoint import model_folder
+
+    if checkpoint:
+        try:
+            return model_folder(Path(checkpoint))
+        except FileNotFoundError as e:
+            raise ConfigError(str(e)) from None
+    folder = Path(str(model))
+    if not ((folder / "config.json").exists() or (folder / "adapter_config.json").exists()):
+        raise ConfigError(f"--model {folder}: not a Hugging Face model folder (no config.json)")
+    return folder
+
+
+def run_config(folder: Path) -> Any:
+    """The TrainConfig of the run a checkpoint folder belongs to (the config.toml above it), else None."""
+    from reinforce_ada.train_config import load_toml
+
+    found = next((p / "config.toml" for p in folder.resolve().parents if (p / "config.toml").exists()), None)
+    return load_toml(found) if found else None
+
+
+def load_engines(
+    folder: Path,
+    *,
+    engine: str = "hf",
+    device: str = "cpu",
+    threads: int = 2,
+    greedy: bool = True,
+    **gen: Any,
+) -> tuple[Any, Any, Any]:
+    """(tokenizer, sampling engine, greedy engine or None) for a model folder.
+
+    `engine="hf"` loads the model (or LoRA adapter) on `device`; `engine="vllm"` hands the folder to vLLM (GPU) and
+    shares one vLLM instance between the sampling and the greedy engine. `gen`: max_new_tokens, temperature, seed,
+    batch_size (the HF engine's decode batch; vLLM schedules its own).
+    """
+    import copy
+
+    import torch
+
+    torch.set_num_threads(threads)
+    if engine == "vllm":
+        from transformers import AutoTokenizer
+
+        from reinforce_ada.engines.vllm import VLLMEngine
+
+        if (folder / "adapter_config.json").exists():
+            raise ConfigError(f"{folder} is a LoRA adapter; the vllm engine needs a full model folder (merge it)")
+        tok = AutoTokenizer.from_pretrained(folder)
+        gen.pop("batch_size", None)
+        eng = VLLMEngine(str(folder), tok, **gen)
+        g = copy.copy(eng)
+        g.params = {**eng.params, "temperature": 0.0}
+        return tok, eng, g if greedy else None
+    if engine != "hf":
+        raise ConfigError(f"unknown engine {engine!r}; choose one of ['hf', 'vllm']")
+    from reinforce_ada.engines.hf import HFEngine
+
+    model, tok = load_model(folder, device=device)
+    eng = HFEngine(model, tok, **gen)
+    g = HFEngine(model, tok, **{**gen, "temperature": 0.0, "seed": 0}) if greedy else None
+    return tok, eng, g
+
+
+def load_model(folder: Path, *, device: str = "cpu") -> tuple[Any, Any]:
+    """(model in eval mode on `device`, tokenizer) from a model folder or a LoRA adapter folder."""
+    from reinforce_ada.models import load_policy
+    from reinforce_ada.train_config import ModelConfig
+
+    if (folder / "adapter_config.json").exists():
+        from peft import AutoPeftModelForCausalLM
+        from transformers import AutoTokenizer
+
+        model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    else:
+        model, tok = load_policy(folder, ModelConfig(path=str(folder)))
+    return model.to(device).eval(), tok
