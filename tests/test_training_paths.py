@@ -184,3 +184,14 @@ def test_streaming_trainer_step(model_dir, tmp_path):
     m = tr.train_step()
     assert "cancelled_samples" in m and m["samples_generated"] >= 4 * 4
     assert all(len(g.pool_rewards) <= 8 for g in tr.strategy.build())
+
+
+def test_model_path_folder_or_hub_id(tmp_path):
+    from reinforce_ada.models import resolve_model_path
+    from reinforce_ada.train_config import ModelConfig, TaskConfig
+
+    assert (
+        str(resolve_model_path(ModelConfig(path="HuggingFaceTB/SmolLM2-135M-Instruct"), TaskConfig())).count("/") == 1
+    )
+    with pytest.raises(ConfigError, match="no config.json"):
+        resolve_model_path(ModelConfig(path=str(tmp_path)), TaskConfig())

@@ -29,9 +29,11 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
     """The folder to load: `model.path`, or the embedded model's cache entry (built when missing)."""
     if model.path is not None:
         p = Path(model.path)
-        if not (p / "config.json").exists():
-            raise ConfigError(f"model.path={model.path!r} is not a Hugging Face model folder (no config.json)")
-        return p
+        if (p / "config.json").exists():
+            return p
+        if not p.exists() and model.path.count("/") == 1 and not model.path.startswith((".", "/")):
+            return p  # a hub id ("org/name"): transformers loads it where this machine can reach the hub
+        raise ConfigError(f"model.path={model.path!r} is not a Hugging Face model folder (no config.json) or hub id")
     from reinforce_ada.tiny import SFTConfig, TinyModelConfig, warm_start
 
     if task.name != "arithmetic":
