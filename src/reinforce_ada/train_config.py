@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import tomllib
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +316,6 @@ def _toml_value(v: Any) -> str:
 
 
 __all__ = [
-    "MISSING",
     "GenerationConfig",
     "ModelConfig",
     "OptimConfig",
