@@ -195,3 +195,16 @@ def test_model_path_folder_or_hub_id(tmp_path):
     )
     with pytest.raises(ConfigError, match="no config.json"):
         resolve_model_path(ModelConfig(path=str(tmp_path)), TaskConfig())
+
+
+def test_device_and_engine_errors():
+    from reinforce_ada.models import resolve_device
+    from reinforce_ada.train_config import GenerationConfig
+
+    assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
+    with pytest.raises(ConfigError, match="model.device"):
+        resolve_device("tpu")
+    with pytest.raises(ConfigError, match="generation.engine"):
+        GenerationConfig(engine="sglang")
+    with pytest.raises(ConfigError, match="streaming"):
+        GenerationConfig(engine="vllm", streaming=True)

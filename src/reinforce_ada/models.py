@@ -64,8 +64,19 @@ def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:
             raise ConfigError("model.lora_r > 0 needs peft: pip install 'reinforce-ada[lora]'") from None
         lora = LoraConfig(r=model.lora_r, lora_alpha=model.lora_alpha, target_modules="all-linear", lora_dropout=0.0)
         policy = get_peft_model(policy, lora)
-    policy.train()
+    policy.to(resolve_device(model.device)).train()
     return policy, tokenizer
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"model.device={name!r} but CUDA is not available here; use cpu or auto")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"model.device={name!r} is not a torch device (cpu, cuda, cuda:N, auto)") from None
 
 
 def warm_start_info(path: Path) -> dict[str, Any]:

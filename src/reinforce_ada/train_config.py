@@ -40,6 +40,8 @@ class ModelConfig:
     """bf16 autocast for forward passes (fp32 master weights stay)."""
     threads: int = 2
     """torch CPU threads."""
+    device: str = "auto"
+    """Where the policy trains: cpu, cuda, cuda:N, or auto (cuda when available)."""
 
     def __post_init__(self) -> None:
         for name in ("hidden_size", "num_layers", "num_heads", "sft_steps", "threads"):
@@ -107,6 +109,8 @@ class GenerationConfig:
     """Top-k sampling (0 = off)."""
     batch_size: int = 512
     """Sequences decoded together."""
+    engine: str = "hf"
+    """Rollout engine: hf (our decode loop, CPU or GPU) or vllm (GPU; weights synced after every update)."""
     streaming: bool = False
     """Sample without round barriers: a continuous-batching engine and the streaming scheduler."""
     slots: int = 256
@@ -123,6 +127,10 @@ class GenerationConfig:
             raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
         if self.in_flight not in ("cancel", "keep"):
             raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of ['cancel', 'keep']")
+        if self.engine not in ("hf", "vllm"):
+            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of ['hf', 'vllm']")
+        if self.engine == "vllm" and self.streaming:
+            raise ConfigError("generation.streaming needs generation.engine='hf' (vLLM batches continuously itself)")
         if self.slots < 1:
             raise ConfigError(f"generation.slots={self.slots} must be >= 1")
 

@@ -61,7 +61,11 @@ class Trainer:
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation
         sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
-        if g.streaming:
+        if g.engine == "vllm":
+            from reinforce_ada.engines.vllm import VLLMEngine
+
+            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, **sampling)
+        elif g.streaming:
             self.engine = HFStreamEngine(self.model, self.tokenizer, slots=g.slots, seed=cfg.run.seed, **sampling)
         else:
             self.engine = HFEngine(self.model, self.tokenizer, batch_size=g.batch_size, seed=cfg.run.seed, **sampling)
@@ -96,6 +100,8 @@ class Trainer:
             batch = collect(self.strategy, self.engine, prompts, **common)
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
+        if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
+            self.engine.sync_weights(self.model)
         self.step += 1
         m = {"step": self.step, **batch.ledger.as_metrics(), **stats}
         m["time_train_s"] = time.perf_counter() - t1
@@ -149,7 +155,10 @@ class Trainer:
         by_tokens = o.agg == "token-mean"
         denom = sum(len(r.completion_ids) for r in mb) if by_tokens else len(mb)
         total_loss = total_ent = total_clip = 0.0
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
+        device = next(self.model.parameters()).device
+        autocast = (
+            torch.autocast(device.type, dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
+        )
         for lo in range(0, len(mb), o.micro_batch_size):
             micro = mb[lo : lo + o.micro_batch_size]
             share = (sum(len(r.completion_ids) for r in micro) if by_tokens else len(micro)) / denom
@@ -162,13 +171,13 @@ class Trainer:
                 if self.ref is not None:
                     with torch.no_grad():
                         ref_logp = sequence_logprobs(self.ref, prompts, comps, self.engine.pad_id, temperature=temp)[0]
-            old, _ = right_pad([r.old_logp for r in micro])
+            old, _ = right_pad([r.old_logp for r in micro], device=device)
             res = policy_loss(
                 logp,
                 old,
-                torch.tensor([r.adv for r in micro]),
+                torch.tensor([r.adv for r in micro], device=device),
                 mask,
-                weight_B=torch.tensor([r.weight for r in micro]),
+                weight_B=torch.tensor([r.weight for r in micro], device=device),
                 clip_low=o.clip_low,
                 clip_high=o.clip_high,
                 dual_clip=o.dual_clip,

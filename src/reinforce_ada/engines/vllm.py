@@ -88,6 +88,14 @@ class VLLMEngine:
         )
         self.seed, self.calls = seed, 0
         self.eos_ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (self.eos_ids or [0])[0]
+
+    def state_dict(self) -> dict[str, Any]:
+        # per-request seeds derive from the call counter, so restoring it resumes the same sample stream
+        return {"calls": self.calls}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.calls = int(state["calls"])
 
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         from vllm.inputs import TokensPrompt
