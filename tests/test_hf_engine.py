@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from reinforce_ada.engines.hf import HFEngine, filter_logits
-from reinforce_ada.policy import left_pad, right_pad, sequence_logprobs
+from reinforce_ada.policy import left_pad, right_pad
 from reinforce_ada.tiny import build_char_tokenizer
 from reinforce_ada.types import Prompt, Request
+from tests.helpers import teacher_forced_logprobs
 
 PROMPTS = ["<bos>1+2=", "<bos>12*34=", "<bos>7", "<bos>99-1= 3", "<bos>5*5=", "<bos>0"]
 """Different lengths, so left padding is exercised."""
@@ -72,14 +73,7 @@ def test_logprobs_match_teacher_forced_forward(tiny_llama, char_tokenizer, tempe
     )
     samples = engine.generate(_requests(k=4))
     prompt_of = {f"p{i}": char_tokenizer.encode(p) for i, p in enumerate(PROMPTS)}
-    with torch.no_grad():
-        logp_BT, mask_BT, _ = sequence_logprobs(
-            tiny_llama,
-            [prompt_of[s.prompt_id] for s in samples],
-            [s.token_ids for s in samples],
-            char_tokenizer.pad_token_id,
-            temperature=temperature or 1.0,  # greedy samples are scored under the untempered distribution
-        )
+    logp_BT, mask_BT, _ = teacher_forced_logprobs(tiny_llama, char_tokenizer, prompt_of, samples, temperature)
     old_logp_BT, old_mask_BT = right_pad([s.logprobs for s in samples])
     assert torch.equal(mask_BT, old_mask_BT)
     assert torch.allclose(logp_BT, old_logp_BT, atol=1e-4)

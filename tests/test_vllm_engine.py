@@ -39,3 +39,11 @@ def test_to_samples_order_logprobs_and_finish_reasons():
 
 def test_registry_names_vllm():
     assert engine_class("vllm").__name__ == "VLLMEngine"
+
+
+def test_bad_sampling_settings_fail_before_vllm_is_needed(char_tokenizer):
+    from reinforce_ada.engines.vllm import VLLMEngine
+    from reinforce_ada.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="top_p"):
+        VLLMEngine("models/none", char_tokenizer, top_p=0.0)

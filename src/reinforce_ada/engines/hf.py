@@ -99,6 +99,20 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
+def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top_k: int, stop: Sequence[str]) -> None:
+    """Sampling settings shared by every engine; the message names the bad one and its valid range."""
+    if max_new_tokens < 1:
+        raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if temperature < 0:
+        raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    if not 0.0 < top_p <= 1.0:
+        raise ConfigError(f"top_p must be in (0, 1], got {top_p}")
+    if top_k < 0:
+        raise ConfigError(f"top_k must be >= 0 (0 = off), got {top_k}")
+    if isinstance(stop, str) or any(not s for s in stop):
+        raise ConfigError(f"stop must be a sequence of non-empty strings, got {stop!r}")
+
+
 class HFEngine:
     """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs."""
 
@@ -117,18 +131,9 @@ class HFEngine:
         drop_finished: bool = True,
         eos_token_ids: Sequence[int] | None = None,
     ) -> None:
-        if max_new_tokens < 1:
-            raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-        if not 0.0 < top_p <= 1.0:
-            raise ConfigError(f"top_p must be in (0, 1], got {top_p}")
-        if top_k < 0:
-            raise ConfigError(f"top_k must be >= 0 (0 = off), got {top_k}")
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        if isinstance(stop, str) or any(not s for s in stop):
-            raise ConfigError(f"stop must be a sequence of non-empty strings, got {stop!r}")
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature, self.top_p, self.top_k = max_new_tokens, temperature, top_p, top_k
         self.stop, self.batch_size, self.seed, self.drop_finished = tuple(stop), batch_size, seed, drop_finished

@@ -65,6 +65,9 @@ class VLLMEngine:
         gpu_memory_utilization: float = 0.4,
         **llm_kwargs: Any,
     ):
+        from reinforce_ada.engines.hf import check_sampling
+
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
         try:
             import vllm
         except ImportError:
