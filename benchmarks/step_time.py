@@ -1,11 +1,17 @@
 """P4: wall-clock per step of Ada-Seq-balanced ÷ GRPO-n4, round mode beside streaming mode, in one run.
 
-All arms train the embedded testbed (warm-started tiny Llama, the convergence benchmark's pool) and their steps are
-*interleaved* (one step of each arm in turn), so a change in background load hits every arm alike. Medians over
-steps after a warm-up.
+All arms train the same model on the same prompts and their steps are *interleaved* (one step of each arm in turn),
+so a change in background load hits every arm alike. Medians over steps after a warm-up. Two models:
+- `--model tiny` (default): the embedded testbed (warm-started tiny Llama, the convergence benchmark's pool), 8-token
+  completions, 1 thread.
+- `--model smollm2`: SmolLM2-135M-Instruct with LoRA r=16 on `smollm2_run.py`'s arithmetic word problems (chat
+  template, up to 24 tokens, numeric verifier), 2 threads.
+Arms run on the default decode (`fused`: `SlotEngine`) unless named `hf-decode` (HF's forward: `HFEngine` for
+rounds, `HFStreamEngine` for streaming -- the engines before the fused decode existed).
 
-    python benchmarks/step_time.py                  # 60 timed steps per arm
-    python benchmarks/step_time.py --steps 5 --warmup 1   # smoke
+    python benchmarks/step_time.py                                  # tiny, 60 timed steps per arm
+    python benchmarks/step_time.py --model smollm2 --steps 4 --warmup 1
+    python benchmarks/step_time.py --steps 5 --warmup 1              # smoke
 """
 
 from __future__ import annotations
@@ -16,51 +22,116 @@ import datetime
 import json
 import os
 import platform
+import resource
 import sys
 from pathlib import Path
 
 import numpy as np
 
 RESULTS = Path(__file__).parent / "results"
+SEQ = {"name": "seq", "exit": "balanced"}
+GRPO = {"name": "uniform", "n": 4}
 ARMS = {
-    "grpo-n4": ({"name": "uniform", "n": 4}, {}),
-    "seq-bal round": ({"name": "seq", "exit": "balanced"}, {}),
-    "seq-bal streaming": ({"name": "seq", "exit": "balanced"}, {"streaming": True, "slots": 256}),
-    "seq-bal streaming+prefetch": (
-        {"name": "seq", "exit": "balanced"},
-        {"streaming": True, "slots": 256, "prefetch": True},
-    ),
+    "grpo-n4": (GRPO, {}),
+    "seq-bal round": (SEQ, {"streaming": False}),
+    "seq-bal streaming": (SEQ, {"streaming": True}),
+    "seq-bal streaming+prefetch": (SEQ, {"streaming": True, "prefetch": True}),
+    "grpo-n4 hf-decode": (GRPO, {"decode": "hf"}),
+    "seq-bal round hf-decode": (SEQ, {"decode": "hf", "streaming": False}),
+    "seq-bal streaming hf-decode": (SEQ, {"decode": "hf", "streaming": True}),
 }
+DEFAULT_ARMS = {
+    "tiny": list(ARMS),
+    "smollm2": ["grpo-n4", "seq-bal round", "seq-bal streaming", "grpo-n4 hf-decode", "seq-bal round hf-decode"],
+}
+
+
+def model_overrides(model: str, threads: int, work: Path) -> dict:
+    """Config overrides (beyond strategy and generation mode) for each model's workload."""
+    if model == "tiny":
+        from reinforce_ada.compare import POOL_WEIGHTS
+
+        return {"model": {"threads": threads}, "task": {"level_weights": list(POOL_WEIGHTS)}, "run": {"batch_size": 32}}
+    sys.path.insert(0, str(Path(__file__).parent))
+    import smollm2_run
+
+    from reinforce_ada.models import fetch_smollm2
+    from reinforce_ada.tiny import default_cache_dir
+
+    path = default_cache_dir() / "smollm2-135m-instruct"
+    if not (path / "config.json").exists():
+        fetch_smollm2(path)
+    work.mkdir(parents=True, exist_ok=True)
+    smollm2_run.make_data(work / "train.jsonl", 400, seed=0)
+    return {
+        "model": {"path": str(path), "lora_r": 16, "threads": threads},
+        "task": {"name": "file", "path": str(work / "train.jsonl"), "template": "chat", "verifier": "numeric"},
+        "generation": {"max_new_tokens": 24, "batch_size": 128},
+        "optim": {"lr": 1e-4, "micro_batch_size": 32},
+        "run": {"batch_size": 8},
+    }
+
+
+def _baseline(arm: str, med: dict) -> str:
+    """The GRPO-n4 arm on the same decode as `arm` (the hf-decode one for hf-decode arms, when it ran)."""
+    return "grpo-n4 hf-decode" if "hf-decode" in arm and "grpo-n4 hf-decode" in med else "grpo-n4"
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    med = result["median"]
+    names = list(med)
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(names) + 1.5))
+    gen = [med[a]["gen"] for a in names]
+    train = [med[a]["step"] - med[a]["gen"] for a in names]
+    ax.barh(names, gen, label="generate (+ score)")
+    ax.barh(names, train, left=gen, label="train + rest")
+    for i, a in enumerate(names):
+        ax.text(med[a]["step"], i, f" {result['ratio_vs_grpo_n4'][a]:.2f}x", va="center")
+    ax.invert_yaxis()
+    ax.set_xlabel("median seconds per step (ratio to GRPO-n4, fused decode)")
+    ax.set_title(f"P4 step time, {result['model']} ({result['date']}, {result['threads']} thread(s))")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=sorted(DEFAULT_ARMS), default="tiny")
+    ap.add_argument("--arms", default=None, help=f"comma-separated subset of {list(ARMS)} (default: per model)")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default=str(RESULTS / "step_time.json"))
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 tiny, 2 smollm2)")
+    ap.add_argument("--out", default=None, help="JSON path (default results/step_time[_smollm2].json)")
     args = ap.parse_args()
+    arms = args.arms.split(",") if args.arms else DEFAULT_ARMS[args.model]
     if args.steps < 1 or args.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
-    from reinforce_ada.compare import POOL_WEIGHTS
+    if any(a not in ARMS for a in arms) or arms[0] != "grpo-n4":
+        ap.error(f"--arms must start with grpo-n4 (the baseline) and name arms from {list(ARMS)}")
+    threads = args.threads or (1 if args.model == "tiny" else 2)
+    suffix = "" if args.model == "tiny" else f"_{args.model}"
+    out = Path(args.out or RESULTS / f"step_time{suffix}.json")
     from reinforce_ada.train_config import TrainConfig, apply_overrides
     from reinforce_ada.trainer import Trainer
 
+    base_overrides = model_overrides(args.model, threads, RESULTS / f"step_time{suffix}_work")
     trainers = {}
-    for arm, (strategy, gen) in ARMS.items():
-        cfg = apply_overrides(
-            TrainConfig(),
-            {
-                "strategy": strategy,
-                "generation": gen,
-                "model": {"threads": args.threads},
-                "task": {"level_weights": list(POOL_WEIGHTS)},
-                "run": {"run_dir": f"runs/step_time/{arm.replace(' ', '_')}", "progress": False, "batch_size": 32},
-            },
-            "step_time",
-        )
+    for arm in arms:
+        strategy, gen = ARMS[arm]
+        over = {k: dict(v) for k, v in base_overrides.items()}
+        over["strategy"] = strategy
+        over["generation"] = {**over.get("generation", {}), **gen}
+        over["run"] = {**over["run"], "run_dir": f"runs/step_time{suffix}/{arm.replace(' ', '_')}", "progress": False}
+        cfg = apply_overrides(TrainConfig(), over, "step_time")
         trainers[arm] = Trainer(dataclasses.replace(cfg), tensorboard=False)
-    times: dict[str, dict[str, list[float]]] = {a: {"step": [], "gen": [], "train": [], "samples": []} for a in ARMS}
+    times: dict[str, dict[str, list[float]]] = {a: {"step": [], "gen": [], "train": [], "samples": []} for a in arms}
     for i in range(args.warmup + args.steps):
         for arm, tr in trainers.items():
             m = tr.train_step()
@@ -78,20 +149,27 @@ def main() -> int:
         "command": "python benchmarks/step_time.py " + " ".join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "threads": args.threads,
+        "model": args.model,
+        "threads": threads,
+        "engines": {a: type(tr.engine).__name__ for a, tr in trainers.items()},
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         "steps": args.steps,
         "warmup": args.warmup,
         "median": med,
         "ratio_vs_grpo_n4": {a: m["step"] / base for a, m in med.items()},
+        "ratio_vs_grpo_n4_same_decode": {a: m["step"] / med[_baseline(a, med)]["step"] for a, m in med.items()},
         "raw": times,
     }
-    out = Path(args.out)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{'arm':<28}{'s/step':>8}{'gen s':>8}{'train s':>8}{'samples':>9}{'÷ GRPO-n4':>11}")
+    plot(result, out.with_suffix(".png"))
+    print(f"{'arm':<30}{'s/step':>8}{'gen s':>8}{'train s':>8}{'samples':>9}{'÷ GRPO-n4':>11}{'same decode':>13}")
     for a, m in med.items():
+        same = result["ratio_vs_grpo_n4_same_decode"][a]
         print(
-            f"{a:<28}{m['step']:>8.3f}{m['gen']:>8.3f}{m['train']:>8.3f}{m['samples']:>9.0f}{m['step'] / base:>11.2f}"
+            f"{a:<30}{m['step']:>8.3f}{m['gen']:>8.3f}{m['train']:>8.3f}{m['samples']:>9.0f}{m['step'] / base:>11.2f}"
+            f"{same:>13.2f}"
         )
+    print(f"wrote {out} and {out.with_suffix('.png')}")
     return 0
 
 

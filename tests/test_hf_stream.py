@@ -1,4 +1,4 @@
-"""HFStreamEngine: continuous batching must not change what a row decodes (greedy = HFEngine = model.generate), its
+"""HFStreamEngine and SlotEngine: continuous batching must not change what a row decodes (greedy = HFEngine = model.generate), its
 log-probs (= teacher-forced), nor lose or duplicate a sample; and it drives `collect_streaming` end to end."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import torch
 from reinforce_ada.config import StrategyConfig
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.engines.hf_stream import HFStreamEngine
+from reinforce_ada.engines.slots import SlotEngine
 from reinforce_ada.policy import left_pad, right_pad
 from reinforce_ada.strategies import build_strategy
 from reinforce_ada.streaming import collect_streaming
@@ -25,11 +26,17 @@ PROMPTS = ["<bos>1+2=", "<bos>12*34=", "<bos>7", "<bos>99-1= 3", "<bos>5*5=", "<
 N = 12  # max_new_tokens
 
 
+@pytest.fixture(params=[HFStreamEngine, SlotEngine], ids=["hf", "slots"])
+def Engine(request):
+    """Every test runs on both continuous-batching engines: they share the protocol and must agree."""
+    return request.param
+
+
 def _requests(k: int = 1) -> list[Request]:
     return [Request(Prompt(f"p{i}", text), k) for i, text in enumerate(PROMPTS)]
 
 
-def _drain(engine: HFStreamEngine) -> list:
+def _drain(engine) -> list:
     out = []
     while not engine.idle():
         out += engine.poll()
@@ -57,8 +64,10 @@ def test_reference_is_model_generate(tiny_llama, char_tokenizer, greedy):
 
 
 @pytest.mark.parametrize(("slots", "steps_per_poll"), [(1, None), (3, None), (5, 2), (64, None)])
-def test_greedy_matches_hf_engine_whatever_the_batching(tiny_llama, char_tokenizer, greedy, slots, steps_per_poll):
-    engine = HFStreamEngine(
+def test_greedy_matches_hf_engine_whatever_the_batching(
+    Engine, tiny_llama, char_tokenizer, greedy, slots, steps_per_poll
+):
+    engine = Engine(
         tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=slots, steps_per_poll=steps_per_poll
     )
     # two waves, the second submitted mid-flight and in reverse order, so rows join a batch already decoding
@@ -79,8 +88,8 @@ def test_greedy_matches_hf_engine_whatever_the_batching(tiny_llama, char_tokeniz
     assert engine.idle() and engine.poll() == [] and not engine.rows
 
 
-def test_cancel_drops_queued_and_running_rows_only(tiny_llama, char_tokenizer, greedy):
-    engine = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4, steps_per_poll=1)
+def test_cancel_drops_queued_and_running_rows_only(Engine, tiny_llama, char_tokenizer, greedy):
+    engine = Engine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4, steps_per_poll=1)
     tickets = engine.submit(_requests(k=3))  # 18 rows, 4 running
     owner = dict(zip(tickets, [r.prompt.id for r in _requests() for _ in range(3)], strict=True))
     first = engine.poll() + engine.poll()
@@ -101,8 +110,8 @@ def test_cancel_drops_queued_and_running_rows_only(tiny_llama, char_tokenizer, g
     assert engine.idle() and "p0" not in engine.refs
 
 
-def test_cancel_everything_running_empties_the_batch(tiny_llama, char_tokenizer, greedy):
-    engine = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=8, steps_per_poll=1)
+def test_cancel_everything_running_empties_the_batch(Engine, tiny_llama, char_tokenizer, greedy):
+    engine = Engine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=8, steps_per_poll=1)
     engine.submit([Request(Prompt("a", PROMPTS[1]), 3)])
     engine.poll()
     assert engine.cancel("a") == 3 and engine.idle() and engine.poll() == []
@@ -112,8 +121,8 @@ def test_cancel_everything_running_empties_the_batch(tiny_llama, char_tokenizer,
 
 
 @pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(0.0, 0, 1.0), (1.0, 0, 1.0), (0.7, 5, 0.9)])
-def test_logprobs_match_teacher_forced_forward(tiny_llama, char_tokenizer, temperature, top_k, top_p):
-    engine = HFStreamEngine(
+def test_logprobs_match_teacher_forced_forward(Engine, tiny_llama, char_tokenizer, temperature, top_k, top_p):
+    engine = Engine(
         tiny_llama,
         char_tokenizer,
         max_new_tokens=N,
@@ -132,7 +141,7 @@ def test_logprobs_match_teacher_forced_forward(tiny_llama, char_tokenizer, tempe
     assert all(lp <= 0.0 and math.isfinite(lp) for s in samples for lp in s.logprobs)
 
 
-def test_generate_matches_hf_engine_layout(tiny_llama, char_tokenizer):
+def test_generate_matches_hf_engine_layout(Engine, tiny_llama, char_tokenizer):
     requests = [
         Request(Prompt("a", "<bos>1+1="), 2),
         Request(Prompt("b", "<bos>3"), 0),
@@ -140,39 +149,39 @@ def test_generate_matches_hf_engine_layout(tiny_llama, char_tokenizer):
     ]
     kwargs = dict(max_new_tokens=6, temperature=0)
     ref = HFEngine(tiny_llama, char_tokenizer, **kwargs).generate(requests)
-    got = HFStreamEngine(tiny_llama, char_tokenizer, slots=2, **kwargs).generate(requests)
+    got = Engine(tiny_llama, char_tokenizer, slots=2, **kwargs).generate(requests)
     assert [(s.prompt_id, s.index, s.token_ids, s.finish_reason) for s in got] == [
         (s.prompt_id, s.index, s.token_ids, s.finish_reason) for s in ref
     ]
 
 
-def test_stop_strings_as_hf_engine(tiny_llama, char_tokenizer, greedy):
+def test_stop_strings_as_hf_engine(Engine, tiny_llama, char_tokenizer, greedy):
     text = char_tokenizer.decode(greedy["p1"], skip_special_tokens=True)
     kwargs = dict(max_new_tokens=N, temperature=0, stop=("zz", text[4:6]))
     ref = HFEngine(tiny_llama, char_tokenizer, **kwargs).generate(_requests())
-    got = HFStreamEngine(tiny_llama, char_tokenizer, slots=2, **kwargs).generate(_requests())
+    got = Engine(tiny_llama, char_tokenizer, slots=2, **kwargs).generate(_requests())
     assert "stop" in {s.finish_reason for s in got}
     assert [(s.token_ids, s.text, s.finish_reason) for s in got] == [
         (s.token_ids, s.text, s.finish_reason) for s in ref
     ]
 
 
-def test_pad_equal_to_eos_and_from_engine(tiny_llama, char_tokenizer, greedy):
+def test_pad_equal_to_eos_and_from_engine(Engine, tiny_llama, char_tokenizer, greedy):
     from reinforce_ada.tiny import build_char_tokenizer
 
     tok = build_char_tokenizer()
     tok.pad_token = tok.eos_token
     base = HFEngine(tiny_llama, tok, max_new_tokens=N, temperature=0)
-    engine = HFStreamEngine.from_engine(base, slots=3)
+    engine = Engine.from_engine(base, slots=3)
     assert engine.pad_id == char_tokenizer.eos_token_id and engine.slots == 3 and engine.temperature == 0
     assert all(s.token_ids == greedy[s.prompt_id] for s in engine.generate(_requests(k=2)))
 
 
-def test_seeded_determinism_and_state_dict(tiny_llama, char_tokenizer):
+def test_seeded_determinism_and_state_dict(Engine, tiny_llama, char_tokenizer):
     def run(engine):
         return sorted((s.index, s.token_ids) for s in engine.generate(_requests(k=3)))
 
-    make = lambda seed: HFStreamEngine(tiny_llama, char_tokenizer, slots=7, seed=seed, max_new_tokens=8)  # noqa: E731
+    make = lambda seed: Engine(tiny_llama, char_tokenizer, slots=7, seed=seed, max_new_tokens=8)  # noqa: E731
     a = make(1)
     state = a.state_dict()
     first = run(a)
@@ -182,28 +191,28 @@ def test_seeded_determinism_and_state_dict(tiny_llama, char_tokenizer):
     assert run(a) == first
 
 
-def test_each_prompt_prefilled_once_and_cache_bounded(tiny_llama, char_tokenizer, greedy):
-    engine = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4)
+def test_each_prompt_prefilled_once_and_cache_bounded(Engine, tiny_llama, char_tokenizer, greedy):
+    engine = Engine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4)
     engine.generate(_requests(k=3))
     assert engine.prefilled_prompts == len(PROMPTS)
     engine.generate(_requests(k=1))  # LRU: finished prompts stay cached across calls
     assert engine.prefilled_prompts == len(PROMPTS)
-    small = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4, max_cached_prompts=1)
+    small = Engine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4, max_cached_prompts=1)
     samples = small.generate(_requests(k=1) * 3)  # interleaved: each admission needs prompts evicted earlier
     assert len(small.prompt_kv) == 1 and small.prefilled_prompts > len(PROMPTS)
     assert all(s.token_ids == greedy[s.prompt_id] for s in samples)
 
 
-def test_weight_update_invalidates_prompt_cache(tiny_llama, char_tokenizer):
+def test_weight_update_invalidates_prompt_cache(Engine, tiny_llama, char_tokenizer):
     model = copy.deepcopy(tiny_llama)
-    engine = HFStreamEngine(model, char_tokenizer, max_new_tokens=N, temperature=0, slots=4)
+    engine = Engine(model, char_tokenizer, max_new_tokens=N, temperature=0, slots=4)
     before = engine.generate(_requests())
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(1.5)  # an optimizer step, as far as the version counters can tell
     after = engine.generate(_requests())
     assert engine.prefilled_prompts == 2 * len(PROMPTS)
-    fresh = HFStreamEngine(model, char_tokenizer, max_new_tokens=N, temperature=0).generate(_requests())
+    fresh = Engine(model, char_tokenizer, max_new_tokens=N, temperature=0).generate(_requests())
     assert [s.token_ids for s in after] == [s.token_ids for s in fresh] != [s.token_ids for s in before]
     engine.submit(_requests())
     engine.poll()
@@ -213,8 +222,8 @@ def test_weight_update_invalidates_prompt_cache(tiny_llama, char_tokenizer):
         engine.poll()
 
 
-def test_throughput_and_model_mode(tiny_llama, char_tokenizer):
-    engine = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=5, slots=3)
+def test_throughput_and_model_mode(Engine, tiny_llama, char_tokenizer):
+    engine = Engine(tiny_llama, char_tokenizer, max_new_tokens=5, slots=3)
     tiny_llama.train()
     try:
         samples = engine.generate(_requests(k=2))
@@ -228,14 +237,14 @@ def test_throughput_and_model_mode(tiny_llama, char_tokenizer):
 @pytest.mark.parametrize(
     "kwargs", [{"slots": 0}, {"steps_per_poll": 0}, {"max_cached_prompts": 0}, {"temperature": -1.0}]
 )
-def test_bad_arguments_raise(tiny_llama, char_tokenizer, kwargs):
+def test_bad_arguments_raise(Engine, tiny_llama, char_tokenizer, kwargs):
     with pytest.raises(ValueError):
-        HFStreamEngine(tiny_llama, char_tokenizer, **kwargs)
+        Engine(tiny_llama, char_tokenizer, **kwargs)
 
 
-def test_empty_prompt_raises(tiny_llama, char_tokenizer):
+def test_empty_prompt_raises(Engine, tiny_llama, char_tokenizer):
     with pytest.raises(ValueError, match="zero tokens"):
-        HFStreamEngine(tiny_llama, char_tokenizer).submit([Request(Prompt("e", ""), 1)])
+        Engine(tiny_llama, char_tokenizer).submit([Request(Prompt("e", ""), 1)])
 
 
 def _digit_sum_parity(completion: str, answer: str) -> float:
@@ -244,12 +253,12 @@ def _digit_sum_parity(completion: str, answer: str) -> float:
 
 
 @pytest.mark.parametrize("opts", [{}, {"prefetch": True}, {"prefetch": True, "in_flight": "keep"}])
-def test_collect_streaming_seq_end_to_end(tiny_llama, char_tokenizer, opts):
+def test_collect_streaming_seq_end_to_end(Engine, tiny_llama, char_tokenizer, opts):
     cfg = StrategyConfig(name="seq", n=2, samples_per_round=3, max_samples=9, seed=0)
     prompts = [Prompt(f"q{i}", f"<bos>{i}+{i * 7}=", answer="") for i in range(8)]
 
     def run():
-        engine = HFStreamEngine(tiny_llama, char_tokenizer, max_new_tokens=6, slots=8, seed=5)
+        engine = Engine(tiny_llama, char_tokenizer, max_new_tokens=6, slots=8, seed=5)
         sent = Counter()
         submit = engine.submit
 

@@ -97,6 +97,11 @@ class TaskConfig:
             raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")
 
 
+DECODES = ("auto", "fused", "hf")
+STREAMING_BY_DEFAULT = ("seq", "est")
+"""Strategies that sample through the streaming scheduler unless `generation.streaming` says otherwise."""
+
+
 @dataclass(frozen=True)
 class GenerationConfig:
     max_new_tokens: int = 8
@@ -110,11 +115,15 @@ class GenerationConfig:
     batch_size: int = 512
     """Sequences decoded together."""
     engine: str = "hf"
-    """Rollout engine: hf (our decode loop, CPU or GPU) or vllm (GPU; weights synced after every update)."""
-    streaming: bool = False
-    """Sample without round barriers: a continuous-batching engine and the streaming scheduler."""
+    """Rollout engine: hf (our decode loops, CPU or GPU) or vllm (GPU; weights synced after every update)."""
+    decode: str = "auto"
+    """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
+    causal LM) or auto (fused where the model supports it)."""
+    streaming: bool | None = None
+    """Sample without round barriers (the streaming scheduler); None = on for seq and est, off otherwise (and off
+    with engine vllm, which batches continuously itself)."""
     slots: int = 256
-    """streaming: decode slots of the continuous-batching engine."""
+    """Decode slots of the continuous-batching engines (streaming, or any mode with the fused decode)."""
     in_flight: str = "cancel"
     """streaming: samples still decoding when their prompt retires are cancelled (`cancel`) or kept (`keep`)."""
     prefetch: bool = False
@@ -129,6 +138,8 @@ class GenerationConfig:
             raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of ['cancel', 'keep']")
         if self.engine not in ("hf", "vllm"):
             raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of ['hf', 'vllm']")
+        if self.decode not in DECODES:
+            raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
         if self.engine == "vllm" and self.streaming:
             raise ConfigError("generation.streaming needs generation.engine='hf' (vLLM batches continuously itself)")
         if self.slots < 1:
@@ -215,6 +226,14 @@ class TrainConfig:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+    @property
+    def streaming(self) -> bool:
+        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies on the hf engine."""
+        g = self.generation
+        if g.streaming is not None:
+            return g.streaming
+        return g.engine == "hf" and self.strategy.name in STREAMING_BY_DEFAULT
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]

@@ -24,8 +24,7 @@ import numpy as np
 import torch
 
 from reinforce_ada import checkpoint, tasks
-from reinforce_ada.engines.hf import HFEngine
-from reinforce_ada.engines.hf_stream import HFStreamEngine
+from reinforce_ada.engines import local_engine
 from reinforce_ada.evaluate import evaluate
 from reinforce_ada.losses import policy_loss
 from reinforce_ada.models import load_policy, resolve_model_path, warm_start_info
@@ -65,10 +64,17 @@ class Trainer:
             from reinforce_ada.engines.vllm import VLLMEngine
 
             self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, **sampling)
-        elif g.streaming:
-            self.engine = HFStreamEngine(self.model, self.tokenizer, slots=g.slots, seed=cfg.run.seed, **sampling)
         else:
-            self.engine = HFEngine(self.model, self.tokenizer, batch_size=g.batch_size, seed=cfg.run.seed, **sampling)
+            self.engine = local_engine(
+                self.model,
+                self.tokenizer,
+                decode=g.decode,
+                streaming=cfg.streaming,
+                slots=g.slots,
+                batch_size=g.batch_size,
+                seed=cfg.run.seed,
+                **sampling,
+            )
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
@@ -92,7 +98,7 @@ class Trainer:
             more_prompts=lambda k: self.stream.take(k, exclude=self.strategy.prompts),
             verifier_timeout_s=self.cfg.task.verifier_timeout_s,
         )
-        if g.streaming:
+        if self.cfg.streaming:
             batch = collect_streaming(
                 self.strategy, self.engine, prompts, in_flight=g.in_flight, prefetch=g.prefetch, **common
             )
@@ -198,12 +204,15 @@ class Trainer:
     # -- evaluation, checkpoints, the loop -----------------------------------------------------------------------
     def evaluate(self) -> dict[str, Any]:
         g = self.cfg.generation
-        eng = HFEngine(
+        eng = local_engine(
             self.model,
             self.tokenizer,
+            decode=g.decode,
+            streaming=False,
+            slots=g.slots,
+            batch_size=g.batch_size,
             max_new_tokens=g.max_new_tokens,
             temperature=1.0,
-            batch_size=g.batch_size,
             seed=self.cfg.run.seed * 100_003 + self.step,
         )  # own seed: no drift
         return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from reinforce_ada.types import Request, Sample
 
@@ -22,6 +22,7 @@ ENGINES = {
     "sim": "reinforce_ada.sim:SimulatedPolicy",
     "hf": "reinforce_ada.engines.hf:HFEngine",
     "hf_stream": "reinforce_ada.engines.hf_stream:HFStreamEngine",
+    "slots": "reinforce_ada.engines.slots:SlotEngine",
     "vllm": "reinforce_ada.engines.vllm:VLLMEngine",
 }
 
@@ -31,3 +32,21 @@ def engine_class(name: str) -> type:
         raise ValueError(f"unknown engine {name!r}; choose one of {sorted(ENGINES)}")
     module, attr = ENGINES[name].split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def local_engine(
+    model: Any, tokenizer: Any, *, decode: str, streaming: bool, slots: int, batch_size: int, **kwargs: Any
+) -> Any:
+    """The engine for a local HF model: `SlotEngine` when `decode` is fused (or auto and the model supports it),
+    else `HFStreamEngine` for streaming and `HFEngine` for rounds. `kwargs` are the sampling settings and seed."""
+    from reinforce_ada.engines.hf import HFEngine
+    from reinforce_ada.engines.hf_stream import HFStreamEngine
+    from reinforce_ada.engines.slots import SlotEngine, supports_fused
+
+    if decode not in ("auto", "fused", "hf"):
+        raise ValueError(f"decode={decode!r} is not valid; choose one of ['auto', 'fused', 'hf']")
+    if decode == "fused" or (decode == "auto" and supports_fused(model)):
+        return SlotEngine(model, tokenizer, slots=slots, **kwargs)
+    if streaming:
+        return HFStreamEngine(model, tokenizer, slots=slots, **kwargs)
+    return HFEngine(model, tokenizer, batch_size=batch_size, **kwargs)

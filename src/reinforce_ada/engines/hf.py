@@ -21,8 +21,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,7 @@ class HFEngine:
         self.device = next(model.parameters()).device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.throughput = Throughput()
+        self._modules = list(model.modules())
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state()}
@@ -164,23 +166,37 @@ class HFEngine:
                 raise ConfigError(f"prompt {r.prompt.id!r} tokenises to zero tokens")
         rows = [(r, j) for r in requests for j in range(r.k)]
         samples: list[Sample] = []
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.inference_mode():
-                for lo in range(0, len(rows), self.batch_size):
-                    chunk = rows[lo : lo + self.batch_size]
-                    ids, logps, reasons = self._decode([ids_of[r.prompt.text] for r, _ in chunk])
-                    texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
-                    for (r, j), i, lp, why, text in zip(chunk, ids, logps, reasons, texts, strict=True):
-                        text = self._cut_at_stop(text) if why == "stop" else text
-                        samples.append(Sample(r.prompt.id, text, i, lp, len(i), why, index=j))
-        finally:
-            self.model.train(was_training)
+        with self._inference():
+            for lo in range(0, len(rows), self.batch_size):
+                chunk = rows[lo : lo + self.batch_size]
+                ids, logps, reasons = self._decode([ids_of[r.prompt.text] for r, _ in chunk])
+                texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
+                for (r, j), i, lp, why, text in zip(chunk, ids, logps, reasons, texts, strict=True):
+                    text = self._cut_at_stop(text) if why == "stop" else text
+                    samples.append(Sample(r.prompt.id, text, i, lp, len(i), why, index=j))
         self.throughput.tokens += sum(s.num_tokens for s in samples)
         self.throughput.sequences += len(samples)
         self.throughput.seconds += time.perf_counter() - start
         return samples
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        """Eval mode and inference mode for the duration, then the caller's train/eval mode back.
+
+        Flips each module's `training` flag directly (what `Module.train` does, minus its recursion): a streaming
+        engine enters this once per `poll`, many times a step. The module list is taken at construction.
+        """
+        was_training = self.model.training
+        if was_training:
+            for m in self._modules:
+                m.training = False
+        try:
+            with torch.inference_mode():
+                yield
+        finally:
+            if was_training:
+                for m in self._modules:
+                    m.training = True
 
     def _cut_at_stop(self, text: str) -> str:
         cuts = [text.find(s) for s in self.stop if s in text]

@@ -50,8 +50,8 @@ class _Row:
 
 @dataclass
 class _PromptKV:
-    kv: list[tuple[torch.Tensor, torch.Tensor]]
-    """Per layer (keys_1HPD, values_1HPD), real prompt positions only."""
+    kv_L2GPD: torch.Tensor
+    """Keys (index 0) and values (1) per layer, kv head, real prompt position and head dim."""
     logits_V: torch.Tensor
     """Next-token logits after the prompt."""
 
@@ -113,6 +113,7 @@ class HFStreamEngine(HFEngine):
         """Prompts prefilled so far (a prompt prefilled twice counts twice): the prompt cache's misses."""
         self.wasted_tokens = 0
         """Tokens decoded for rows later cancelled."""
+        self._ids_of: dict[str, list[int]] = {}
         self._weights = self._weights_version()
 
     @classmethod
@@ -132,9 +133,13 @@ class HFStreamEngine(HFEngine):
     # -- the StreamingEngine protocol ----------------------------------------------------------------------------
     def submit(self, requests: Sequence[Request]) -> list[int]:
         self._check_weights()
-        texts = list(dict.fromkeys(r.prompt.text for r in requests if r.k > 0))
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
-        ids_of = dict(zip(texts, encoded, strict=True))
+        needed = list(dict.fromkeys(r.prompt.text for r in requests if r.k > 0))
+        texts = [t for t in needed if t not in self._ids_of]
+        if texts:  # a prompt is re-submitted every batch of a step: tokenise it once
+            if len(self._ids_of) + len(texts) > 4 * self.max_cached_prompts:
+                self._ids_of = {t: self._ids_of[t] for t in needed if t in self._ids_of}
+            self._ids_of.update(zip(texts, self.tokenizer(texts, add_special_tokens=False)["input_ids"], strict=True))
+        ids_of = self._ids_of
         for r in requests:
             if r.k > 0 and not ids_of[r.prompt.text]:
                 raise ConfigError(f"prompt {r.prompt.id!r} tokenises to zero tokens")
@@ -153,21 +158,16 @@ class HFStreamEngine(HFEngine):
         start = time.perf_counter()
         self._check_weights()
         out: list[Sample] = []
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.inference_mode():
-                steps = 0
-                while True:
-                    self._maybe_admit()
-                    if not self.rows:
-                        break
-                    out += self._step()
-                    steps += 1
-                    if (out if self.steps_per_poll is None else steps >= self.steps_per_poll) or self.idle():
-                        break
-        finally:
-            self.model.train(was_training)
+        with self._inference():
+            steps = 0
+            while True:
+                self._maybe_admit()
+                if not self.rows:
+                    break
+                out += self._step()
+                steps += 1
+                if (out if self.steps_per_poll is None else steps >= self.steps_per_poll) or self.idle():
+                    break
         self.throughput.tokens += sum(s.num_tokens for s in out)
         self.throughput.sequences += len(out)
         self.throughput.seconds += time.perf_counter() - start
@@ -219,6 +219,31 @@ class HFStreamEngine(HFEngine):
     # -- the decode loop -----------------------------------------------------------------------------------------
     def _step(self) -> list[Sample]:
         """Sample one token for every live row, retire finished rows, then feed the new tokens through the model."""
+        out = self._sample_rows()
+        if all(r.dead for r in self.rows):
+            self._clear_batch()
+            return out
+        dead = sum(r.dead for r in self.rows)
+        if dead and (dead * DROP_FRACTION >= len(self.rows) or self._admission_due()):
+            self._compact()
+        live_R = torch.tensor([not r.dead for r in self.rows], device=self.device)
+        tok_R = torch.full((len(self.rows),), self.pad_id, dtype=torch.long, device=self.device)
+        tok_R[live_R] = torch.tensor([r.tokens[-1] for r in self.rows if not r.dead], device=self.device)
+        self.mask_RL = torch.cat([self.mask_RL, live_R.long().unsqueeze(-1)], dim=-1)
+        logits_R1V, self.cache = model_forward(
+            self.model,
+            tok_R.unsqueeze(-1),
+            self.mask_RL,
+            self.pos_R.unsqueeze(-1),
+            kv_cache=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        self.logits_RV, self.pos_R = logits_R1V[:, -1], self.pos_R + live_R.long()
+        return out
+
+    def _sample_rows(self) -> list[Sample]:
+        """Draw one token per live row, append it, and retire the rows that finished (marked dead, returned)."""
         alive = [i for i, r in enumerate(self.rows) if not r.dead]
         idx_A = torch.tensor(alive, device=self.device)
         tok_A, lp_A = sample_next(
@@ -256,26 +281,6 @@ class HFStreamEngine(HFEngine):
             text = self.tokenizer.decode(row.tokens, skip_special_tokens=True)
             text = self._cut_at_stop(text) if why == "stop" else text
             out.append(Sample(row.prompt_id, text, row.tokens, row.logprobs, len(row.tokens), why, index=row.ticket))
-        if all(r.dead for r in self.rows):
-            self._clear_batch()
-            return out
-        dead = sum(r.dead for r in self.rows)
-        if dead and (dead * DROP_FRACTION >= len(self.rows) or self._admission_due()):
-            self._compact()
-        live_R = torch.tensor([not r.dead for r in self.rows], device=self.device)
-        tok_R = torch.full((len(self.rows),), self.pad_id, dtype=torch.long, device=self.device)
-        tok_R[live_R] = torch.tensor([r.tokens[-1] for r in self.rows if not r.dead], device=self.device)
-        self.mask_RL = torch.cat([self.mask_RL, live_R.long().unsqueeze(-1)], dim=-1)
-        logits_R1V, self.cache = model_forward(
-            self.model,
-            tok_R.unsqueeze(-1),
-            self.mask_RL,
-            self.pos_R.unsqueeze(-1),
-            kv_cache=self.cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        self.logits_RV, self.pos_R = logits_R1V[:, -1], self.pos_R + live_R.long()
         return out
 
     def _admission_due(self) -> bool:
@@ -311,8 +316,7 @@ class HFStreamEngine(HFEngine):
         for u, text in enumerate(texts):
             n = len(ids_of[text])
             self.prompt_kv[text] = _PromptKV(
-                [(k[u : u + 1, :, P - n :].clone(), v[u : u + 1, :, P - n :].clone()) for k, v in kv],
-                logits_U1V[u, -1],
+                torch.stack([torch.stack([k[u, :, P - n :], v[u, :, P - n :]]) for k, v in kv]), logits_U1V[u, -1]
             )
         self.prefilled_prompts += len(texts)
 
@@ -330,16 +334,16 @@ class HFStreamEngine(HFEngine):
             mask_RL[:R, L - L_old :] = self.mask_RL
         old = _get_kv(self.cache) if R else []
         merged = []
-        for layer, (k0, v0) in enumerate(self.prompt_kv[new[0].text].kv):
-            k = k0.new_zeros((R + n, k0.shape[1], L, k0.shape[3]))
-            v = v0.new_zeros((R + n, v0.shape[1], L, v0.shape[3]))
+        _, _, G, _, D = self.prompt_kv[new[0].text].kv_L2GPD.shape
+        rows_of = {text: torch.tensor(idx, device=self.device) for text, idx in by_text.items()}
+        for layer in range(len(self.prompt_kv[new[0].text].kv_L2GPD)):
+            k, v = (self.prompt_kv[new[0].text].kv_L2GPD.new_zeros((R + n, G, L, D)) for _ in range(2))
             if R:
                 k[:R, :, L - L_old :], v[:R, :, L - L_old :] = old[layer]
-            for text, idx in by_text.items():
-                pk, pv = self.prompt_kv[text].kv[layer]
-                rows_N = torch.tensor(idx, device=self.device)
-                k[rows_N, :, L - pk.shape[2] :] = pk
-                v[rows_N, :, L - pv.shape[2] :] = pv
+            for text, rows_N in rows_of.items():
+                pk, pv = self.prompt_kv[text].kv_L2GPD[layer]
+                k[rows_N, :, L - pk.shape[1] :] = pk
+                v[rows_N, :, L - pv.shape[1] :] = pv
             merged.append((k, v))
         for j, r in enumerate(new):
             mask_RL[R + j, L - len(r.ids) :] = 1
