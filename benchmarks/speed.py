@@ -619,6 +619,42 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def record_summary(res: dict[str, Any], path: Path) -> None:
+    """P5 and P6 in summary.json (this benchmark owns both)."""
+    from reinforce_ada.compare import update_summary
+
+    goals: dict[str, Any] = {}
+    p5 = res["p5"]
+    if "ratio_step_time" in p5:
+        goals["P5"] = {
+            "value": p5["ratio_step_time"],
+            "goal": "<= 0.7",
+            "what": "our GRPO-n4 step time / TRL GRPOTrainer step time (tiny model, 32x4, 8 tokens, CPU)",
+            "ours_step_s": p5["ours"]["step_s"],
+            "trl_step_s": p5["trl"]["step_s"],
+            "trl_version": p5["trl_version"],
+        }
+    p6 = res["p6"]
+    goals["P6"] = {
+        "value": p6["grpo-like"]["ratio_tokens_per_s"],
+        "goal": ">= 1.5",
+        "what": "tokens/s of the default engine / plain model.generate, GRPO-like workload on the tiny model; every "
+        "workload (tiny and SmolLM2-135M) beside it, with HFEngine's ratio and peak RSS (MiB)",
+        "workloads": {
+            name: {
+                "engine": r["engine_class"],
+                "ratio": r["ratio_tokens_per_s"],
+                "hf_engine_ratio": r.get("ratio_hf_engine_tokens_per_s"),
+                "peak_rss_mib": {
+                    side: r[side]["peak_rss_mib"] for side in ("engine", "hf_engine", "generate") if side in r
+                },
+            }
+            for name, r in p6.items()
+        },
+    }
+    update_summary(path, goals, res["command"])
+
+
 def plot(res: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -736,6 +772,8 @@ def main(argv: list[str] | None = None) -> int:
     if lock is not None:
         lock.close()
     (out_dir / "speed.json").write_text(json.dumps(res, indent=2) + "\n")
+    if args.out is None and not args.quick:
+        record_summary(res, out_dir / "summary.json")
     plot(res, out_dir / "speed.png")
     print(table(res))
     print(f"wrote {out_dir / 'speed.json'} and {out_dir / 'speed.png'} ({res['wall_s']:.0f} s measured)")

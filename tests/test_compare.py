@@ -59,6 +59,10 @@ def test_update_summary_keeps_other_entries(tmp_path):
     update_summary(f, {"P1": {"value": 2.0, "goal": ">= 2.0", "what": "x"}}, "cmd")
     s = json.loads(f.read_text())
     assert s["P5"] == {"value": 0.5} and s["P1"]["command"] == "cmd" and "date" in s["P1"]
+    f.write_text(json.dumps({"P4": {"value": 1.5, "smollm2": {"value": 1.1}}}))
+    update_summary(f, {"P4": {"value": 1.9}}, "cmd", nested={"P4": "convergence_run"})
+    s = json.loads(f.read_text())["P4"]
+    assert s["value"] == 1.5 and s["smollm2"] == {"value": 1.1} and s["convergence_run"]["value"] == 1.9
 
 
 def test_arm_config_and_matched_needs_n():

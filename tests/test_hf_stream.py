@@ -1,5 +1,6 @@
-"""HFStreamEngine and SlotEngine: continuous batching must not change what a row decodes (greedy = HFEngine = model.generate), its
-log-probs (= teacher-forced), nor lose or duplicate a sample; and it drives `collect_streaming` end to end."""
+"""HFStreamEngine and SlotEngine: continuous batching must not change what a row decodes (greedy = HFEngine =
+model.generate), its log-probs (= teacher-forced), nor lose or duplicate a sample; and it drives `collect_streaming`
+end to end."""
 
 from __future__ import annotations
 

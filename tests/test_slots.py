@@ -88,18 +88,19 @@ def test_lora_wrapped_model(tiny_llama, char_tokenizer):
     assert [s.token_ids for s in got] == [s.token_ids for s in ref] != [s.token_ids for s in base]
 
 
-def test_buffer_grows_for_a_longer_prompt_mid_flight(tiny_llama, char_tokenizer):
+def test_buffer_grows_for_more_rows_and_a_longer_prompt_mid_flight(tiny_llama, char_tokenizer):
     long_prompt = "<bos>" + "1234567890+" * 3 + "="
     prompts = [PROMPTS[2], long_prompt]
     ref = HFEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0).generate(_requests(1, prompts))
     engine = SlotEngine(tiny_llama, char_tokenizer, max_new_tokens=N, temperature=0, slots=4, steps_per_poll=1)
     engine.submit(_requests(2, prompts[:1]))
     got = engine.poll()
-    capacity = engine.kv.shape[4]
+    rows, capacity = engine.kv.shape[2], engine.kv.shape[4]
+    assert rows == 2, "the buffer holds the rows running, not every slot"
     engine.submit([Request(Prompt("p1", long_prompt), 2)])
     while not engine.idle():
         got += engine.poll()
-    assert engine.kv.shape[4] > capacity
+    assert engine.kv.shape[4] > capacity and engine.kv.shape[2] == 4
     want = {s.prompt_id: s.token_ids for s in ref}
     assert sorted(s.prompt_id for s in got) == ["p0", "p0", "p1", "p1"]
     assert all(s.token_ids == want[s.prompt_id] for s in got)

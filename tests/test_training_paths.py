@@ -208,3 +208,23 @@ def test_device_and_engine_errors():
         GenerationConfig(engine="sglang")
     with pytest.raises(ConfigError, match="streaming"):
         GenerationConfig(engine="vllm", streaming=True)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "generation", "engine", "streams"),
+    [
+        ({"name": "seq"}, {}, "SlotEngine", True),
+        ({"name": "est"}, {}, "SlotEngine", True),
+        ({"name": "uniform"}, {}, "SlotEngine", False),
+        ({"name": "seq"}, {"decode": "hf"}, "HFStreamEngine", True),
+        ({"name": "seq"}, {"decode": "hf", "streaming": False}, "HFEngine", False),
+    ],
+)
+def test_trainer_engine_and_mode(model_dir, tmp_path, strategy, generation, engine, streams):
+    cfg = tiny_cfg(model_dir, tmp_path / "run")
+    cfg = apply_overrides(cfg, {"strategy": strategy, "generation": generation}, "test")
+    tr = Trainer(cfg, tensorboard=False)
+    assert type(tr.engine).__name__ == engine and cfg.streaming is streams
+    m = tr.train_step()
+    assert ("cancelled_samples" in m) is streams  # the streaming ledger's extras reach the metrics
+    assert m["samples_generated"] > 0 and np.isfinite(m["loss"])

@@ -286,7 +286,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     js, png = write(results, c.out, command)
     print(format_table(results))
     if not args.quick and args.summary:
-        update_summary(Path(c.out).parent / "summary.json", results["goals"], command)
+        # P4 belongs to benchmarks/step_time.py (interleaved arms); the convergence run's ratio is kept beside it
+        update_summary(Path(c.out).parent / "summary.json", results["goals"], command, nested={"P4": "convergence_run"})
     print(f"wrote {js} and {png}")
     return 0
 

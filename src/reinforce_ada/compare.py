@@ -267,7 +267,7 @@ def goals(t: dict[str, Any]) -> dict[str, Any]:
         "P4": {
             "value": _ratio(med("seq-bal", "time_step_s"), med("grpo-n4", "time_step_s")),
             "goal": "<= 1.3",
-            "what": "wall-clock per step, Ada-Seq-balanced / GRPO-n4 (round mode)",
+            "what": "wall-clock per step, Ada-Seq-balanced / GRPO-n4 (each arm in the trainer's default mode)",
         },
     }
 
@@ -318,12 +318,22 @@ def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path,
     return js, png
 
 
-def update_summary(path: str | Path, goals_: dict[str, Any], command: str) -> None:
-    """Merge this benchmark's goals into `summary.json` (other benchmarks own the other keys)."""
+def update_summary(
+    path: str | Path, goals_: dict[str, Any], command: str, *, nested: dict[str, str] | None = None
+) -> None:
+    """Merge this benchmark's goals into `summary.json` (other benchmarks own the other keys).
+
+    A goal named in `nested` is owned by another benchmark: this one only sets `summary[goal][nested[goal]]` to its
+    entry (command and date included) and leaves the goal's other fields alone.
+    """
     path = Path(path)
     summary = json.loads(path.read_text()) if path.exists() else {}
+    stamp = {"command": command, "date": datetime.date.today().isoformat()}
     for key, g in goals_.items():
-        summary[key] = {**g, "command": command, "date": datetime.date.today().isoformat()}
+        if nested and key in nested:
+            summary[key] = {**summary.get(key, {}), nested[key]: {**g, **stamp}}
+        else:
+            summary[key] = {**g, **stamp}
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(dict(sorted(summary.items())), indent=1) + "\n")
     tmp.replace(path)

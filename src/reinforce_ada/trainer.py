@@ -1,6 +1,8 @@
 """The RL loop. One step reads: strategy -> engine -> verifier -> advantages -> loss -> AdamW -> log -> checkpoint.
 
-1) `collect` runs the sampling strategy against the Hugging Face engine and scores samples with the task verifier.
+1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
+   streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
+   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM.
 2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs (the PPO "old"
    policy), its advantage and its prompt's weight.
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over

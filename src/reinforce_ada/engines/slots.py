@@ -4,12 +4,14 @@
 HF's forward (mask building, cache objects, output capture) and a KV cache that grows by concatenation and is
 copied whenever rows join or leave. `SlotEngine` keeps `HFStreamEngine`'s queue, tickets, prompt cache, cancel,
 weight-version check and sampler (it subclasses it) and replaces the batch layout and the decode step:
-1) One preallocated buffer `(layers, 2, slots, kv_heads, capacity, head_dim)` holds the running rows' keys and
+1) One preallocated buffer `(layers, 2, rows, kv_heads, capacity, head_dim)` holds the running rows' keys and
    values, row r's token t at `[layer, k|v, r, :, t]`, no padding. Live rows occupy slots `0..A-1`; a finished or
    cancelled row's slot is refilled by moving the last live row into it (one row copied, not the batch). A row
    joins by copying its prompt's KV (prefilled once per distinct prompt by HF's own forward, as in
    `HFStreamEngine`) into a free slot.
-   `capacity` = longest admitted prompt + `max_new_tokens`; the buffer grows (one copy) when a longer prompt comes.
+   `capacity` = longest admitted prompt + `max_new_tokens`; `rows` doubles, up to `slots`, as rows are admitted;
+   the buffer grows (one copy) when either is exceeded. Memory: 4 bytes (fp32) x 2 x layers x kv_heads x head_dim
+   per row and position -- 46 KB for SmolLM2-135M, so 64 rows of 100 + 256 tokens take 1.0 GiB.
 2) The decode step calls the model's own submodules -- embedding, rotary embedding, norms, q/k/v/o projections
    (LoRA-wrapped or not), MLP, LM head -- and does only the attention itself: the new key/value are written at each
    row's position, and SDPA runs over `[:A, :, :max position + 1]` with a per-row length mask. Same maths as HF's
@@ -85,7 +87,7 @@ class SlotEngine(HFStreamEngine):
         self._kv_heads = getattr(cfg, "num_key_value_heads", None) or self._heads
         self._head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self._heads
         self.kv: torch.Tensor | None = None
-        """Keys (index 0) and values (1) of the running rows: (layers, 2, slots, kv heads, capacity, head dim)."""
+        """Keys (index 0) and values (1) of the running rows: (layers, 2, rows, kv heads, capacity, head dim)."""
         self.pos_A = torch.zeros(0, dtype=torch.long, device=self.device)
         """Per live row: the position of its next token = tokens in its KV cache."""
 
@@ -103,21 +105,26 @@ class SlotEngine(HFStreamEngine):
         self._merge(new)
         self._evict()
 
-    def _ensure_buffers(self, need: int, dtype: torch.dtype) -> None:
-        if self.kv is not None and need <= self.kv.shape[4]:
+    def _ensure_buffers(self, rows: int, length: int, dtype: torch.dtype) -> None:
+        """Grow the KV buffer to hold `rows` rows of `length` positions (rows doubling up to `slots`): memory follows
+        the rows actually running, not the slot count."""
+        have_rows, have_len = (self.kv.shape[2], self.kv.shape[4]) if self.kv is not None else (0, 0)
+        if rows <= have_rows and length <= have_len:
             return
-        cap = max(need, self.kv.shape[4] if self.kv is not None else 0)
+        new_rows = min(self.slots, max(rows, 2 * have_rows)) if rows > have_rows else have_rows
+        new_len = max(length, have_len)
         layers = len(self._inner.layers)
-        kv = torch.zeros((layers, 2, self.slots, self._kv_heads, cap, self._head_dim), dtype=dtype, device=self.device)
-        if self.kv is not None:
+        shape = (layers, 2, new_rows, self._kv_heads, new_len, self._head_dim)
+        kv = torch.zeros(shape, dtype=dtype, device=self.device)
+        if self.kv is not None and self.rows:
             A = len(self.rows)
-            kv[:, :, :A, :, : self.kv.shape[4]] = self.kv[:, :, :A]
+            kv[:, :, :A, :, :have_len] = self.kv[:, :, :A]
         self.kv = kv
 
     def _merge(self, new: list[_Row]) -> None:
         A = len(self.rows)
         self._ensure_buffers(
-            max(len(r.ids) for r in new) + self.max_new_tokens, self.prompt_kv[new[0].text].kv_L2GPD.dtype
+            A + len(new), max(len(r.ids) for r in new) + self.max_new_tokens, self.prompt_kv[new[0].text].kv_L2GPD.dtype
         )
         slots_of: dict[str, list[int]] = defaultdict(list)
         for j, r in enumerate(new):
