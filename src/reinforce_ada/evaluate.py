@@ -318,7 +318,7 @@ def load_engines(
 
     `engine="hf"` loads the model (or LoRA adapter) on `device`; `engine="vllm"` hands the folder to vLLM (GPU) and
     shares one vLLM instance between the sampling and the greedy engine. `gen`: max_new_tokens, temperature, seed,
-    batch_size (the HF engine's decode batch; vLLM schedules its own).
+    batch_size (the local engine's decode batch or slots; vLLM schedules its own).
     """
     import copy
 
@@ -340,12 +340,15 @@ def load_engines(
         return tok, eng, g if greedy else None
     if engine != "hf":
         raise ConfigError(f"unknown engine {engine!r}; choose one of ['hf', 'vllm']")
-    from reinforce_ada.engines.hf import HFEngine
+    from reinforce_ada.engines import local_engine
 
     model, tok = load_model(folder, device=device)
-    eng = HFEngine(model, tok, **gen)
-    g = HFEngine(model, tok, **{**gen, "temperature": 0.0, "seed": 0}) if greedy else None
-    return tok, eng, g
+    size = gen.pop("batch_size", 256)
+
+    def make(**over: Any) -> Any:  # SlotEngine for Llama-family models, else HFEngine (the trainer's choice)
+        return local_engine(model, tok, decode="auto", streaming=False, slots=size, batch_size=size, **{**gen, **over})
+
+    return tok, make(), make(temperature=0.0, seed=0) if greedy else None
 
 
 def load_model(folder: Path, *, device: str = "cpu") -> tuple[Any, Any]:
