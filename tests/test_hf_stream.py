@@ -78,7 +78,8 @@ def test_greedy_matches_hf_engine_whatever_the_batching(
     widest = max(len(char_tokenizer.encode(p)) for p in PROMPTS) + N
     while not engine.idle():
         got += engine.poll()
-        assert engine.mask_RL.shape[1] <= widest, "leading columns nobody attends to are trimmed"
+        if Engine is HFStreamEngine:  # the left-padded layout trims leading columns nobody attends to
+            assert engine.mask_RL.shape[1] <= widest, "leading columns nobody attends to are trimmed"
         assert len(engine.rows) <= slots
     assert sorted(s.index for s in got) == sorted(tickets) == list(range(18))
     for s in got:

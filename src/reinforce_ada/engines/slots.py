@@ -2,13 +2,12 @@
 
 `HFStreamEngine` (engines/hf_stream.py) works with any HF causal LM but pays for generality on every decode step:
 HF's forward (mask building, cache objects, output capture) and a KV cache that grows by concatenation and is
-copied whenever rows join or leave. `SlotEngine` keeps `HFStreamEngine`'s queue, tickets, prompt cache, cancel,
-weight-version check and sampler (it subclasses it) and replaces the batch layout and the decode step:
+copied whenever rows join or leave. `SlotEngine` shares the queue, tickets, prompt cache, cancel, weight-version
+check and sampler (`ContinuousEngine`, engines/continuous.py) and brings its own batch layout and decode step:
 1) One preallocated buffer `(layers, 2, rows, kv_heads, capacity, head_dim)` holds the running rows' keys and
    values, row r's token t at `[layer, k|v, r, :, t]`, no padding. Live rows occupy slots `0..A-1`; a finished or
    cancelled row's slot is refilled by moving the last live row into it (one row copied, not the batch). A row
-   joins by copying its prompt's KV (prefilled once per distinct prompt by HF's own forward, as in
-   `HFStreamEngine`) into a free slot.
+   joins by copying its prompt's KV (prefilled once per distinct prompt by HF's own forward) into a free slot.
    `capacity` = longest admitted prompt + `max_new_tokens`; `rows` doubles, up to `slots`, as rows are admitted;
    the buffer grows (one copy) when either is exceeded. Memory: 4 bytes (fp32) x 2 x layers x kv_heads x head_dim
    per row and position -- 46 KB for SmolLM2-135M, so 64 rows of 100 + 256 tokens take 1.0 GiB.
@@ -31,7 +30,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from reinforce_ada.engines.hf_stream import HFStreamEngine, _Row
+from reinforce_ada.engines.continuous import ContinuousEngine, _Row
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Sample
 
@@ -69,10 +68,10 @@ def supports_fused(model: torch.nn.Module) -> bool:
     return why_not_fused(model) is None
 
 
-class SlotEngine(HFStreamEngine):
+class SlotEngine(ContinuousEngine):
     """A `StreamingEngine` (and `generate`) with a static slot KV cache and a fused decode step; see the docstring.
 
-    Takes `HFStreamEngine`'s arguments. Raises `ConfigError` for a model `supports_fused` rejects.
+    Takes `ContinuousEngine`'s arguments. Raises `ConfigError` for a model `supports_fused` rejects.
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, **kwargs: Any) -> None:
@@ -91,7 +90,7 @@ class SlotEngine(HFStreamEngine):
         self.pos_A = torch.zeros(0, dtype=torch.long, device=self.device)
         """Per live row: the position of its next token = tokens in its KV cache."""
 
-    # -- batch layout (overrides HFStreamEngine's) ---------------------------------------------------------------
+    # -- the batch layout ----------------------------------------------------------------------------------------
     def _admission_due(self) -> bool:
         return bool(self.queue) and len(self.rows) < self.slots
 
