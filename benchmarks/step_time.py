@@ -55,12 +55,7 @@ def model_overrides(model: str, threads: int, work: Path) -> dict:
     sys.path.insert(0, str(Path(__file__).parent))
     import smollm2_run
 
-    from reinforce_ada.models import fetch_smollm2
-    from reinforce_ada.tiny import default_cache_dir
-
-    path = default_cache_dir() / "smollm2-135m-instruct"
-    if not (path / "config.json").exists():
-        fetch_smollm2(path)
+    path = smollm2_run.cached_model()
     work.mkdir(parents=True, exist_ok=True)
     smollm2_run.make_data(work / "train.jsonl", 400, seed=0)
     return {

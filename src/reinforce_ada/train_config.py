@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.config import StrategyConfig
+from reinforce_ada.engines import DECODES
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 
@@ -97,7 +98,6 @@ class TaskConfig:
             raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")
 
 
-DECODES = ("auto", "fused", "hf")
 STREAMING_BY_DEFAULT = ("seq", "est")
 """Strategies that sample through the streaming scheduler unless `generation.streaming` says otherwise."""
 

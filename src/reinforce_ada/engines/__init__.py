@@ -34,6 +34,10 @@ def engine_class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
+DECODES = ("auto", "fused", "hf")
+"""`local_engine`'s decode choices (`generation.decode`)."""
+
+
 def local_engine(
     model: Any, tokenizer: Any, *, decode: str, streaming: bool, slots: int, batch_size: int, **kwargs: Any
 ) -> Any:
@@ -43,8 +47,8 @@ def local_engine(
     from reinforce_ada.engines.hf_stream import HFStreamEngine
     from reinforce_ada.engines.slots import SlotEngine, supports_fused
 
-    if decode not in ("auto", "fused", "hf"):
-        raise ValueError(f"decode={decode!r} is not valid; choose one of ['auto', 'fused', 'hf']")
+    if decode not in DECODES:
+        raise ValueError(f"decode={decode!r} is not valid; choose one of {list(DECODES)}")
     if decode == "fused" or (decode == "auto" and supports_fused(model)):
         return SlotEngine(model, tokenizer, slots=slots, **kwargs)
     if streaming:
