@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks import champ, gsm_symbolic
+from reinforce_ada.tasks import champ, gsm_symbolic, template_lang
 from reinforce_ada.tasks.files import load_prompts
 
 ROWS = [
@@ -134,6 +134,7 @@ def templates_dir(tmp_path) -> Path:
 
 def test_gsm_symbolic_doctests():
     assert doctest.testmod(gsm_symbolic).failed == 0
+    assert doctest.testmod(template_lang).failed == 0
 
 
 def test_generate_meets_conditions_and_formula(templates_dir):
@@ -193,7 +194,7 @@ def test_split_by_template_keeps_templates_apart(templates_dir):
 )
 def test_evaluator_refuses_anything_but_arithmetic(src, error):
     with pytest.raises(ValueError, match=error):
-        gsm_symbolic.evaluate(ast.parse(src, mode="eval").body, {"names": NAMES}, gsm_symbolic._PURE)
+        template_lang.evaluate(ast.parse(src, mode="eval").body, {"names": NAMES}, template_lang.PURE)
 
 
 def test_malformed_template_names_its_file(tmp_path):
