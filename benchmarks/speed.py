@@ -56,12 +56,13 @@ from typing import Any
 import psutil
 import torch
 
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.engines import local_engine
 from reinforce_ada.engines.hf import HFEngine
-from reinforce_ada.models import load_policy, resolve_model_path
+from reinforce_ada.models.load import load_policy
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.tasks import arithmetic
-from reinforce_ada.train_config import GenerationConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from reinforce_ada.training.config import GenerationConfig, ModelConfig, RunConfig, TaskConfig, TrainConfig
+from reinforce_ada.training.warm_start import resolve_model_path
 from reinforce_ada.types import Prompt, Request
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -108,7 +109,7 @@ P5_DIFFERENCES = (
     "ours applies dual-clip (c=10) to negative advantages; TRL has no dual-clip (elementwise, negligible)",
     "TRL (transformers Trainer) adds per-step bookkeeping inside the timed step: reward/length/clip/entropy metrics, "
     "FLOP and token counting, loss NaN filtering, callbacks and an LR-scheduler step",
-    "prompt order differs (TRL's shuffled RepeatSampler vs our PromptStream) from the same arithmetic pool, so "
+    "prompt order differs (TRL's shuffled RepeatSampler vs our PromptOrder) from the same arithmetic pool, so "
     "completion lengths differ a little per step: `tokens` reports the median generated tokens per step of each",
     "ours skips AdamW when every advantage in the batch is zero (steps_without_update counts it); TRL always steps",
     "learning-rate schedules differ (ours: linear warm-up; TRL: constant): no effect on time",
@@ -340,7 +341,7 @@ def measure_smollm2(s: Settings) -> dict[str, Any]:
 # -- P5: one GRPO optimizer step ------------------------------------------------------------------------------------
 def ours_steps(s: Settings) -> dict[str, list[float]]:
     """Per timed step of `Trainer.train_step()` (strategy uniform = GRPO-n, embedded model): seconds and tokens."""
-    from reinforce_ada.trainer import Trainer
+    from reinforce_ada.training.trainer import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig(
@@ -616,7 +617,7 @@ def table(res: dict[str, Any]) -> str:
 
 def record_summary(res: dict[str, Any], path: Path) -> None:
     """P5 and P6 in summary.json (this benchmark owns both)."""
-    from reinforce_ada.compare import update_summary
+    from reinforce_ada.bench.summary import update_summary
 
     goals: dict[str, Any] = {}
     p5 = res["p5"]

@@ -49,7 +49,7 @@ DEFAULT_ARMS = {
 def model_overrides(model: str, threads: int, work: Path) -> dict:
     """Config overrides (beyond strategy and generation mode) for each model's workload."""
     if model == "tiny":
-        from reinforce_ada.compare import POOL_WEIGHTS
+        from reinforce_ada.bench.compare import POOL_WEIGHTS
 
         return {"model": {"threads": threads}, "task": {"level_weights": list(POOL_WEIGHTS)}, "run": {"batch_size": 32}}
     sys.path.insert(0, str(Path(__file__).parent))
@@ -74,7 +74,7 @@ def _baseline(arm: str, med: dict) -> str:
 
 def record_summary(result: dict, path: Path) -> None:
     """P4 in summary.json: the testbed run owns the goal's top-level fields, other models a nested entry each."""
-    from reinforce_ada.compare import update_summary
+    from reinforce_ada.bench.summary import update_summary
 
     ratio = result["ratio_vs_grpo_n4"]
     modes = {k: ratio[a] for k, a in (("round", "seq-bal round"), ("streaming", "seq-bal streaming")) if a in ratio}
@@ -139,8 +139,8 @@ def main() -> int:
     threads = args.threads or (1 if args.model == "tiny" else 2)
     suffix = "" if args.model == "tiny" else f"_{args.model}"
     out = Path(args.out or RESULTS / f"step_time{suffix}.json")
-    from reinforce_ada.train_config import TrainConfig, apply_overrides
-    from reinforce_ada.trainer import Trainer
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+    from reinforce_ada.training.trainer import Trainer
 
     base_overrides = model_overrides(args.model, threads, RESULTS / f"step_time{suffix}_work")
     trainers = {}

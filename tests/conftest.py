@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from reinforce_ada.tiny import build_char_tokenizer
+from reinforce_ada.models.tiny import build_char_tokenizer
 
 # tensors here are tiny: extra threads only add overhead (and the CI box is shared)
 torch.set_num_threads(1)

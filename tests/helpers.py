@@ -12,7 +12,7 @@ def teacher_forced_logprobs(model, tokenizer, prompts: dict, samples, temperatur
     """The policy's log-probs of each sample's completion, recomputed in one forward (no grad)."""
     import torch
 
-    from reinforce_ada.policy import sequence_logprobs
+    from reinforce_ada.models.forward import sequence_logprobs
 
     with torch.no_grad():
         return sequence_logprobs(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reinforce_ada.advantages import compute_advantages, global_advantage, group_advantage, zero_advantage
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.objectives import get_objective
+from reinforce_ada.sampling.advantages import compute_advantages, global_advantage, group_advantage, zero_advantage
+from reinforce_ada.sampling.objectives import get_objective
 from reinforce_ada.types import Group, Prompt, Sample
 
 

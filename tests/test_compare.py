@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from reinforce_ada.bench.compare import CompareConfig, arm_config, first_reach, med_range, summarize
+from reinforce_ada.bench.summary import update_summary
 from reinforce_ada.cli import main
-from reinforce_ada.compare import CompareConfig, arm_config, first_reach, med_range, summarize, update_summary
 
 
 def fake_run(acc: list[float], samples_per_step: int, no_signal: float, t: float) -> dict:

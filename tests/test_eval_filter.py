@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reinforce_ada import evaluate as evaluate_module
-from reinforce_ada import filter as filter_module
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.evaluate import pass_at_k, sample_correct, summarize, weighted_average
-from reinforce_ada.filter import buckets, keep_indices, pass_rates, summary
+from reinforce_ada.evaluation import datasets as datasets_module
+from reinforce_ada.evaluation import filter as filter_module
+from reinforce_ada.evaluation import metrics as metrics_module
+from reinforce_ada.evaluation.filter import buckets, keep_indices, pass_rates, summary
+from reinforce_ada.evaluation.metrics import pass_at_k, sample_correct, summarize, weighted_average
 from reinforce_ada.types import Prompt, Sample
 
 EVEN = "tests.helpers:even_length"  # a reward a random policy earns about half the time
@@ -40,7 +41,8 @@ def files(tmp_path) -> tuple[Path, Path]:
 
 
 def test_doctests():
-    assert doctest.testmod(evaluate_module).failed == 0
+    assert doctest.testmod(metrics_module).failed == 0
+    assert doctest.testmod(datasets_module).failed == 0
     assert doctest.testmod(filter_module).failed == 0
 
 
@@ -184,4 +186,4 @@ def test_bad_input_exits_2_with_a_helpful_message(argv, needle, model_dir, capsy
 def test_file_rows_missing_the_prompt_key_name_the_row(files):
     a, _ = files
     with pytest.raises(ConfigError, match="row 1 has no 'prompt'"):
-        evaluate_module.load_dataset(f"a={a}", None)
+        datasets_module.load_dataset(f"a={a}", None)

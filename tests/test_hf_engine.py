@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from reinforce_ada.engines.hf import HFEngine, filter_logits
-from reinforce_ada.policy import left_pad, right_pad
-from reinforce_ada.tiny import build_char_tokenizer
+from reinforce_ada.models.forward import left_pad, right_pad
+from reinforce_ada.models.tiny import build_char_tokenizer
 from reinforce_ada.types import Prompt, Request
 from tests.helpers import teacher_forced_logprobs
 

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.engines.hf_stream import HFStreamEngine
 from reinforce_ada.engines.slots import SlotEngine
-from reinforce_ada.policy import left_pad, right_pad
-from reinforce_ada.strategies import build_strategy
-from reinforce_ada.streaming import collect_streaming
+from reinforce_ada.models.forward import left_pad, right_pad
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.types import Prompt, Request
 from tests.helpers import teacher_forced_logprobs
 
@@ -169,7 +169,7 @@ def test_stop_strings_as_hf_engine(Engine, tiny_llama, char_tokenizer, greedy):
 
 
 def test_pad_equal_to_eos_and_from_engine(Engine, tiny_llama, char_tokenizer, greedy):
-    from reinforce_ada.tiny import build_char_tokenizer
+    from reinforce_ada.models.tiny import build_char_tokenizer
 
     tok = build_char_tokenizer()
     tok.pad_token = tok.eos_token

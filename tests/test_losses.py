@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from reinforce_ada.losses import AGGREGATIONS, policy_loss
+from reinforce_ada.training.losses import AGGREGATIONS, policy_loss
 
 
 def _reference(

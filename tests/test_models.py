@@ -6,8 +6,9 @@ import pytest
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.models import fetch_smollm2, load_policy
-from reinforce_ada.train_config import ModelConfig
+from reinforce_ada.models.gguf import fetch_smollm2
+from reinforce_ada.models.load import load_policy
+from reinforce_ada.training.config import ModelConfig
 
 
 @pytest.mark.slow

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from reinforce_ada.cli import main
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.plan import plan, plan_monte_carlo
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 
 RATES = [0.0, 0.03, 0.1, 0.3, 0.5, 0.8, 1.0]
 

@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from reinforce_ada.policy import left_pad, right_pad, sequence_logprobs
+from reinforce_ada.models.forward import left_pad, right_pad, sequence_logprobs
 
 PROMPTS = [[2, 5, 6, 14], [2, 9], [2, 7, 7, 7, 8, 17]]
 COMPLETIONS = [[8, 9, 1], [10], [4, 5, 6, 7, 8]]

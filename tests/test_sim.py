@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from reinforce_ada.cli import main
-from reinforce_ada.config import StrategyConfig
-from reinforce_ada.rollout import collect
-from reinforce_ada.sim import SimConfig, SimulatedPolicy, hard_pool
-from reinforce_ada.simulate import parse_arm
-from reinforce_ada.strategies import build_strategy
-from reinforce_ada.stream import PromptStream
+from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Prompt, Request
 
 
@@ -30,7 +29,7 @@ def test_learning_raises_pass_rate():
     sim = SimulatedPolicy(prompts, rates, SimConfig(lr=0.3))
     strat = build_strategy(StrategyConfig())
     before = sim.pass_rates().mean()
-    stream = PromptStream(prompts, 0)
+    stream = PromptOrder(prompts, 0)
     for _ in range(30):
         b = collect(strat, sim, stream.take(32))
         sim.update(b.groups, b.advantages, b.weights)
@@ -49,7 +48,7 @@ def test_bad_pass_rate_names_prompt():
 
 def test_stream_no_repeats_within_a_draw_and_covers_epoch():
     prompts = [Prompt(id=str(i), text="") for i in range(10)]
-    s = PromptStream(prompts, 0)
+    s = PromptOrder(prompts, 0)
     seen = []
     for _ in range(5):
         got = s.take(3, exclude={"0"})
@@ -57,7 +56,7 @@ def test_stream_no_repeats_within_a_draw_and_covers_epoch():
         seen += [p.id for p in got]
     state = s.state_dict()
     nxt = [p.id for p in s.take(4)]
-    s2 = PromptStream(prompts, 0)
+    s2 = PromptOrder(prompts, 0)
     s2.load_state_dict(state)
     assert [p.id for p in s2.take(4)] == nxt
 

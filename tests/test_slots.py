@@ -12,8 +12,8 @@ from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.engines.hf_stream import HFStreamEngine
 from reinforce_ada.engines.slots import SlotEngine, supports_fused, why_not_fused
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.policy import right_pad
-from reinforce_ada.train_config import TrainConfig, apply_overrides
+from reinforce_ada.models.forward import right_pad
+from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.types import Prompt, Request
 from tests.helpers import teacher_forced_logprobs
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.rollout import collect
-from reinforce_ada.sim import SimConfig, SimulatedPolicy
-from reinforce_ada.strategies import STRATEGIES, allocate, build_strategy, downsample
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import STRATEGIES, allocate, build_strategy, downsample
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.types import Prompt, Sample
 
 
@@ -105,7 +107,8 @@ def test_dynamic_reports_unfilled_batch():
 def test_dynamic_variance_test_accepts_float_rewards():
     strat = build_strategy(StrategyConfig(name="dynamic", n=2))
     strat.begin([Prompt(id="a", text="")])
-    strat.observe([Sample("a", reward=0.3), Sample("a", reward=0.4)])
+    assert [(r.prompt.id, r.k) for r in strat.propose()] == [("a", 2)]
+    strat.observe([Sample("a", reward=0.3, index=0), Sample("a", reward=0.4, index=1)])
     assert strat.kept == ["a"]  # 0.3 vs 0.4 has variance even though both are "wrong" at threshold 0.5
 
 
@@ -161,8 +164,17 @@ def test_state_round_trip_mid_step(name):
     cfg = StrategyConfig(name=name, seed=5)
     a = build_strategy(cfg)
     collect(a, engine, prompts)  # let the est tracker / rng move
+    sent = Counter()
+
+    def sample(requests):  # what a driver does: generate, then number each sample by per-prompt submission order
+        out = engine.generate(requests)
+        for s in out:
+            s.index += sent[s.prompt_id]
+        sent.update({r.prompt.id: r.k for r in requests})
+        return out
+
     a.begin(prompts)
-    a.observe(engine.generate(a.propose()))
+    a.observe(sample(a.propose()))
     state = a.state_dict()
     b = build_strategy(cfg)
     b.load_state_dict(state)
@@ -171,7 +183,13 @@ def test_state_round_trip_mid_step(name):
 
     assert json.loads(json.dumps(state)) == state  # checkpointable as JSON
     while not a.done():
-        s = engine.generate(a.propose())
+        if a.wanted_prompts():  # no prompt source here: the strategy is told it is exhausted
+            a.add_prompts([])
+            b.add_prompts([])
+            continue
+        requests = a.propose()
+        assert b.propose() == requests
+        s = sample(requests)
         b.observe([Sample(**vars(x)) for x in s])
         a.observe(s)
     assert b.done()

@@ -8,13 +8,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.plan import plan
-from reinforce_ada.rollout import collect
-from reinforce_ada.sim import SimConfig, SimulatedPolicy
-from reinforce_ada.strategies import build_strategy
-from reinforce_ada.streaming import Latency, RoundEngine, SimulatedStream, collect_streaming, makespan_study
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.sampling.streaming import collect_streaming
+from reinforce_ada.simulation.makespan import makespan_study
+from reinforce_ada.simulation.plan import plan
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
+from reinforce_ada.simulation.stream import Latency, RoundEngine, SimulatedStream
 from reinforce_ada.types import Prompt, Request
 
 REPS = 1500  # prompts per pass rate: Monte-Carlo error bars below are 4 standard errors

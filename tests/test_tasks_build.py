@@ -8,8 +8,8 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import build
-from reinforce_ada.templates import PAPER_SUFFIX
-from reinforce_ada.train_config import TaskConfig
+from reinforce_ada.tasks.templates import PAPER_SUFFIX
+from reinforce_ada.training.config import TaskConfig
 
 
 def test_file_task_with_paper_template(tmp_path):

@@ -6,9 +6,9 @@ import doctest
 
 import pytest
 
-from reinforce_ada import templates
-from reinforce_ada.templates import PAPER_SUFFIX, PAPER_SYSTEM, TEMPLATES, render
-from reinforce_ada.tiny import build_char_tokenizer
+from reinforce_ada.models.tiny import build_char_tokenizer
+from reinforce_ada.tasks import templates
+from reinforce_ada.tasks.templates import PAPER_SUFFIX, PAPER_SYSTEM, TEMPLATES, render
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -10,17 +10,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from reinforce_ada import tiny
+from reinforce_ada import cache
+from reinforce_ada.models import tiny
+from reinforce_ada.models.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_llama
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
-from reinforce_ada.tiny import (
-    SFTConfig,
-    TinyModelConfig,
-    build_char_tokenizer,
-    build_tiny_llama,
-    config_hash,
-    measure_pass_rates,
-    warm_start,
-)
+from reinforce_ada.training import warm_start as warm_start_module
+from reinforce_ada.training.warm_start import SFTConfig, config_hash, measure_pass_rates, warm_start
 from reinforce_ada.types import Prompt
 
 TASK = ArithmeticConfig(levels=((1, 1), (2, 2)), level_weights=(1, 1), train_size=20, eval_size=4)
@@ -150,7 +145,7 @@ def test_warm_start_writes_a_loadable_folder_then_reuses_it(tmp_path, monkeypatc
     def no_training(*args, **kwargs):
         raise AssertionError("the cached warm start was retrained")
 
-    monkeypatch.setattr(tiny, "_sft", no_training)
+    monkeypatch.setattr(warm_start_module, "_sft", no_training)
     assert warm_start(TASK, MODEL, SFT, cache_dir=tmp_path, progress=False) == path
     assert (path / "model.safetensors").stat().st_mtime_ns == mtime
 
@@ -168,9 +163,9 @@ def test_warm_start_is_deterministic(tmp_path):
 
 def test_default_cache_dir_reads_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("REINFORCE_ADA_CACHE", str(tmp_path))
-    assert tiny.default_cache_dir() == tmp_path
+    assert cache.default_cache_dir() == tmp_path
     monkeypatch.delenv("REINFORCE_ADA_CACHE")
-    assert tiny.default_cache_dir().parts[-2:] == (".cache", "reinforce-ada")
+    assert cache.default_cache_dir().parts[-2:] == (".cache", "reinforce-ada")
 
 
 def test_hash_changes_with_every_config():
@@ -189,7 +184,9 @@ def test_doctests():
 def test_sft_batch_trains_on_the_answer_and_eos_only_and_skips_held_out():
     tok = build_char_tokenizer()
     held_out = {f"<bos>{a}+{b}=" for a in range(10) for b in range(10) if a != 3}
-    ids, labels = tiny._sft_batch(tok, TASK, dataclasses.replace(SFT, level_weights=(1, 0)), held_out, random.Random(0))
+    ids, labels = warm_start_module._sft_batch(
+        tok, TASK, dataclasses.replace(SFT, level_weights=(1, 0)), held_out, random.Random(0)
+    )
     assert ids.shape == labels.shape and ids.shape[0] == SFT.batch_size
     for row, lab in zip(ids.tolist(), labels.tolist(), strict=True):
         text = tok.decode(row, skip_special_tokens=True)

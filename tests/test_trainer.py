@@ -18,8 +18,8 @@ import torch
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.train_config import TrainConfig, apply_overrides, load_toml, to_toml
-from reinforce_ada.trainer import Row, Trainer
+from reinforce_ada.training.config import TrainConfig, apply_overrides, load_toml, to_toml
+from reinforce_ada.training.trainer import Row, Trainer
 
 
 @pytest.fixture(scope="module")

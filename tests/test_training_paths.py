@@ -13,10 +13,10 @@ from safetensors.torch import load_file
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.rollout import score
+from reinforce_ada.sampling.ledger import score
 from reinforce_ada.tasks.files import load_prompts
-from reinforce_ada.train_config import TrainConfig, apply_overrides
-from reinforce_ada.trainer import Trainer
+from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.trainer import Trainer
 from reinforce_ada.types import Prompt, Sample
 
 
@@ -161,7 +161,7 @@ def test_verifier_timeout_scores_zero_and_counts():
 
 
 def test_verifier_registry():
-    from reinforce_ada import verifiers
+    from reinforce_ada.tasks import verifiers
 
     assert verifiers.get("numeric")("the answer is 1,250.", "1250") == 1.0
     assert verifiers.get("exact")(" 7 ", "7") == 1.0
@@ -187,8 +187,8 @@ def test_streaming_trainer_step(model_dir, tmp_path):
 
 
 def test_model_path_folder_or_hub_id(tmp_path):
-    from reinforce_ada.models import resolve_model_path
-    from reinforce_ada.train_config import ModelConfig, TaskConfig
+    from reinforce_ada.training.config import ModelConfig, TaskConfig
+    from reinforce_ada.training.warm_start import resolve_model_path
 
     assert (
         str(resolve_model_path(ModelConfig(path="HuggingFaceTB/SmolLM2-135M-Instruct"), TaskConfig())).count("/") == 1
@@ -198,8 +198,8 @@ def test_model_path_folder_or_hub_id(tmp_path):
 
 
 def test_device_and_engine_errors():
-    from reinforce_ada.models import resolve_device
-    from reinforce_ada.train_config import GenerationConfig
+    from reinforce_ada.models.load import resolve_device
+    from reinforce_ada.training.config import GenerationConfig
 
     assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
     with pytest.raises(ConfigError, match="model.device"):

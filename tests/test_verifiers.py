@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reinforce_ada import verifiers
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.rollout import score
+from reinforce_ada.sampling.ledger import score
+from reinforce_ada.tasks import verifiers
+from reinforce_ada.tasks.verifiers import extract_answer
 from reinforce_ada.types import Prompt, Sample
-from reinforce_ada.verifiers import extract_answer
 
 HUGE = 1_000_000
 
@@ -180,7 +180,7 @@ def test_math_from_threads(math):
 @needs_math
 def test_unguarded_script_gets_a_clear_error(tmp_path):
     script = tmp_path / "unguarded.py"
-    script.write_text("from reinforce_ada import verifiers\nprint(verifiers.get('math')(r'\\boxed{1}', '1'))\n")
+    script.write_text("from reinforce_ada.tasks import verifiers\nprint(verifiers.get('math')(r'\\boxed{1}', '1'))\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "if __name__ == '__main__':" in out.stderr

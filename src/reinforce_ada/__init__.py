@@ -1,18 +1,26 @@
-"""reinforce-ada: RL from verifiable rewards that spends its sampling budget where the learning signal is."""
+"""reinforce-ada: RL from verifiable rewards that spends its sampling budget where the learning signal is.
+
+The folders follow the data path, each importing only the ones listed before it:
+`sampling` (strategies, advantages, objectives, prompt memory and order, the protocol and its two drivers) ->
+`simulation` (the simulated policy, planner and studies) -> `models` -> `engines` -> `tasks` -> `evaluation` ->
+`training` -> `bench`, `cli` on top. `types` (the records) and `errors`, `cache` sit below everything.
+"""
 
 from __future__ import annotations
 
-from reinforce_ada.advantages import ADVANTAGES, compute_advantages
-from reinforce_ada.config import StrategyConfig
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.objectives import OBJECTIVES
-from reinforce_ada.plan import plan, plan_monte_carlo
-from reinforce_ada.rollout import Ledger, StepBatch, collect
-from reinforce_ada.sim import SimConfig, SimulatedPolicy
-from reinforce_ada.strategies import STRATEGIES, build_strategy
+from reinforce_ada.sampling.advantages import ADVANTAGES, compute_advantages
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.ledger import Ledger, StepBatch
+from reinforce_ada.sampling.objectives import OBJECTIVES
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy
+from reinforce_ada.sampling.streaming import collect_streaming
+from reinforce_ada.simulation.plan import plan, plan_monte_carlo
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "ADVANTAGES",
     "OBJECTIVES",
@@ -29,7 +37,9 @@ __all__ = [
     "StrategyConfig",
     "build_strategy",
     "collect",
+    "collect_streaming",
     "compute_advantages",
+    "hard_pool",
     "plan",
     "plan_monte_carlo",
 ]

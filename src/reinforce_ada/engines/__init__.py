@@ -1,25 +1,23 @@
-"""Rollout engines behind one narrow interface: `generate(requests) -> samples`.
+"""Rollout engines: samples from a policy, behind the drivers' two interfaces (`sampling.rounds.Engine`'s
+`generate(requests)`, `sampling.streaming.StreamingEngine`'s submit/poll/cancel).
 
-Heavy backends are imported lazily from a string table, so `import reinforce_ada` never imports them.
+Owns: `HFEngine` (batched decode loop), `ContinuousEngine` with its two layouts `HFStreamEngine` and `SlotEngine`
+(continuous batching), `VLLMEngine`, the `[generation]` config and `local_engine` (the trainer's choice).
+May import: `types`, `errors`, `sampling` (the protocols and option names), `models` (forward helpers). Heavy
+backends are imported lazily from a string table, so `import reinforce_ada` never imports them.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from reinforce_ada.types import Request, Sample
-
-
-class Engine(Protocol):
-    def generate(self, requests: Sequence[Request]) -> list[Sample]:
-        """Return `k` samples per request, grouped in request order. `reward` is None unless the engine scores."""
-        ...
-
+from reinforce_ada.engines.config import DECODES
+from reinforce_ada.sampling.rounds import Engine
+from reinforce_ada.sampling.streaming import StreamingEngine
 
 ENGINES = {
-    "sim": "reinforce_ada.sim:SimulatedPolicy",
+    "sim": "reinforce_ada.simulation.policy:SimulatedPolicy",
     "hf": "reinforce_ada.engines.hf:HFEngine",
     "hf_stream": "reinforce_ada.engines.hf_stream:HFStreamEngine",
     "slots": "reinforce_ada.engines.slots:SlotEngine",
@@ -32,10 +30,6 @@ def engine_class(name: str) -> type:
         raise ValueError(f"unknown engine {name!r}; choose one of {sorted(ENGINES)}")
     module, attr = ENGINES[name].split(":")
     return getattr(importlib.import_module(module), attr)
-
-
-DECODES = ("auto", "fused", "hf")
-"""`local_engine`'s decode choices (`generation.decode`)."""
 
 
 def local_engine(
@@ -54,3 +48,6 @@ def local_engine(
     if streaming:
         return HFStreamEngine(model, tokenizer, slots=slots, **kwargs)
     return HFEngine(model, tokenizer, batch_size=batch_size, **kwargs)
+
+
+__all__ = ["DECODES", "ENGINES", "Engine", "StreamingEngine", "engine_class", "local_engine"]

@@ -30,7 +30,7 @@ import torch
 
 from reinforce_ada.engines.hf import HFEngine, sample_next
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.policy import left_pad, model_forward, position_ids_from_mask
+from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
 from reinforce_ada.types import Request, Sample
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.policy import left_pad, model_forward, position_ids_from_mask
+from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
 from reinforce_ada.types import Request, Sample
 
 FINISH_REASONS = ("", "eos", "stop", "length")

@@ -20,7 +20,7 @@ import torch
 
 from reinforce_ada.engines.continuous import ContinuousEngine, _get_kv, _Row
 from reinforce_ada.engines.hf import DROP_FRACTION
-from reinforce_ada.policy import model_forward
+from reinforce_ada.models.forward import model_forward
 from reinforce_ada.types import Sample
 
 

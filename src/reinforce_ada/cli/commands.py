@@ -1,0 +1,316 @@
+"""The bodies of the `reinforce-ada` commands: parse nothing, validate, call the library, print.
+
+Each `cmd_*` takes the parsed arguments and returns the exit status; bad input raises `ConfigError`, which `main`
+turns into exit status 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.cli.flags import strategy_from_args, train_config_from_args
+from reinforce_ada.errors import ConfigError
+
+
+def read_rates_file(path: Path) -> list[float]:
+    """JSONL (objects with key `p` or `pass_rate`, or bare numbers) or CSV (column `p` or `pass_rate`)."""
+    if not path.exists():
+        raise ConfigError(f"pass-rates file {path} does not exist")
+    rates: list[float] = []
+    if path.suffix == ".csv":
+        with path.open() as fh:
+            for i, row in enumerate(csv.DictReader(fh), start=2):
+                key = "p" if "p" in row else "pass_rate"
+                try:
+                    rates.append(float(row[key]))
+                except (KeyError, TypeError, ValueError):
+                    raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
+        return rates
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            rates.append(float(obj if isinstance(obj, int | float) else obj.get("p", obj.get("pass_rate"))))
+        except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
+            raise ConfigError(f"{path}:{i}: expected a number or an object with key 'p' or 'pass_rate'") from None
+    return rates
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from reinforce_ada.simulation.plan import plan, plan_monte_carlo, rows_as_dicts, totals
+
+    cfg = strategy_from_args(args)
+    if args.pass_rates_file:
+        rates = read_rates_file(Path(args.pass_rates_file))
+    elif args.pass_rates:
+        try:
+            rates = [float(x) for x in args.pass_rates.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--pass-rates must be comma-separated numbers, got {args.pass_rates!r}") from None
+    else:
+        raise ConfigError("give --pass-rates 0.05,0.1,0.5 or --pass-rates-file FILE")
+    rows = plan_monte_carlo(cfg, rates, reps=args.monte_carlo) if args.monte_carlo else plan(cfg, rates)
+    if args.json:
+        out: Any = rows_as_dicts(rows)
+        if args.pass_rates_file:
+            out = {"rows": out, "totals": totals(rows)}
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"strategy {cfg.name}  " + " ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k != "name"))
+    print(f"{'p':>8} {'zero_signal':>12} {'expected_samples':>17} {'unresolved':>11}  method")
+    for r in rows:
+        unres = "-" if r.unresolved is None else f"{r.unresolved:.4f}"
+        se = f" ±{r.stderr:.4f}" if r.stderr is not None else ""
+        print(f"{r.p:8.4f} {r.zero_signal:12.4f} {r.expected_samples:17.2f} {unres:>11}  {r.method}{se}")
+    if args.pass_rates_file:
+        print("per step:", json.dumps(totals(rows)))
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from reinforce_ada.simulation.policy import SimConfig
+    from reinforce_ada.simulation.simulate import simulate, write_results
+
+    base = strategy_from_args(args)
+    arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
+    res = simulate(
+        arms,
+        steps=args.steps,
+        seeds=args.seeds,
+        batch_size=args.batch_size,
+        pool_size=args.pool_size,
+        base=base,
+        sim=SimConfig(lr=args.sim_lr),
+    )
+    res["command"] = "reinforce-ada simulate " + " ".join(sys.argv[2:])
+    res["date"] = datetime.date.today().isoformat()
+    res["machine"] = (
+        f"{platform.machine()} {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}"
+    )
+    js, png = write_results(res, Path(args.out))
+    print(f"{'arm':<40} {'final pass rate':>16} {'no-signal share':>16} {'samples/step':>13}")
+    for label, arm in res["arms"].items():
+        s = arm["summary"]
+        print(f"{label:<40} {s['final_pass_rate']:16.4f} {s['zero_signal_share']:16.3f} {s['samples_per_step']:13.1f}")
+    print(f"wrote {js} and {png}")
+    return 0
+
+
+def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
+    """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
+    run_dir = Path(cfg.run.run_dir)
+    if resume or not (run_dir / "metrics.jsonl").exists():
+        return cfg
+    if explicit:
+        raise ConfigError(
+            f"run.run_dir={str(run_dir)!r} already holds a run; pass --resume {run_dir} or a new --run-dir"
+        )
+    i = 1
+    while (run_dir.with_name(f"{run_dir.name}-{i}") / "metrics.jsonl").exists():
+        i += 1
+    new = run_dir.with_name(f"{run_dir.name}-{i}")
+    print(f"{run_dir} already holds a run: writing to {new}")
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(new)))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from reinforce_ada.training.report import make_report
+    from reinforce_ada.training.trainer import Trainer
+
+    cfg = train_config_from_args(args)
+    cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    trainer = Trainer(cfg)
+    if args.resume and trainer.resume():
+        print(f"resumed {cfg.run.run_dir} at step {trainer.step}")
+    last = trainer.fit()
+    report = make_report(Path(cfg.run.run_dir), title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
+    keys = ("step", "eval_accuracy", "reward_first_round", "zero_adv_prompt_share", "samples_generated")
+    print("final:", json.dumps({k: last.get(k) for k in keys}))
+    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
+    return 0
+
+
+@dataclasses.dataclass
+class EvalSetup:
+    """What `eval` and `filter` share: the model, the run's config (or the defaults), the benchmarks, the engines."""
+
+    folder: Path
+    cfg: Any
+    datasets: list[Any]
+    tokenizer: Any
+    template: str
+    max_new_tokens: int
+    engine: Any
+    greedy: Any
+
+
+def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
+    """Resolve the model folder and the run's [task] (built-in held-out splits follow its seed and sizes), read the
+    datasets before loading the model (a bad spec fails in a second), then load it and build the engines."""
+    from reinforce_ada.evaluation.datasets import load_dataset
+    from reinforce_ada.evaluation.loading import load_engines
+    from reinforce_ada.training.checkpoint import model_folder_for, run_config
+    from reinforce_ada.training.config import TrainConfig
+
+    if args.samples < 1 or (args.limit is not None and args.limit < 1):
+        raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
+    folder = model_folder_for(args.checkpoint, args.model)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
+    kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
+    datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
+    max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    tok, eng, greedy = load_engines(
+        folder,
+        engine=args.engine,
+        device=args.device,
+        threads=args.threads,
+        greedy=args.greedy,
+        max_new_tokens=max_new,
+        temperature=args.temperature,
+        seed=args.seed,
+        batch_size=args.batch_size,
+    )
+    return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from reinforce_ada import tasks
+    from reinforce_ada.evaluation.datasets import apply_template, parse_spec, subset
+    from reinforce_ada.evaluation.metrics import evaluate, markdown, pass_ks, weighted_average
+    from reinforce_ada.tasks import verifiers
+
+    names = [parse_spec(s)[0] for s in args.dataset]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--dataset names must be unique, got {names}")
+    e = eval_setup(args, args.dataset)
+    benches: list[tuple[str, list, Any]] = []
+    if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
+        task = dataclasses.replace(e.cfg.task, template=e.template, verifier=args.verifier or e.cfg.task.verifier)
+        _, held_out, verifier = tasks.build(task, e.tokenizer)
+        benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
+    for ds in e.datasets:
+        prompts = apply_template(ds.prompts, e.template, e.tokenizer)
+        benches.append((ds.name, prompts, verifiers.get(args.verifier or ds.verifier)))
+    results = {}
+    for name, prompts, verifier in benches:
+        print(f"{name}: {len(prompts)} prompts x {args.samples} samples", file=sys.stderr)
+        ks = pass_ks(args.samples)
+        results[name] = evaluate(e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks)
+    average = weighted_average(results)
+    settings = {
+        "samples": args.samples,
+        "temperature": args.temperature,
+        "max_new_tokens": e.max_new_tokens,
+        "template": e.template,
+        "verifier": args.verifier,
+        "limit": args.limit,
+        "seed": args.seed,
+        "command": "reinforce-ada eval " + " ".join(sys.argv[2:]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    # the weighted average also sits at the top level, so one-benchmark callers read `eval_accuracy` directly
+    out = {"model": str(e.folder), **settings, **average, "datasets": results, "weighted_average": average}
+    header = (
+        f"`{e.folder}`: Ave@{args.samples} at T={args.temperature}, {e.max_new_tokens} new tokens, "
+        f"template {e.template}; W.Avg weighted by benchmark size"
+    )
+    table = markdown(results, average, header)
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
+    return 0
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    from reinforce_ada.evaluation.datasets import apply_template
+    from reinforce_ada.evaluation.filter import (
+        buckets,
+        check_bounds,
+        format_buckets,
+        pass_rates,
+        plot_histogram,
+        summary,
+    )
+    from reinforce_ada.evaluation.metrics import sample_correct
+    from reinforce_ada.tasks import verifiers
+
+    check_bounds(args.lo, args.hi)
+    e = eval_setup(args, [args.dataset])
+    ds = e.datasets[0]
+    verifier = verifiers.get(args.verifier or ds.verifier)
+    prompts = apply_template(ds.prompts, e.template, e.tokenizer)
+    print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
+    correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)
+    rates = pass_rates(correct, [p.id for p in prompts])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as fh:
+        for row, rate in zip(ds.rows, rates, strict=True):
+            if args.lo < rate <= args.hi:
+                fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
+    bs = buckets(rates, args.lo, args.hi)
+    png = Path(args.plot) if args.plot else out.with_suffix(".png")
+    plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
+    s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
+    if args.json:
+        print(json.dumps({**s, "buckets": [dataclasses.asdict(b) for b in bs], "out": str(out), "plot": str(png)}))
+        return 0
+    print(format_buckets(bs, args.samples))
+    print(
+        f"kept {s['kept']} of {s['prompts']} prompts with pass rate in ({args.lo:g}, {args.hi:g}]; dropped "
+        f"{s['too_hard']} at or below {args.lo:g} and {s['too_easy']} above {args.hi:g}"
+    )
+    print(f"wrote {out} and {png}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.bench.compare import ARMS, CompareConfig, format_table, run_compare, write
+    from reinforce_ada.bench.summary import update_summary
+
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise ConfigError(f"unknown arm(s) {bad}; choose from {list(ARMS)}")
+    c = CompareConfig(arms=arms, out=args.out, lr=args.lr)
+    if args.quick:
+        c = dataclasses.replace(
+            c, steps=40, seeds=2, eval_every=20, eval_per_level=64, pool_probe_prompts=128, pool_probe_samples=16
+        )
+    overrides = {k: v for k, v in (("steps", args.steps), ("seeds", args.seeds)) if v is not None}
+    c = dataclasses.replace(c, **overrides)
+    if c.steps < 1 or c.seeds < 1:
+        raise ConfigError("--steps and --seeds must be >= 1")
+    command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    results = run_compare(c)
+    js, png = write(results, c.out, command)
+    print(format_table(results))
+    if not args.quick and args.summary:
+        # P4 belongs to benchmarks/step_time.py (interleaved arms); the convergence run's ratio is kept beside it
+        update_summary(Path(c.out).parent / "summary.json", results["goals"], command, nested={"P4": "convergence_run"})
+    print(f"wrote {js} and {png}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from reinforce_ada.models.gguf import fetch_smollm2, gguf_to_hf
+
+    out = Path(args.out)
+    if (out / "config.json").exists() and not args.force:
+        raise ConfigError(f"{out} already holds a model; pass --force to rebuild it")
+    path = gguf_to_hf(Path(args.gguf), out) if args.name == "gguf" else fetch_smollm2(out)
+    print(f"wrote {path} (plain fp32 Hugging Face folder); train it with --model.path {path}")
+    return 0

@@ -1,0 +1,94 @@
+"""Command-line flags generated from the config dataclasses: every field gets a flag with its help text.
+
+Strategy options are flags with dashes (`--samples-per-round`); training fields are `--section.field`
+(`--optim.lr`), and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import STRATEGY_NAMES, StrategyConfig, coerce_value
+from reinforce_ada.training.config import SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
+
+
+def add_strategy_flags(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    g = p.add_argument_group("strategy options (same names as the config fields)")
+    g.add_argument("--strategy", dest="name", default=None, help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)")
+    for f in fields(StrategyConfig):
+        if f.name == "name" or f.name in skip:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        g.add_argument(
+            flag,
+            dest=f.name,
+            default=None,
+            metavar=str(f.type).split(" ")[0].upper(),
+            help=_escape(f"{f.metadata.get('help', '')} (default {f.default})"),
+        )
+
+
+def strategy_from_args(args: argparse.Namespace, base: StrategyConfig | None = None) -> StrategyConfig:
+    base = base or StrategyConfig()
+    changes: dict[str, Any] = {}
+    for f in fields(StrategyConfig):
+        raw = getattr(args, f.name, None)
+        if raw is not None:
+            changes[f.name] = coerce_value(f.name, str(raw), str(f.type)) if f.name != "name" else raw
+    return base.replace(**changes)
+
+
+RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_samples", "save_every")
+"""Run fields that also get a short flag (`--steps`); every field has its dotted form (`--run.steps`)."""
+
+
+def add_train_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run])")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
+    add_strategy_flags(p, skip=("seed",))  # the run's --seed seeds the strategy too
+    for sec, factory in SECTIONS.items():
+        if sec == "strategy":
+            continue
+        g = p.add_argument_group(f"[{sec}]")
+        cls = factory()
+        docs = field_docs(type(cls))
+        for f in fields(cls):
+            flags = [f"--{sec}.{f.name}"]
+            if sec == "run" and f.name in RUN_FLAGS:
+                flags.insert(0, "--" + f.name.replace("_", "-"))
+            g.add_argument(
+                *flags,
+                dest=f"{sec}.{f.name}",
+                default=None,
+                metavar=str(f.type).split(" ")[0].upper(),
+                help=_escape(f"{docs.get(f.name, '')} (default {getattr(cls, f.name)})"),
+            )
+
+
+def train_config_from_args(args: argparse.Namespace) -> Any:
+    cfg = TrainConfig()
+    if args.resume:
+        saved = Path(args.resume) / "config.toml"
+        if not saved.exists():
+            raise ConfigError(f"--resume {args.resume}: no config.toml there (is it a run folder?)")
+        cfg = load_toml(saved)
+    if args.config:
+        cfg = load_toml(args.config, cfg)
+    overrides: dict[str, dict[str, Any]] = {}
+    for key, value in vars(args).items():
+        if "." in key and value is not None:
+            sec, name = key.split(".", 1)
+            overrides.setdefault(sec, {})[name] = value
+    cfg = apply_overrides(cfg, overrides, "command line")
+    strategy = strategy_from_args(args, cfg.strategy)
+    return dataclasses.replace(cfg, strategy=strategy)
+
+
+def _escape(text: str) -> str:
+    """argparse formats help with %: a literal percent sign must be doubled."""
+    return text.replace("%", "%%")

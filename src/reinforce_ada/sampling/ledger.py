@@ -1,0 +1,136 @@
+"""What both drivers share: scoring samples, turning a finished strategy into a training batch, the budget ledger.
+
+`score` fills rewards with the task's verifier. A verifier that raises, returns a non-finite value or exceeds
+`verifier_timeout_s` scores 0 and is counted (`verifier_errors`), never a crash: one bad completion must not lose a
+step's sampling. Timeouts run the verifier on a worker thread and abandon it when late (a thread cannot be killed: a
+verifier that hangs for good keeps its worker; CPU-bound verifiers that need hard limits belong in a process pool).
+`finish` builds the groups of a finished strategy, their advantages and weights, and completes the `Ledger`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
+from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.types import Group, Prompt, Sample
+
+Verifier = Callable[[str, str], float]
+PromptSource = Callable[[int], Sequence[Prompt]]
+
+
+@dataclass
+class Ledger:
+    """Where one step's sampling budget went (the metrics contract names these keys)."""
+
+    prompts: int = 0
+    """Prompts sampled in the step (DAPO refills included)."""
+    samples_generated: int = 0
+    tokens_generated: int = 0
+    samples_trained: int = 0
+    prompts_trained: int = 0
+    zero_adv_prompts: int = 0
+    """Trained prompts whose advantages are all zero."""
+    zero_adv_prompt_share: float = 0.0
+    """zero_adv_prompts / prompts_trained."""
+    no_signal_prompt_share: float = 0.0
+    """Prompts giving no gradient (zero advantage, dropped unresolved, DAPO zero-variance) / prompts sampled."""
+    unresolved_prompts: int = 0
+    dropped_prompts: int = 0
+    rounds: int = 0
+    active_prompts_per_round: list[int] = field(default_factory=list)
+    reward_first_round: float = float("nan")
+    """Mean over prompts of the first round's mean reward: an unbiased estimate of the policy's pass rate."""
+    reward_trained: float = float("nan")
+    verifier_errors: int = 0
+    time_generate_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Strategy-specific metrics (gen_batches, batch_filled, budget_used, ...)."""
+
+    def as_metrics(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+@dataclass
+class StepBatch:
+    groups: list[Group]
+    advantages: list[np.ndarray]
+    weights: np.ndarray
+    ledger: Ledger
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | None) -> float:
+    global _POOL
+    if timeout_s is None:
+        return float(verifier(completion, answer))
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="verifier")
+    return float(_POOL.submit(verifier, completion, answer).result(timeout=timeout_s))
+
+
+def score(
+    samples: Sequence[Sample], prompts: dict[str, Prompt], verifier: Verifier | None, timeout_s: float | None = None
+) -> int:
+    """Fill missing rewards with the verifier; return how many verifier calls failed or timed out (scored 0)."""
+    errors = 0
+    for s in samples:
+        if s.reward is not None:
+            continue
+        if verifier is None:
+            raise ValueError("the engine returned unscored samples and no verifier was given")
+        try:
+            s.reward = _call(verifier, s.text, prompts[s.prompt_id].answer, timeout_s)
+        except Exception:  # deliberate (TimeoutError included): a broken verifier costs one reward, not the step
+            s.reward, errors = 0.0, errors + 1
+        if not np.isfinite(s.reward):
+            s.reward, errors = 0.0, errors + 1
+    return errors
+
+
+def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
+    """Build the training groups, their advantages and weights, and complete the ledger (round and streaming mode)."""
+    groups = strategy.build()
+    c = strategy.cfg
+    advs, weights = compute_advantages(
+        groups,
+        estimator=c.resolved_advantage,
+        std=c.resolved_scale_std,
+        correction=c.correction,
+        objective=c.objective,
+        alpha=c.alpha,
+    )
+    fill_ledger(ledger, strategy, groups, advs)
+    return StepBatch(groups, advs, weights, ledger)
+
+
+def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group], advs: Sequence[np.ndarray]) -> None:
+    m = strategy.metrics()
+    ledger.prompts = len(strategy.prompts)
+    ledger.rounds = m.pop("rounds")
+    ledger.active_prompts_per_round = m.pop("active_prompts_per_round")
+    ledger.unresolved_prompts = m.pop("unresolved_prompts", 0)
+    ledger.dropped_prompts = m.pop("dropped_prompts", 0)
+    ledger.extra = m
+    ledger.prompts_trained = len(groups)
+    ledger.samples_trained = sum(len(g.samples) for g in groups)
+    ledger.zero_adv_prompts = sum(zero_advantage(a) for a in advs)
+    ledger.zero_adv_prompt_share = ledger.zero_adv_prompts / max(1, len(groups))
+    trained_with_signal = len(groups) - ledger.zero_adv_prompts
+    # overflow prompts (DAPO groups with signal beyond the batch) are not counted as "no signal"
+    sampled = max(1, ledger.prompts - m.get("overflow_prompts", 0))
+    ledger.no_signal_prompt_share = 1.0 - trained_with_signal / sampled
+    first = strategy.first_round_rewards()
+    if first:
+        ledger.reward_first_round = float(np.mean([np.mean(r) for r in first.values() if r]))
+    kept = [r for g in groups for r in g.rewards]
+    ledger.reward_trained = float(np.mean(kept)) if kept else float("nan")

@@ -1,0 +1,131 @@
+"""Reinforce-Ada-Est: estimate each prompt's pass rate, allocate samples by it, one batch, no downsampling.
+
+1) p_hat comes from a `PassRateTracker` (Beta-prior EMA across visits) or a learned predictor (prompt -> p_hat).
+2) Allocation weights: `inv_sqrt` 1/sqrt(p_hat + eps) (the paper's), `variance` sqrt((1 - p_hat) / p_hat) (the
+   paper's variance-optimal result for Reinforce with a baseline), or `objective` f'(p_hat).
+3) N_x = clip(c * w_x, min_samples, max_samples), integer, with c chosen so the step total equals `budget` exactly
+   (largest-remainder rounding); when the budget lies outside [B * N_min, B * N_max] every prompt sits at a clip
+   and `metrics()["budget_used"]` reports the total actually drawn.
+4) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
+Departure: the paper writes the residual with the step's realised pool mean; we use the same p_hat that set N_x,
+so sampling weight x residual weight stays ~ 1/p_hat (the hybrid scheme) and a pool of zeros cannot produce a
+1/sqrt(eps) weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.memory import PassRateTracker
+from reinforce_ada.sampling.objectives import get_objective
+from reinforce_ada.sampling.protocol import PoolStrategy, split_correct
+from reinforce_ada.types import Group, Prompt
+
+Predictor = Callable[[Prompt], float]
+
+
+def allocation_weights(p_hat: np.ndarray, cfg: StrategyConfig) -> np.ndarray:
+    p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
+    if cfg.allocation == "inv_sqrt":
+        return 1.0 / np.sqrt(p + cfg.eps)
+    if cfg.allocation == "variance":
+        q = np.clip(p, cfg.eps, 1.0)
+        return np.sqrt(np.clip(1.0 - q, cfg.eps, 1.0) / q)
+    return get_objective(cfg.objective)(p, alpha=cfg.alpha, eps=cfg.eps)
+
+
+def allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
+    """Integers N_x in [lo, hi], proportional to weights before clipping, summing to `budget` when feasible."""
+    w = np.asarray(weights, dtype=float)
+    b = len(w)
+    if b == 0:
+        return np.zeros(0, dtype=int)
+    target = min(max(budget, lo * b), hi * b)
+
+    def total(c: float) -> float:
+        return float(np.clip(c * w, lo, hi).sum())
+
+    c_lo, c_hi = 0.0, 1.0
+    while total(c_hi) < target:
+        c_hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (c_lo + c_hi)
+        c_lo, c_hi = (mid, c_hi) if total(mid) < target else (c_lo, mid)
+    x = np.clip(c_hi * w, lo, hi)
+    n = np.floor(x).astype(int)
+    short = int(target - n.sum())
+    if short > 0:  # largest remainders first, among prompts still under the cap; ties by index (deterministic)
+        order = np.lexsort((np.arange(b), -(x - n)))
+        room = [i for i in order if n[i] < hi]
+        n[room[:short]] += 1
+    elif short < 0:
+        order = np.lexsort((np.arange(b), x - n))
+        room = [i for i in order if n[i] > lo]
+        n[room[:-short]] -= 1
+    return n
+
+
+class Est(PoolStrategy):
+    def __init__(self, cfg: StrategyConfig, predictor: Predictor | None = None):
+        self.tracker = PassRateTracker(alpha=cfg.prior_alpha, beta=cfg.prior_beta, decay=cfg.decay)
+        self.predictor = predictor
+        super().__init__(cfg)
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.p_hat: dict[str, float] = {}
+        self.alloc: dict[str, int] = {}
+
+    def estimate(self, prompt: Prompt) -> float:
+        if self.predictor is None:
+            return self.tracker.estimate(prompt.id)
+        p = float(self.predictor(prompt))
+        if not 0.0 <= p <= 1.0 or np.isnan(p):
+            raise ValueError(f"difficulty predictor returned {p} for prompt {prompt.id!r}; it must be in [0, 1]")
+        return p
+
+    def on_add(self, ids: list[str]) -> None:
+        """Allocate the budget over the prompts given together (the step's batch)."""
+        p_hat = np.array([self.estimate(self.prompts[pid]) for pid in ids])
+        budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
+        counts = allocate(allocation_weights(p_hat, self.cfg), budget, self.cfg.min_samples, self.cfg.max_samples)
+        self.p_hat.update(zip(ids, p_hat.tolist(), strict=True))
+        self.alloc.update(zip(ids, counts.tolist(), strict=True))
+
+    def batch_end(self, pid: str) -> int:
+        return self.alloc[pid]
+
+    def on_batch(self, pid: str) -> bool:
+        pos, _ = split_correct(self.pools[pid], self.cfg.threshold)
+        self.tracker.update(pid, len(pos), len(self.pools[pid]))
+        return True
+
+    def build(self) -> list[Group]:
+        groups = []
+        for pid, pool in self.pools.items():
+            if not pool:
+                continue
+            weight = 1.0 / np.sqrt(self.p_hat[pid] + self.cfg.eps) if self.cfg.residual == "inv_sqrt" else 1.0
+            groups.append(Group(self.prompts[pid], list(pool), [float(s.reward) for s in pool], weight=float(weight)))
+        return groups
+
+    def metrics(self) -> dict[str, Any]:
+        p = list(self.p_hat.values())
+        return {
+            **super().metrics(),
+            "budget_used": int(sum(self.alloc.values())),
+            "p_hat_mean": float(np.mean(p)) if p else float("nan"),
+            "samples_per_prompt_max": max(self.alloc.values(), default=0),
+            "samples_per_prompt_min": min(self.alloc.values(), default=0),
+        }
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"tracker": self.tracker.state_dict(), "p_hat": self.p_hat, "alloc": self.alloc}
+
+    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+        self.tracker.load_state_dict(extra["tracker"])
+        self.p_hat, self.alloc = dict(extra["p_hat"]), dict(extra["alloc"])

@@ -1,0 +1,126 @@
+"""Run strategies end to end on the simulated policy and write learning curves (JSON + PNG).
+
+Every arm sees the same pool, the same per-seed prompt order and the same simulated-policy initialisation; only the
+strategy differs. Curves report the true mean pass rate over the whole pool (no eval noise), cumulative samples,
+samples per step and the share of a step's prompts that give no gradient.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import StrategyConfig, arm_label, parse_arm
+from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
+from reinforce_ada.types import Prompt
+
+
+def run_arm(
+    cfg: StrategyConfig,
+    prompts: Sequence[Prompt],
+    rates: np.ndarray,
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    sim: SimConfig,
+) -> dict[str, list[float]]:
+    engine = SimulatedPolicy(prompts, rates, SimConfig(**{**asdict(sim), "seed": seed}))
+    strategy = build_strategy(cfg.replace(seed=seed))
+    stream = PromptOrder(prompts, seed)
+
+    curve: dict[str, list[float]] = {k: [] for k in ("pass_rate", "samples", "zero_signal", "samples_per_step")}
+    total = 0
+    curve["pass_rate"].append(float(engine.pass_rates().mean()))
+    curve["samples"].append(0.0)
+    for _ in range(steps):
+        batch = collect(
+            strategy, engine, stream.take(batch_size), more_prompts=lambda k: stream.take(k, exclude=strategy.prompts)
+        )
+        engine.update(batch.groups, batch.advantages, batch.weights)
+        total += batch.ledger.samples_generated
+        curve["pass_rate"].append(float(engine.pass_rates().mean()))
+        curve["samples"].append(float(total))
+        curve["zero_signal"].append(batch.ledger.no_signal_prompt_share)
+        curve["samples_per_step"].append(float(batch.ledger.samples_generated))
+    return curve
+
+
+def simulate(
+    arms: Sequence[str],
+    *,
+    steps: int = 100,
+    seeds: int = 3,
+    batch_size: int = 64,
+    pool_size: int = 2000,
+    base: StrategyConfig | None = None,
+    sim: SimConfig | None = None,
+    pool_seed: int = 0,
+) -> dict[str, Any]:
+    base = base or StrategyConfig()
+    sim = sim or SimConfig()
+    if steps < 1 or seeds < 1 or batch_size < 1:
+        raise ConfigError(f"steps, seeds and batch_size must be >= 1 (got {steps}, {seeds}, {batch_size})")
+    prompts, rates = hard_pool(pool_size, pool_seed)
+    results: dict[str, Any] = {
+        "pool": {
+            "size": pool_size,
+            "mean_pass_rate": float(rates.mean()),
+            "share_below_0.2": float((rates < 0.2).mean()),
+        },
+        "settings": {"steps": steps, "seeds": seeds, "batch_size": batch_size, "sim": asdict(sim)},
+        "arms": {},
+    }
+    for spec in arms:
+        cfg = parse_arm(spec, base)
+        runs = [run_arm(cfg, prompts, rates, steps=steps, batch_size=batch_size, seed=s, sim=sim) for s in range(seeds)]
+        med = {k: np.median([r[k] for r in runs], axis=0).tolist() for k in runs[0]}
+        summary = {
+            "final_pass_rate": float(np.median([r["pass_rate"][-1] for r in runs])),
+            "zero_signal_share": float(np.median([np.mean(r["zero_signal"]) for r in runs])),
+            "samples_per_step": float(np.median([np.mean(r["samples_per_step"]) for r in runs])),
+        }
+        results["arms"][arm_label(cfg, base)] = {"config": asdict(cfg), "summary": summary, "median": med, "runs": runs}
+    return results
+
+
+def write_results(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """Write `<out>.json` and `<out>.png` (atomically) and return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    js, png = out.with_suffix(".json"), out.with_suffix(".png")
+    tmp = js.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=1))
+    tmp.replace(js)
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    for label, arm in results["arms"].items():
+        runs = arm["runs"]
+        pr = np.array([r["pass_rate"] for r in runs])
+        steps = np.arange(pr.shape[1])
+        (line,) = ax[0].plot(steps, np.median(pr, 0), label=label)
+        ax[0].fill_between(steps, pr.min(0), pr.max(0), color=line.get_color(), alpha=0.15)
+        ax[1].plot(np.median([r["samples"] for r in runs], 0), np.median(pr, 0), color=line.get_color())
+        ax[2].plot(steps[1:], np.median([r["zero_signal"] for r in runs], 0), color=line.get_color())
+    ax[0].set(xlabel="step", ylabel="mean pass rate (pool)", title="pass rate vs step (band: seed range)")
+    ax[1].set(xlabel="samples generated", ylabel="mean pass rate (pool)", title="pass rate vs samples")
+    ax[2].set(xlabel="step", ylabel="share of prompts", title="no-signal share per step", ylim=(0, 1))
+    ax[0].legend(fontsize=7)
+    fig.tight_layout()
+    tmp_png = png.with_name(png.stem + ".tmp.png")
+    fig.savefig(tmp_png, dpi=110)
+    plt.close(fig)
+    tmp_png.replace(png)
+    return js, png

