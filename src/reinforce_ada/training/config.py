@@ -21,6 +21,9 @@ from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig, coerce_value
 from reinforce_ada.tasks.config import TaskConfig
 
+OLD_LOGPROBS = ("auto", "sampler", "recompute")
+IS_CORRECTIONS = ("auto", "none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
 
 @dataclass(frozen=True)
 class OptimConfig:
@@ -50,8 +53,32 @@ class OptimConfig:
     """Optimizer steps per epoch."""
     micro_batch_size: int = 256
     """Sequences per forward/backward (gradient accumulation bounds memory)."""
+    old_logprobs: str = "auto"
+    """The PPO "old" log-probs: sampler (the engine's, free), recompute (one no-grad learner forward before the
+    update, as verl) or auto (recompute when sampler and learner compute different numbers: bf16 or vllm)."""
+    is_correction: str = "auto"
+    """Importance weight sampler -> learner on each token's loss (with recomputed old log-probs): none,
+    token_truncate, token_mask, sequence_truncate, sequence_mask (as TRL's modes), or auto (token_truncate when
+    recomputing, none otherwise)."""
+    is_cap: float = 2.0
+    """Cap C of the importance weight: truncate to min(w, C), or mask tokens/sequences with w > C."""
 
     def __post_init__(self) -> None:
+        if self.old_logprobs not in OLD_LOGPROBS:
+            raise ConfigError(
+                f"optim.old_logprobs={self.old_logprobs!r} is not valid; choose one of {list(OLD_LOGPROBS)}"
+            )
+        if self.is_correction not in IS_CORRECTIONS:
+            raise ConfigError(
+                f"optim.is_correction={self.is_correction!r} is not valid; choose one of {list(IS_CORRECTIONS)}"
+            )
+        if not self.is_cap > 1.0:
+            raise ConfigError(f"optim.is_cap={self.is_cap} must be > 1 (a finite cap on the importance weight)")
+        if self.old_logprobs == "sampler" and self.is_correction not in ("none", "auto"):
+            raise ConfigError(
+                f"optim.is_correction={self.is_correction!r} needs optim.old_logprobs='recompute' (with the sampler's "
+                "log-probs as the old policy, the PPO ratio already carries the sampler/learner mismatch)"
+            )
         if not self.lr > 0:
             raise ConfigError(f"optim.lr={self.lr} must be > 0")
         for name in ("epochs", "minibatches", "micro_batch_size"):
@@ -102,6 +129,21 @@ class TrainConfig:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+    @property
+    def old_logprobs(self) -> str:
+        """`optim.old_logprobs` resolved: auto recomputes when the sampler's numbers are not the learner's (bf16
+        autocast in the learner, or vLLM's kernels)."""
+        if self.optim.old_logprobs != "auto":
+            return self.optim.old_logprobs
+        return "recompute" if self.model.bf16 or self.generation.engine == "vllm" else "sampler"
+
+    @property
+    def is_correction(self) -> str:
+        """`optim.is_correction` resolved: auto is token_truncate when recomputing, none otherwise."""
+        if self.optim.is_correction != "auto":
+            return self.optim.is_correction
+        return "token_truncate" if self.old_logprobs == "recompute" else "none"
 
     @property
     def streaming(self) -> bool:

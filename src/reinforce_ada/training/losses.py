@@ -11,6 +11,10 @@
    reduces the entropy and KL terms. Sequence means average over sequences with at least one token.
 5) loss = pg - entropy_coef * H + kl_coef * KL(pi || ref), KL by Schulman's k3 estimator exp(ref - logp) -
    (ref - logp) - 1 (unbiased and >= 0 for samples from pi). Both terms are off by default (the paper uses neither).
+6) Sampler/learner mismatch (`importance_weights`): when the old log-probs are recomputed by the learner, the
+   samples still came from the sampler; each token's loss is multiplied by w = pi_learner_old / pi_sampler (per
+   token, or its product over the sequence), truncated at a cap or masked above it -- TRL's four modes
+   (`vllm_importance_sampling_mode`), the truncated-IS of Yao et al. with cap 2 being `token_truncate`.
 
 Log-ratios are clamped to [-20, 20] before exp (as verl does) so a stale token cannot overflow. Padded positions may
 hold anything (even inf): every reduction selects with the mask instead of multiplying by it.
@@ -94,6 +98,28 @@ class LossOutput:
         return {prefix + k: v for k, v in {"loss": float(self.loss.detach()), **out}.items()}
 
 
+IS_MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def importance_weights(
+    learner_logp_BT: torch.Tensor, sampler_logp_BT: torch.Tensor, mask_BT: torch.Tensor, *, mode: str, cap: float
+) -> tuple[torch.Tensor, float]:
+    """`(w_BT, affected share)`: the importance weight of each token and the share of valid tokens it truncated or
+    masked. `sequence_*` modes use exp(sum over the sequence of log-ratios) for every token of the sequence."""
+    if mode not in IS_MODES:
+        raise ConfigError(f"unknown importance-sampling mode {mode!r}; choose one of {list(IS_MODES)}")
+    mask_BT = mask_BT.bool()
+    if mode == "none":
+        return torch.ones_like(learner_logp_BT), 0.0
+    log_w_BT = _masked((learner_logp_BT - sampler_logp_BT).detach(), mask_BT)
+    if mode.startswith("sequence"):
+        log_w_BT = log_w_BT.sum(dim=-1, keepdim=True).expand_as(learner_logp_BT)
+    w_BT = log_w_BT.clamp(max=LOG_RATIO_CLAMP).exp()
+    over_BT = (w_BT > cap) & mask_BT
+    w_BT = w_BT.clamp(max=cap) if mode.endswith("truncate") else w_BT.masked_fill(over_BT, 0.0)
+    return _masked(w_BT, mask_BT), float(over_BT.sum() / mask_BT.sum().clamp(min=1))
+
+
 def _check_shapes(logp_BT: torch.Tensor, adv_B: torch.Tensor, **others: torch.Tensor | None) -> None:
     if logp_BT.dim() != 2:
         raise ConfigError(f"logp_BT must be 2-D (batch, tokens), got shape {tuple(logp_BT.shape)}")
@@ -134,8 +160,11 @@ def policy_loss(
     entropy_coef: float = 0.0,
     ref_logp_BT: torch.Tensor | None = None,
     kl_coef: float = 0.0,
+    is_weight_BT: torch.Tensor | None = None,
 ) -> LossOutput:
-    """Clipped policy-gradient loss; only `logp_BT` and `entropy_BT` carry gradient (the rest are detached)."""
+    """Clipped policy-gradient loss; only `logp_BT` and `entropy_BT` carry gradient (the rest are detached).
+
+    `is_weight_BT` multiplies each token's policy-gradient loss (the sampler -> learner importance weight)."""
     aggregate = get_aggregation(agg)
     _check_shapes(
         logp_BT,
@@ -145,6 +174,7 @@ def policy_loss(
         weight_B=weight_B,
         entropy_BT=entropy_BT,
         ref_logp_BT=ref_logp_BT,
+        is_weight_BT=is_weight_BT,
     )
     _check_coefs(clip_low, clip_high, dual_clip, entropy_coef, entropy_BT, kl_coef, ref_logp_BT)
     mask_BT = mask_BT.bool()
@@ -160,6 +190,8 @@ def policy_loss(
     pg_BT = torch.maximum(unclipped_BT, clipped_BT)
     if dual_clip is not None:
         pg_BT = torch.where(adv_BT < 0, torch.minimum(pg_BT, -adv_BT * dual_clip), pg_BT)
+    if is_weight_BT is not None:
+        pg_BT = pg_BT * is_weight_BT.detach().to(pg_BT.dtype)
     pg_loss = aggregate(pg_BT, mask_BT)
     loss = pg_loss
 

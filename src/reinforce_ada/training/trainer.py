@@ -3,8 +3,12 @@
 1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
    streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
    (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM.
-2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs (the PPO "old"
-   policy), its advantage and its prompt's weight.
+2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs, its advantage and
+   its prompt's weight. The PPO "old" policy is the sampler's log-probs (`optim.old_logprobs="sampler"`, exact when
+   sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
+   forward before the update (`"recompute"`, the default with bf16 or vLLM), with an importance weight sampler ->
+   learner on each token (`optim.is_correction`). The mismatch is reported every step (`mismatch_logp_abs_mean`,
+   `mismatch_logp_abs_max`, `is_affected_token_share`).
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations).
@@ -37,7 +41,7 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
 from reinforce_ada.training.config import TrainConfig, to_toml
-from reinforce_ada.training.losses import policy_loss
+from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
@@ -46,9 +50,12 @@ from reinforce_ada.training.warm_start import resolve_model_path, warm_start_inf
 class Row:
     prompt_ids: list[int]
     completion_ids: list[int]
-    old_logp: list[float]
+    sampler_logp: list[float]
+    """The sampler's log-prob of each completion token."""
     adv: float
     weight: float
+    old_logp: list[float] | None = None
+    """The learner's log-probs before the update (`old_logprobs="recompute"`); None: the sampler's are the old ones."""
 
 
 class Trainer:
@@ -138,11 +145,17 @@ class Trainer:
         live = [r for r in rows if r.adv != 0.0]
         if not live:  # nothing to learn from: skip the optimizer
             return {**out, "loss": 0.0, "entropy": float("nan"), "grad_norm": 0.0, "clip_frac": 0.0}
-        for _ in range(o.epochs):
+        drift = Drift(self.cfg.is_correction, o.is_cap)
+        if self.cfg.old_logprobs == "recompute":
+            self.recompute_old(rows, drift)
+        for epoch in range(o.epochs):
             order = self.rng.permutation(len(rows)) if o.epochs * o.minibatches > 1 else np.arange(len(rows))
-            for mb_idx in np.array_split(order, o.minibatches):
+            for k, mb_idx in enumerate(np.array_split(order, o.minibatches)):
                 mb = [rows[i] for i in mb_idx]
-                loss, ent, cf, ok = self.accumulate(mb)
+                # with the sampler's log-probs as the old policy, the first pass (before any optimizer step) measures
+                # the sampler/learner mismatch for free
+                measure = drift if self.cfg.old_logprobs == "sampler" and epoch == k == 0 else None
+                loss, ent, cf, ok = self.accumulate(mb, drift=measure)
                 norm = torch.nn.utils.clip_grad_norm_(self.params, o.grad_clip)
                 if not ok or not torch.isfinite(norm):
                     self.opt.zero_grad(set_to_none=True)
@@ -158,23 +171,43 @@ class Trainer:
             "entropy": mean(entropies),
             "grad_norm": mean(norms),
             "clip_frac": mean(clip),
+            **drift.metrics(),
         }
 
-    def accumulate(self, mb: list[Row]) -> tuple[float, float, float, bool]:
+    def _autocast(self) -> Any:
+        device = next(self.model.parameters()).device
+        return torch.autocast(device.type, dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
+
+    @torch.no_grad()
+    def recompute_old(self, rows: list[Row], drift: Drift) -> None:
+        """The learner's log-probs of every row before the update (one no-grad forward, as verl): the PPO old policy."""
+        o, temp = self.cfg.optim, self.cfg.generation.temperature
+        for lo in range(0, len(rows), o.micro_batch_size):
+            micro = rows[lo : lo + o.micro_batch_size]
+            with self._autocast():
+                logp, mask, _ = sequence_logprobs(
+                    self.model,
+                    [r.prompt_ids for r in micro],
+                    [r.completion_ids for r in micro],
+                    self.engine.pad_id,
+                    temperature=temp,
+                )
+            drift.add(logp, micro, mask)
+            for b, r in enumerate(micro):
+                r.old_logp = logp[b, : len(r.completion_ids)].float().tolist()
+
+    def accumulate(self, mb: list[Row], drift: Drift | None = None) -> tuple[float, float, float, bool]:
         """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""
         o, temp = self.cfg.optim, self.cfg.generation.temperature
         by_tokens = o.agg == "token-mean"
         denom = sum(len(r.completion_ids) for r in mb) if by_tokens else len(mb)
         total_loss = total_ent = total_clip = 0.0
         device = next(self.model.parameters()).device
-        autocast = (
-            torch.autocast(device.type, dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
-        )
         for lo in range(0, len(mb), o.micro_batch_size):
             micro = mb[lo : lo + o.micro_batch_size]
             share = (sum(len(r.completion_ids) for r in micro) if by_tokens else len(micro)) / denom
             prompts, comps = [r.prompt_ids for r in micro], [r.completion_ids for r in micro]
-            with autocast:
+            with self._autocast():
                 logp, mask, ent = sequence_logprobs(
                     self.model, prompts, comps, self.engine.pad_id, temperature=temp, with_entropy=True
                 )
@@ -182,7 +215,13 @@ class Trainer:
                 if self.ref is not None:
                     with torch.no_grad():
                         ref_logp = sequence_logprobs(self.ref, prompts, comps, self.engine.pad_id, temperature=temp)[0]
-            old, _ = right_pad([r.old_logp for r in micro], device=device)
+            if drift is not None:
+                drift.add(logp.detach(), micro, mask)
+            sampler, _ = right_pad([r.sampler_logp for r in micro], device=device)
+            old = right_pad([r.old_logp for r in micro], device=device)[0] if micro[0].old_logp is not None else sampler
+            is_weight = None
+            if self.cfg.is_correction != "none":
+                is_weight, _ = importance_weights(old, sampler, mask, mode=self.cfg.is_correction, cap=o.is_cap)
             res = policy_loss(
                 logp,
                 old,
@@ -197,6 +236,7 @@ class Trainer:
                 entropy_coef=o.entropy_coef,
                 ref_logp_BT=ref_logp,
                 kl_coef=o.kl_coef,
+                is_weight_BT=is_weight,
             )
             if not torch.isfinite(res.loss):
                 return float("nan"), float("nan"), float("nan"), False
@@ -279,6 +319,35 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
+
+
+class Drift:
+    """Sampler/learner mismatch over the tokens of a step: mean and max |learner log-prob - sampler log-prob|, and
+    the share of tokens the importance weight truncated or masked (reported every step, so drift is visible)."""
+
+    def __init__(self, mode: str = "none", cap: float = 2.0) -> None:
+        self.mode, self.cap = mode, cap
+        self.total = self.count = 0.0
+        self.max = 0.0
+        self.affected = 0.0
+
+    def add(self, learner_logp_BT: torch.Tensor, rows: list[Row], mask_BT: torch.Tensor) -> None:
+        sampler, _ = right_pad([r.sampler_logp for r in rows], device=learner_logp_BT.device)
+        diff = (learner_logp_BT.float() - sampler).abs()[mask_BT.bool()]
+        if self.mode != "none":
+            _, share = importance_weights(learner_logp_BT.float(), sampler, mask_BT, mode=self.mode, cap=self.cap)
+            self.affected += share * len(diff)
+        self.total += float(diff.sum())
+        self.count += len(diff)
+        self.max = max(self.max, float(diff.max()) if len(diff) else 0.0)
+
+    def metrics(self) -> dict[str, float]:
+        if not self.count:
+            return {}
+        out = {"mismatch_logp_abs_mean": self.total / self.count, "mismatch_logp_abs_max": self.max}
+        if self.mode != "none":
+            out["is_affected_token_share"] = self.affected / self.count
+        return out
 
 
 def _postfix(m: dict[str, Any]) -> dict[str, str]:

@@ -1,0 +1,134 @@
+"""Sampler/learner mismatch: old log-probs recomputed by the learner, importance weights (TRL's four modes, closed
+form), the per-step mismatch metrics, the defaults per precision and engine, and bad values named."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.losses import importance_weights, policy_loss
+from reinforce_ada.training.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
+    d = tmp_path_factory.mktemp("tiny_model")
+    tiny_llama.save_pretrained(d)
+    char_tokenizer.save_pretrained(d)
+    return d
+
+
+def cfg_for(model_dir: Path, run_dir: Path, **sections) -> TrainConfig:
+    base = {
+        "model": {"path": str(model_dir), "threads": 1},
+        "task": {"train_size": 256, "eval_size": 4},
+        "generation": {"max_new_tokens": 4},
+        "run": {"run_dir": str(run_dir), "steps": 2, "batch_size": 4, "eval_every": 0, "progress": False},
+        "strategy": {"name": "uniform", "n": 8},
+    }
+    for sec, values in sections.items():
+        base[sec] = {**base.get(sec, {}), **values}
+    return apply_overrides(TrainConfig(), base, "test")
+
+
+def test_importance_weights_closed_form():
+    learner = torch.tensor([[0.0, -1.0, -2.0], [-0.5, 0.0, 0.0]])
+    sampler = torch.tensor([[-1.0, -1.0, -1.0], [-0.5, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    # per token: w = exp(learner - sampler) = e, 1, e^-1 ; row 2: 1 (padding gets 0)
+    w, share = importance_weights(learner, sampler, mask, mode="token_truncate", cap=2.0)
+    assert torch.allclose(w, torch.tensor([[2.0, 1.0, math.exp(-1)], [1.0, 0.0, 0.0]]))
+    assert share == pytest.approx(1 / 4)
+    w, share = importance_weights(learner, sampler, mask, mode="token_mask", cap=2.0)
+    assert torch.allclose(w, torch.tensor([[0.0, 1.0, math.exp(-1)], [1.0, 0.0, 0.0]])) and share == pytest.approx(1 / 4)
+    # per sequence: exp(1 + 0 - 1) = 1 for row 1, exp(0) = 1 for row 2
+    w, share = importance_weights(learner, sampler, mask, mode="sequence_mask", cap=2.0)
+    assert torch.allclose(w, mask.float()) and share == 0.0
+    learner2 = learner + torch.tensor([[1.0], [0.0]])  # row 1's sequence ratio becomes e^3 > cap
+    w, share = importance_weights(learner2, sampler, mask, mode="sequence_truncate", cap=2.0)
+    assert torch.allclose(w[0], torch.full((3,), 2.0)) and share == pytest.approx(3 / 4)
+    w, _ = importance_weights(learner2, sampler, mask, mode="sequence_mask", cap=2.0)
+    assert torch.equal(w[0], torch.zeros(3)) and w[1, 0] == 1.0
+    w, share = importance_weights(learner, sampler, mask, mode="none", cap=2.0)
+    assert torch.equal(w, torch.ones_like(w)) and share == 0.0
+    with pytest.raises(ConfigError, match="token_truncate"):
+        importance_weights(learner, sampler, mask, mode="token", cap=2.0)
+
+
+def test_policy_loss_multiplies_each_token_by_its_weight():
+    g = torch.Generator().manual_seed(0)
+    logp = (-torch.rand(3, 5, generator=g)).requires_grad_()
+    old = logp.detach().clone()
+    adv = torch.tensor([1.0, -0.5, 2.0])
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    w = torch.rand(3, 5, generator=g)
+    weighted = policy_loss(logp, old, adv, mask, is_weight_BT=w, dual_clip=None)
+    (grad_w,) = torch.autograd.grad(weighted.loss, logp)
+    # on-policy (ratio 1): d loss / d logp = -A * w / tokens
+    assert torch.allclose(grad_w, -adv[:, None] * w / 15, atol=1e-6)
+
+
+def test_defaults_follow_precision_and_engine(model_dir, tmp_path):
+    fp32 = cfg_for(model_dir, tmp_path / "a")
+    assert (fp32.old_logprobs, fp32.is_correction) == ("sampler", "none")
+    bf16 = cfg_for(model_dir, tmp_path / "a", model={"bf16": True})
+    assert (bf16.old_logprobs, bf16.is_correction) == ("recompute", "token_truncate")
+    vllm = apply_overrides(TrainConfig(), {"generation": {"engine": "vllm"}}, "test")
+    assert vllm.old_logprobs == "recompute"
+    chosen = cfg_for(model_dir, tmp_path / "a", optim={"old_logprobs": "recompute", "is_correction": "sequence_mask"})
+    assert (chosen.old_logprobs, chosen.is_correction) == ("recompute", "sequence_mask")
+
+
+@pytest.mark.parametrize(
+    ("optim", "needle"),
+    [
+        ({"old_logprobs": "learner"}, "optim.old_logprobs='learner'"),
+        ({"is_correction": "token"}, "optim.is_correction='token'"),
+        ({"is_cap": 1.0}, "optim.is_cap=1.0"),
+        ({"is_cap": float("nan")}, "optim.is_cap=nan"),
+        ({"old_logprobs": "sampler", "is_correction": "token_mask"}, "needs optim.old_logprobs='recompute'"),
+    ],
+)
+def test_bad_values_are_named(optim, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        apply_overrides(TrainConfig(), {"optim": optim}, "test")
+
+
+def test_fp32_sampler_matches_learner_and_reports_the_mismatch(model_dir, tmp_path):
+    tr = Trainer(cfg_for(model_dir, tmp_path / "fp32"), tensorboard=False)
+    tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)
+    m = tr.train_step()
+    # our engines sample in fp32 with the learner's own modules: the PPO ratio starts at 1
+    assert m["mismatch_logp_abs_mean"] < 1e-4 and m["mismatch_logp_abs_max"] < 1e-3
+    assert "is_affected_token_share" not in m
+
+
+def test_bf16_recomputes_old_logprobs_and_corrects(model_dir, tmp_path):
+    cfg = cfg_for(model_dir, tmp_path / "bf16", model={"bf16": True}, optim={"is_cap": 1.001})
+    tr = Trainer(cfg, tensorboard=False)
+    tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)
+    seen: dict = {}
+    recompute = tr.recompute_old
+
+    def spy(rows, drift):
+        recompute(rows, drift)
+        seen["rows"] = rows
+
+    tr.recompute_old = spy
+    m = tr.train_step()
+    rows = seen["rows"]
+    assert all(r.old_logp is not None and len(r.old_logp) == len(r.sampler_logp) for r in rows)
+    diff = np.concatenate([np.abs(np.subtract(r.old_logp, r.sampler_logp)) for r in rows])
+    # the fp32 sampler and the bf16 learner disagree a little, and the metrics say by how much
+    assert 0 < m["mismatch_logp_abs_mean"] == pytest.approx(diff.mean(), rel=1e-5)
+    assert m["mismatch_logp_abs_max"] == pytest.approx(diff.max(), rel=1e-5)
+    # with a cap of 1.001 every token whose ratio exceeds it is truncated
+    expected = np.mean(np.concatenate([np.exp(np.subtract(r.old_logp, r.sampler_logp)) for r in rows]) > 1.001)
+    assert m["is_affected_token_share"] == pytest.approx(expected, abs=1e-6)
+    assert np.isfinite(m["loss"]) and m["skipped_update"] == 0
