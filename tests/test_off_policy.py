@@ -46,7 +46,9 @@ def test_importance_weights_closed_form():
     assert torch.allclose(w, torch.tensor([[2.0, 1.0, math.exp(-1)], [1.0, 0.0, 0.0]]))
     assert share == pytest.approx(1 / 4)
     w, share = importance_weights(learner, sampler, mask, mode="token_mask", cap=2.0)
-    assert torch.allclose(w, torch.tensor([[0.0, 1.0, math.exp(-1)], [1.0, 0.0, 0.0]])) and share == pytest.approx(1 / 4)
+    assert torch.allclose(w, torch.tensor([[0.0, 1.0, math.exp(-1)], [1.0, 0.0, 0.0]])) and share == pytest.approx(
+        1 / 4
+    )
     # per sequence: exp(1 + 0 - 1) = 1 for row 1, exp(0) = 1 for row 2
     w, share = importance_weights(learner, sampler, mask, mode="sequence_mask", cap=2.0)
     assert torch.allclose(w, mask.float()) and share == 0.0

