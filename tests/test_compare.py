@@ -1,57 +1,193 @@
-"""The convergence benchmark's bookkeeping: steps-to-target, medians with misses, goals, summary merging."""
+"""`reinforce-ada compare`: arms table, pools, one exact-evaluated run, goals from synthetic runs, summary merging."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
-from reinforce_ada.bench.compare import CompareConfig, arm_config, first_reach, med_range, summarize
+from reinforce_ada.bench import analysis
+from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
+from reinforce_ada.bench.compare import CompareConfig, plan_jobs
+from reinforce_ada.bench.run import Job, eval_steps, run_job
 from reinforce_ada.bench.summary import update_summary
+from reinforce_ada.bench.testbed import build_pool, level_shares, parse_pool
 from reinforce_ada.cli import main
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.simulation.plan import plan
 
 
-def fake_run(acc: list[float], samples_per_step: int, no_signal: float, t: float) -> dict:
-    steps = [0, 10, 20, 30]
+def g(x):
+    return 0.15 + 0.25 * (1 - np.exp(-np.asarray(x, dtype=float) / 150))
+
+
+def record(arm, seed, k, steps, tokens_per_step, no_signal, t, lr=4e-4):
+    x = np.arange(0, steps + 1, 10)
+    acc = g(k * x).tolist()
     return {
-        "eval_step": steps,
-        "pool_accuracy": acc,
-        "pool_accuracy_smooth": acc,
-        "eval_samples_cum": [s * samples_per_step for s in steps],
-        "eval_tokens_cum": [s * samples_per_step * 5 for s in steps],
-        "no_signal_share": [no_signal] * 30,
-        "zero_adv_share": [no_signal] * 30,
-        "samples_per_step": [samples_per_step] * 30,
-        "time_generate_s": [t / 2] * 30,
-        "time_train_s": [t / 2] * 30,
-        "time_step_s": [t] * 30,
-        "final_per_level": {"L5": acc[-1]},
+        "arm": arm,
+        "seed": seed,
+        "lr": lr,
+        "steps": steps,
+        "eval_step": x.tolist(),
+        "eval_tokens": (x * tokens_per_step).tolist(),
+        "accuracy": acc,
+        "per_level": {"L5": acc},
+        "no_signal_share": [no_signal] * steps,
+        "zero_adv_share": [no_signal] * steps,
+        "samples_per_step": [tokens_per_step / 5] * steps,
+        "tokens_per_step": [tokens_per_step] * steps,
+        "time_step_s": [t] * steps,
+        "time_generate_s": [t / 2] * steps,
+        "time_train_s": [t / 2] * steps,
+        "sampled_check": {"exact": acc[-1], "sampled": acc[-1] + 0.001},
     }
 
 
-def test_first_reach_and_misses():
-    run = fake_run([0.1, 0.2, 0.3, 0.4], 100, 0.5, 1.0)
-    assert first_reach(run, 0.25) == {"steps": 20, "samples": 2000, "tokens": 10000}
-    assert first_reach(run, 0.9)["steps"] is None
-    assert med_range([10, 20, None]) == {"median": 20.0, "min": 10, "max": 20, "reached": 2, "of": 3}
-    assert med_range([10, None, None])["median"] is None  # most seeds missed: no median
+def test_goals_from_synthetic_runs_with_known_factors():
+    recs = []
+    for s in range(5):
+        recs += [
+            record("grpo-n4", s, 1.0, 400, 100, 0.6 + 0.01 * s, 0.05),
+            record("seq-bal", s, 2.0, 200, 500, 0.12, 0.1),
+            record("grpo-matched", s, 1.6, 200, 500, 0.3, 0.2),
+        ]
+    summ = analysis.summarize_pool(recs, "grpo-n4", "grpo-matched", 200)
+    t = summ["table"]
+    assert t["seq-bal"]["k_steps"]["value"] == pytest.approx(2.0, rel=0.02)
+    assert t["seq-bal"]["k_tokens"]["value"] == pytest.approx(0.4, rel=0.02)
+    assert t["seq-bal"]["k_tokens_vs_matched"]["value"] == pytest.approx(2.0 / 1.6, rel=0.02)
+    assert t["grpo-n4"]["k_steps"]["value"] == pytest.approx(1.0)
+    # targets: fractions of the reference's gain over its whole run, reached in half the steps by a 2x arm
+    half = t["grpo-n4"]["targets"]["0.5"]["steps"]
+    assert t["seq-bal"]["targets"]["0.5"]["steps"] == pytest.approx(half / 2, rel=0.05)
+    assert t["seq-bal"]["sampled_minus_exact"]["median"] == pytest.approx(0.001)
+    goals = analysis.goals(recs, summ, "grpo-n4", "grpo-matched", "seq-bal", 200)
+    assert goals["P1"]["value"] == pytest.approx(2.0, rel=0.02)
+    assert goals["P2"]["value"] == pytest.approx(1.25, rel=0.02)
+    assert goals["P2b"]["value"] == pytest.approx(0.4, rel=0.02)
+    assert goals["P3"]["value"] == pytest.approx(0.12 / 0.62) and goals["P3"]["lo"] <= goals["P3"]["value"]
+    assert goals["P4"]["value"] == pytest.approx(2.0)
 
 
-def test_goals_from_synthetic_arms():
-    results = {
-        "arms": {
-            "grpo-n4": {"n": 4, "runs": [fake_run([0.1, 0.15, 0.2, 0.3], 128, 0.6, 1.0)] * 3},
-            "seq-bal": {"n": 4, "runs": [fake_run([0.1, 0.3, 0.35, 0.4], 640, 0.12, 1.2)] * 3},
-            "grpo-matched": {"n": 20, "runs": [fake_run([0.1, 0.2, 0.3, 0.35], 640, 0.3, 2.0)] * 3},
-        }
-    }
-    summarize(results)
-    g = results["goals"]
-    assert results["target_pool_accuracy"] == pytest.approx(0.3)
-    assert g["P1"]["value"] == pytest.approx(30 / 10)
-    assert g["P2"]["value"] == pytest.approx((20 * 640 * 5) / (10 * 640 * 5))
-    assert g["P3"]["value"] == pytest.approx(0.12 / 0.6)
-    assert g["P4"]["value"] == pytest.approx(1.2)
+def test_lr_choice_by_curve_area():
+    recs = [record("seq-bal", 1000, k, 200, 500, 0.1, 0.1, lr=lr) for k, lr in ((1.0, 2e-4), (1.5, 4e-4), (1.2, 8e-4))]
+    choice = analysis.choose_lrs(recs, 200)["seq-bal"]
+    assert (
+        choice["best"] == 4e-4 and not choice["at_edge"] and set(choice["area_gain"]) == {"0.0002", "0.0004", "0.0008"}
+    )
+
+
+def test_arms_table_skips_specs_that_do_not_parse_yet():
+    arms, skipped = resolve_arms(["grpo-n4", "seq-bal", "mine=seq:exit=positive,k_pos=2", "x=uniform:nope=1"])
+    assert [a.name for a in arms] == ["grpo-n4", "seq-bal", "mine"]
+    assert arms[2].cfg.k_pos == 2 and "nope" in skipped["x"]
+    with pytest.raises(ConfigError, match="unknown arm"):
+        resolve_arms(["grpo-n4", "ppo"])
+    with pytest.raises(ConfigError, match="reference"):
+        resolve_arms(["seq-bal"])
+    assert split_arms("a,b") == ["a", "b"] and split_arms("a; m=seq:exit=positive,k_pos=2") == [
+        "a",
+        "m=seq:exit=positive,k_pos=2",
+    ]
+    assert {"grpo-n4", "grpo-n16", "grpo-matched", "dapo-n4", "seq-bal", "seq-pos", "est", "est-pred"} <= set(ARMS)
+
+
+def test_matched_n_is_seq_balanced_expected_samples():
+    rates = np.array([0.01, 0.1, 0.3, 0.6])
+    n, expected = matched_n(parse_arm("seq:exit=balanced"), rates)
+    assert expected == pytest.approx(np.mean([r.expected_samples for r in plan(parse_arm("seq:exit=balanced"), rates)]))
+    assert n == round(expected) and 4 < n <= 32
+
+
+def test_pool_specs():
+    hard = parse_pool("hard")
+    assert hard.filter == (0.0, 0.375) and hard.weights == (0, 0, 1, 1, 1, 1, 1) and hard.filter_samples == 16
+    mine = parse_pool("mine=arithmetic:weights=0/1/1,size=50,filter=0.1-0.5,filter_samples=8")
+    assert (mine.name, mine.size, mine.filter, mine.filter_samples) == ("mine", 50, (0.1, 0.5), 8)
+    assert parse_pool("f=file:path=a.jsonl,eval=b.jsonl").eval_path == "b.jsonl"
+    for bad, msg in (
+        ("nope", "unknown pool"),
+        ("x=file:size=3", "path"),
+        ("x=arithmetic:size=q", "size"),
+        ("x=arithmetic:weights=1/1,filter=0.5-0.2", "lo"),
+        ("x=arithmetic:colour=red", "bad option"),
+    ):
+        with pytest.raises(ConfigError, match=msg):
+            parse_pool(bad)
+
+
+@pytest.fixture
+def model_dir(tmp_path, tiny_llama, char_tokenizer):
+    tiny_llama.save_pretrained(tmp_path / "model")
+    char_tokenizer.save_pretrained(tmp_path / "model")
+    return tmp_path / "model"
+
+
+def test_pool_filter_and_level_weights(tmp_path, tiny_llama, char_tokenizer):
+    spec = parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=20")
+    pool = build_pool(spec, tiny_llama, char_tokenizer, tmp_path)
+    assert len(pool.train) == 20 and {p.level for p in pool.held_out} == {1, 2}
+    assert pool.level_weights == level_shares(pool.train, pool.held_out)
+    assert sum(w for _, w in pool.level_weights) == pytest.approx(1.0)
+    rows = [json.loads(x) for x in open(pool.train_path)]
+    assert [r["id"] for r in rows] == [p.id for p in pool.train] and rows[0]["level"] in (1, 2)
+    again = build_pool(spec, tiny_llama, char_tokenizer, tmp_path / "again")
+    assert again.digest == pool.digest and np.array_equal(again.train_rates, pool.train_rates)
+    # the random tiny model solves almost nothing: a filter that keeps 0 < c/k finds no prompt
+    with pytest.raises(ConfigError, match="empty"):
+        build_pool(
+            parse_pool("q=arithmetic:weights=1/1/0/0/0/0/0,size=20,filter=0.5-1"), tiny_llama, char_tokenizer, tmp_path
+        )
+
+
+def test_one_run_is_evaluated_exactly_and_checked_by_sampling(tmp_path, model_dir, tiny_llama, char_tokenizer):
+    pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
+    job = Job(
+        pool="p",
+        arm="grpo-n4",
+        strategy=parse_arm("uniform:n=2"),
+        lr=1e-3,
+        seed=0,
+        steps=3,
+        batch_size=4,
+        eval_every=2,
+        model_path=str(model_dir),
+        train_path=pool.train_path,
+        eval_path=pool.eval_path,
+        level_weights=pool.level_weights,
+        run_dir=str(tmp_path / "run"),
+        check_samples=2,
+    )
+    rec = run_job(job)
+    assert rec["eval_step"] == [0, 2, 3] == eval_steps(3, 2) and len(rec["accuracy"]) == 3
+    w = dict(pool.level_weights)
+    first = sum(w[lv] * np.mean(pool.held_out_rates[[p.level == lv for p in pool.held_out]]) for lv in w)
+    assert rec["accuracy"][0] == pytest.approx(first, rel=1e-5)  # step 0 is the pool's own warm-start measurement
+    # the random model solves nothing in 8 tries: no prompt has signal, no update runs, the accuracy stays put
+    assert rec["no_signal_share"] == [1.0] * 3 and rec["accuracy"] == [rec["accuracy"][0]] * 3
+    assert len(rec["samples_per_step"]) == 3 and rec["samples_per_step"][0] == 8
+    assert rec["eval_tokens"][0] == 0 and rec["eval_tokens"][-1] == sum(rec["tokens_per_step"])
+    assert set(rec["sampled_check"]) >= {"exact", "sampled", "samples"}
+    assert not (tmp_path / "run").exists()
+
+
+def test_jobs_are_interleaved_by_seed_and_the_reference_runs_longer(tmp_path, tiny_llama, char_tokenizer):
+    pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
+    arms, _ = resolve_arms(["grpo-n4", "seq-bal", "grpo-matched", "est"])
+    c = CompareConfig(steps=10, seeds=3, other_seeds=1, sweep_seeds=2, lrs=(1e-4, 2e-4))
+    main_jobs = plan_jobs(c, arms, [pool], "m", {a.name: 2e-4 for a in arms})
+    assert [(j.arm, j.seed) for j in main_jobs[:4]] == [("grpo-n4", 0), ("seq-bal", 0), ("grpo-matched", 0), ("est", 0)]
+    assert sum(j.arm == "est" for j in main_jobs) == 1 and sum(j.arm == "seq-bal" for j in main_jobs) == 3
+    assert {j.steps for j in main_jobs if j.arm == "grpo-n4"} == {20} and {
+        j.steps for j in main_jobs if j.arm != "grpo-n4"
+    } == {10}
+    matched = {j.strategy.n for j in main_jobs if j.arm == "grpo-matched"}
+    assert matched == {matched_n(parse_arm("seq:exit=balanced"), pool.train_rates)[0]}
+    sweep = plan_jobs(c, arms, [pool], "m", None)
+    assert len(sweep) == 4 * 2 * 2 and min(j.seed for j in sweep) >= 1000 and {j.phase for j in sweep} == {"sweep"}
 
 
 def test_update_summary_keeps_other_entries(tmp_path):
@@ -66,15 +202,13 @@ def test_update_summary_keeps_other_entries(tmp_path):
     assert s["value"] == 1.5 and s["smollm2"] == {"value": 1.1} and s["convergence_run"]["value"] == 1.9
 
 
-def test_arm_config_and_matched_needs_n():
-    c = CompareConfig()
-    assert arm_config("seq-bal", 1, c).strategy.exit == "balanced"
-    assert arm_config("grpo-matched", 0, c, matched_n=20).strategy.n == 20
-    with pytest.raises(ValueError, match="seq-bal"):
-        arm_config("grpo-matched", 0, c)
-
-
-def test_compare_cli_rejects_unknown_arm(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["compare", "--arms", "grpo-n4,ppo"])
-    assert e.value.code == 2 and "ppo" in capsys.readouterr().err
+def test_compare_cli_rejects_bad_input(capsys):
+    for argv, msg in (
+        (["compare", "--arms", "grpo-n4,ppo"], "ppo"),
+        (["compare", "--quick", "--out", "benchmarks/results/x"], "scratch"),
+        (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
+        (["compare", "--lrs", "a,b"], "--lrs"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and msg in capsys.readouterr().err

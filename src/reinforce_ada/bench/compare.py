@@ -1,340 +1,264 @@
 """Side-by-side convergence benchmark on the embedded testbed (`reinforce-ada compare`, benchmarks/convergence.py).
 
-1) Every arm trains the same warm-started tiny Llama on the same pool (concentrated on the levels where the
-   warm-started model's pass rate is 0.02-0.2, where GRPO-n4 mostly draws all-wrong groups), with the same seeds,
-   learning rate and number of steps; only the sampling strategy differs.
-2) The budget-matched GRPO arm's n is set after Ada-Seq-balance has run: its samples per step equal Seq-balance's
-   median average.
-3) Accuracy is the held-out Ave@k on the pool's levels, weighted like the pool ("pool accuracy"), smoothed as the
-   running mean of the last 3 evaluations. The target is GRPO-n4's median smoothed final pool accuracy, so
-   GRPO-n4 needs about the whole run to reach it by construction and the question is how much sooner other arms do.
+1) Testbed: the shipped warm start (the same weights on every machine; their sha256 and exact per-level pass rates
+   are checked against the shipped record and written into the result) and one or more pools (`bench.testbed`):
+   today's level mix and one shaped like the paper's hard set by the difficulty filter.
+2) Arms are `parse_arm` specs (`bench.arms`); arms that do not parse yet are skipped with their reason.
+3) Learning rate: a sweep over `lrs` on the first pool with `sweep_seeds` seeds of their own (numbered from 1000,
+   never reused by the main runs, so the choice does not flatter the reported seeds); each arm then runs at the lr
+   with the largest curve area. `fixed_lrs` skips the sweep for the arms it names.
+4) Main runs: every arm on every pool, `seeds` seeds for the headline arms (P1-P3) and `other_seeds` for the rest,
+   odd so medians are runs; the reference GRPO-n4 runs `ref_steps_factor` times longer, so a faster arm's accuracy
+   range is covered by the reference's rising part. Jobs are interleaved seed by seed (and run in `workers`
+   processes), each evaluated exactly every `eval_every` steps (`bench.run`).
+5) Statistics (`bench.analysis`, `bench.curves`): per-seed time-scale factors against the same seed's reference,
+   geometric means with 90% seed-bootstrap intervals; curve-area ratios; steps/tokens to targets fixed in advance.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import os
 import platform
-from collections.abc import Sequence
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from reinforce_ada.bench import analysis
+from reinforce_ada.bench.arms import ARMS, HEADLINE, MATCHED, MATCHED_TO, REFERENCE, Arm, matched_n, resolve_arms
+from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
+from reinforce_ada.errors import ConfigError
 
-from reinforce_ada.training.config import TrainConfig, apply_overrides
-
-ARMS: dict[str, dict[str, Any]] = {
-    "grpo-n4": {"name": "uniform", "n": 4},
-    "grpo-n8": {"name": "uniform", "n": 8},
-    "grpo-n16": {"name": "uniform", "n": 16},
-    "dapo-n4": {"name": "dynamic", "n": 4},
-    "seq-pos": {"name": "seq", "exit": "positive"},
-    "seq-bal": {"name": "seq", "exit": "balanced"},
-    "est": {"name": "est"},
-    "grpo-matched": {"name": "uniform"},  # n filled in from seq-bal's samples per step
+SWEEP_SEED_BASE = 1000
+QUICK: dict[str, Any] = {
+    "steps": 12,
+    "eval_every": 4,
+    "seeds": 3,
+    "other_seeds": 3,
+    "sweep_seeds": 1,
+    "pool_size": 512,
+    "check_samples": 2,
 }
-POOL_WEIGHTS = (0.0, 0.0, 0.05, 0.15, 0.3, 0.35, 0.15)
-"""Training-pool share per level (1+1 ... 5+5 digits): mostly levels 4-6, where the warm start's pass rate is low."""
+"""`--quick`: every arm and pool, a few minutes; odd seed counts, so every median is a run."""
 
 
 @dataclasses.dataclass(frozen=True)
 class CompareConfig:
-    steps: int = 300
-    seeds: int = 3
-    batch_size: int = 32
-    lr: float = 2e-4
-    eval_every: int = 25
-    eval_per_level: int = 256
-    eval_samples: int = 4
     arms: tuple[str, ...] = tuple(ARMS)
+    """Arm names from `bench.arms.ARMS`, or NAME=SPEC."""
+    pools: tuple[str, ...] = tuple(BUILTIN_POOLS)
+    """Pool specs (`bench.testbed.parse_pool`); the lr sweep runs on the first."""
+    steps: int = 200
+    """RL steps per run (the reference runs `ref_steps_factor` times as many)."""
+    ref_steps_factor: float = 2.0
+    batch_size: int = 16
+    """Prompts per step."""
+    lrs: tuple[float, ...] = (2e-4, 4e-4, 8e-4)
+    """The lr sweep's grid (each arm is reported at its best, the sweep beside it)."""
+    fixed_lrs: tuple[tuple[str, float], ...] = ()
+    """(arm, lr) pairs that skip the sweep (e.g. a re-run with another run's choices)."""
+    sweep_seeds: int = 2
+    seeds: int = 9
+    """Seeds of the headline arms (GRPO-n4, Seq-balanced, budget-matched GRPO)."""
+    other_seeds: int = 5
+    seed_offset: int = 0
+    """First main seed: a second, independent run uses other seeds."""
+    eval_every: int = 10
+    threads: int = 1
+    """torch threads per run (1: tiny tensors, and threads fight on a shared machine)."""
+    workers: int = 1
+    """Runs at a time, in worker processes (results do not depend on it; step times do)."""
+    check_samples: int = 4
+    """Samples per held-out prompt in each run's end-of-run sampled check of the exact evaluation (0: off)."""
+    p2_arm: str = MATCHED_TO
+    """The adaptive arm P2 reads against budget-matched GRPO, named before the run."""
+    pool_size: int | None = None
+    """Cap every pool at this many prompts (quick runs)."""
     out: str = "benchmarks/results/convergence"
     run_root: str = "runs/compare"
-    pool_probe_prompts: int = 512
-    pool_probe_samples: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "sweep_seeds", "seeds", "other_seeds", "eval_every", "threads", "workers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"compare: {name}={getattr(self, name)} must be >= 1")
+        if self.ref_steps_factor < 1 or not self.lrs or any(lr <= 0 for lr in self.lrs):
+            raise ConfigError("compare: ref_steps_factor must be >= 1 and lrs positive")
+        if not self.pools:
+            raise ConfigError("compare: give at least one pool")
 
 
-def arm_config(arm: str, seed: int, c: CompareConfig, matched_n: int | None = None) -> TrainConfig:
-    strategy = dict(ARMS[arm])
-    if arm == "grpo-matched":
-        if matched_n is None:
-            raise ValueError("grpo-matched needs seq-bal's samples per step first")
-        strategy["n"] = matched_n
-    return apply_overrides(
-        TrainConfig(),
-        {
-            "strategy": strategy,
-            "task": {"level_weights": list(POOL_WEIGHTS)},
-            "optim": {"lr": c.lr},
-            "run": {
-                "steps": c.steps,
-                "batch_size": c.batch_size,
-                "seed": seed,
-                "eval_every": c.eval_every,
-                "eval_samples": c.eval_samples,
-                "save_every": c.steps,
-                "progress": False,
-                "run_dir": f"{c.run_root}/{arm}/seed{seed}",
-            },
-        },
-        "compare",
-    )
+def plan_jobs(
+    c: CompareConfig, arms: list[Arm], pools: list[Pool], model_path: str, lrs: dict[str, float] | None
+) -> list[Job]:
+    """The sweep's jobs (lrs None) or the main runs' (each arm at its lr), interleaved seed by seed."""
+    matched = {p.spec.name: matched_n(_cfg(arms, MATCHED_TO), p.train_rates)[0] for p in pools}
+    jobs = []
+    for pool in pools if lrs is not None else pools[:1]:
+        n_seeds = max(c.seeds, c.other_seeds) if lrs is not None else c.sweep_seeds
+        for i in range(n_seeds):
+            for arm in arms:
+                if lrs is None:
+                    grid, seed, phase, steps = c.lrs, SWEEP_SEED_BASE + c.seed_offset + i, "sweep", c.steps
+                else:
+                    if i >= (c.seeds if arm.name in HEADLINE else c.other_seeds):
+                        continue
+                    grid, seed, phase = (lrs[arm.name],), c.seed_offset + i, "main"
+                    steps = round(c.steps * c.ref_steps_factor) if arm.name == REFERENCE else c.steps
+                cfg = arm.cfg.replace(n=matched[pool.spec.name]) if arm.name == MATCHED else arm.cfg
+                for lr in grid:
+                    jobs.append(
+                        Job(
+                            pool=pool.spec.name,
+                            arm=arm.name,
+                            strategy=cfg,
+                            lr=lr,
+                            seed=seed,
+                            steps=steps,
+                            batch_size=c.batch_size,
+                            eval_every=c.eval_every,
+                            model_path=model_path,
+                            train_path=pool.train_path,
+                            eval_path=pool.eval_path,
+                            level_weights=pool.level_weights,
+                            run_dir=str(
+                                Path(c.run_root) / "runs" / phase / pool.spec.name / arm.name / f"lr{lr:g}-s{seed}"
+                            ),
+                            threads=c.threads,
+                            check_samples=c.check_samples if phase == "main" else 0,
+                            phase=phase,
+                        )
+                    )
+    return jobs
 
 
-def run_one(cfg: TrainConfig, eval_per_level: int) -> list[dict[str, Any]]:
-    import shutil
+def _cfg(arms: list[Arm], name: str) -> Any:
+    from reinforce_ada.sampling.config import parse_arm
 
-    from reinforce_ada.training.trainer import Trainer
-
-    shutil.rmtree(cfg.run.run_dir, ignore_errors=True)
-    tr = Trainer(cfg, tensorboard=False)
-    by_level: dict[Any, list] = {}
-    for p in tr.eval_prompts:
-        by_level.setdefault(p.level, []).append(p)
-    tr.eval_prompts = [p for ps in by_level.values() for p in ps[:eval_per_level]]
-    tr.fit()
-    return [json.loads(x) for x in (Path(cfg.run.run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return next((a.cfg for a in arms if a.name == name), None) or parse_arm(ARMS[name])
 
 
-def pool_accuracy(row: dict[str, Any]) -> float:
-    w = np.array(POOL_WEIGHTS) / sum(POOL_WEIGHTS)
-    return float(sum(wi * row[f"eval_accuracy_L{i + 1}"] for i, wi in enumerate(w) if wi > 0))
+def run_jobs(jobs: list[Job], workers: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA."""
+    t0, done, out = time.perf_counter(), 0, {}
+    weight = {j.key: j.steps * (j.strategy.max_samples if j.strategy.name in ("seq", "est") else 8) for j in jobs}
+    total = sum(weight.values())
+    spent = 0
+
+    def report(rec: dict[str, Any]) -> None:
+        nonlocal done, spent
+        done += 1
+        spent += weight[rec["key"]]
+        el = time.perf_counter() - t0
+        eta = el * (total - spent) / max(spent, 1)
+        log(
+            f"[{done}/{len(jobs)}] {rec['key']}: acc {rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}, "
+            f"{sum(rec['samples_per_step']) / rec['steps']:.0f} samples/step, {rec['seconds']['total']:.0f} s "
+            f"(elapsed {el / 60:.1f} min, ETA {eta / 60:.1f} min)"
+        )
+
+    if workers == 1:
+        for j in jobs:
+            out[j.key] = run_job(j)
+            report(out[j.key])
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            futures = {ex.submit(run_job, j): j for j in jobs}
+            for f in as_completed(futures):
+                rec = f.result()
+                out[rec["key"]] = rec
+                report(rec)
+    return [out[j.key] for j in jobs]
 
 
-def curves(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per-eval curves (step, smoothed pool accuracy, cumulative samples/tokens) and per-step series."""
-    train = [r for r in rows if "loss" in r]
-    cum_s = np.cumsum([0] + [r["samples_generated"] for r in train])
-    cum_t = np.cumsum([0] + [r["tokens_generated"] for r in train])
-    evals = [r for r in rows if "eval_accuracy" in r]
-    acc = np.array([pool_accuracy(r) for r in evals])
-    smooth = np.array([acc[max(0, i - 2) : i + 1].mean() for i in range(len(acc))])
-    steps = [r["step"] for r in evals]
-    return {
-        "eval_step": steps,
-        "pool_accuracy": acc.tolist(),
-        "pool_accuracy_smooth": smooth.tolist(),
-        "eval_samples_cum": [float(cum_s[s]) for s in steps],
-        "eval_tokens_cum": [float(cum_t[s]) for s in steps],
-        "no_signal_share": [r["no_signal_prompt_share"] for r in train],
-        "zero_adv_share": [r["zero_adv_prompt_share"] for r in train],
-        "samples_per_step": [r["samples_generated"] for r in train],
-        "time_generate_s": [r["time_generate_s"] for r in train],
-        "time_train_s": [r["time_train_s"] for r in train],
-        "time_step_s": [r["time_step_s"] for r in train],
-        "final_per_level": {k[14:]: v for k, v in evals[-1].items() if k.startswith("eval_accuracy_L")},
-    }
+def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+    from reinforce_ada.models.config import ModelConfig
+    from reinforce_ada.models.load import load_policy
+    from reinforce_ada.tasks.config import TaskConfig
+    from reinforce_ada.training.warm_start import resolve_model_path
 
-
-def first_reach(c: dict[str, list[float]], target: float) -> dict[str, float | None]:
-    for i, a in enumerate(c["pool_accuracy_smooth"]):
-        if a >= target and c["eval_step"][i] > 0:
-            return {"steps": c["eval_step"][i], "samples": c["eval_samples_cum"][i], "tokens": c["eval_tokens_cum"][i]}
-    return {"steps": None, "samples": None, "tokens": None}
-
-
-def med_range(xs: Sequence[float | None]) -> dict[str, Any]:
-    vals = [x for x in xs if x is not None]
-    if not vals:
-        return {"median": None, "min": None, "max": None, "reached": 0, "of": len(xs)}
-    # an arm that missed the target on some seeds: median over seeds counting misses as +inf
-    full = sorted(vals) + [float("inf")] * (len(xs) - len(vals))
-    m = float(np.median(full))
-    return {
-        "median": m if np.isfinite(m) else None,
-        "min": min(vals),
-        "max": max(vals),
-        "reached": len(vals),
-        "of": len(xs),
-    }
-
-
-def probe_pool(c: CompareConfig) -> dict[str, Any]:
-    """Per-prompt pass rates of the warm-started model on a sample of the training pool (histogram for the report)."""
-    from reinforce_ada.training.trainer import Trainer
-    from reinforce_ada.types import Request
-
-    cfg = arm_config("grpo-n4", 0, c)
-    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=f"{c.run_root}/_probe"))
-    tr = Trainer(cfg, tensorboard=False)
-    rng = np.random.default_rng(0)
-    pool = [tr.train_prompts[i] for i in rng.permutation(len(tr.train_prompts))[: c.pool_probe_prompts]]
-    samples = tr.engine.generate([Request(p, c.pool_probe_samples) for p in pool])
-    by = {p.id: p for p in pool}
-    rates: dict[str, list[float]] = {}
-    for s in samples:
-        rates.setdefault(s.prompt_id, []).append(tr.verifier(s.text, by[s.prompt_id].answer))
-    p_hat = np.array([np.mean(rates[p.id]) for p in pool])
-    return {
-        "pass_rates": p_hat.tolist(),
-        "share_below_0.2": float((p_hat < 0.2).mean()),
-        "share_0.02_to_0.2": float(((p_hat >= 0.02) & (p_hat < 0.2)).mean()),
-        "share_zero": float((p_hat == 0).mean()),
-        "mean": float(p_hat.mean()),
-        "samples_per_prompt": c.pool_probe_samples,
-    }
-
-
-def run_compare(c: CompareConfig, log=print) -> dict[str, Any]:
-    results: dict[str, Any] = {"config": dataclasses.asdict(c), "pool_weights": POOL_WEIGHTS, "arms": {}}
-    results["date"] = datetime.date.today().isoformat()
+    t_start = time.perf_counter()
+    arms, skipped = resolve_arms(list(c.arms))
+    for name, why in skipped.items():
+        log(f"arm {name!r} skipped: its spec {ARMS.get(name, '')!r} does not parse yet ({why})")
+    model_path = str(resolve_model_path(ModelConfig(), TaskConfig(), progress=False))
+    model, tok = load_policy(Path(model_path), ModelConfig(path=model_path, threads=c.threads))
+    results: dict[str, Any] = {"config": dataclasses.asdict(c), "date": datetime.date.today().isoformat()}
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    results["pool"] = probe_pool(c)
-    log(f"pool: {results['pool']['share_below_0.2']:.0%} of prompts below p=0.2, mean p {results['pool']['mean']:.3f}")
-    order = [a for a in c.arms if a != "grpo-matched"] + (["grpo-matched"] if "grpo-matched" in c.arms else [])
-    matched_n = None
-    for arm in order:
-        if arm == "grpo-matched":
-            seq = results["arms"].get("seq-bal")
-            if seq is None:
-                raise ValueError("grpo-matched needs the seq-bal arm in the same run")
-            matched_n = max(1, round(np.median([np.mean(r["samples_per_step"]) for r in seq["runs"]]) / c.batch_size))
-        runs = []
-        for seed in range(c.seeds):
-            cur = curves(run_one(arm_config(arm, seed, c, matched_n), c.eval_per_level))
-            runs.append(cur)
-            log(
-                f"{arm:<13} seed {seed}: final pool acc {cur['pool_accuracy'][-1]:.3f}, "
-                f"{np.mean(cur['samples_per_step']):.0f} samples/step, {np.mean(cur['time_step_s']):.3f} s/step"
-            )
-        results["arms"][arm] = {"runs": runs, "n": matched_n if arm == "grpo-matched" else ARMS[arm].get("n")}
-    summarize(results)
+    results["arms"] = {a.name: a.spec for a in arms}
+    results["skipped_arms"] = skipped
+    tb = results["testbed"] = check_weights(model_path, model, tok)
+    log(
+        f"testbed {tb['sha256'][:12]}: "
+        + ("the shipped warm start" if tb["matches"] else "NOT the shipped warm start: results are not comparable")
+        + " | exact pass rates "
+        + " ".join(f"L{k}={v:.3f}" for k, v in tb["exact_pass_rates"].items())
+    )
+    pools = []
+    for spec in map(parse_pool, c.pools):
+        spec = with_size(spec, c.pool_size) if c.pool_size else spec
+        pools.append(build_pool(spec, model, tok, Path(c.run_root) / "pools"))
+        s = pools[-1].stats
+        log(
+            f"pool {spec.name}: {s['prompts']} prompts ({s['held_out_prompts']} held out), mean p {s['mean']:.3f}, "
+            f"{s['share_below_0.2']:.0%} below 0.2, {s['share_below_0.02']:.0%} below 0.02"
+        )
+    results["pools"] = {
+        p.spec.name: {
+            "spec": p.spec.spec,
+            "digest": p.digest,
+            "level_weights": p.level_weights,
+            "matched_n": matched_n(_cfg(arms, MATCHED_TO), p.train_rates),
+            **p.stats,
+        }
+        for p in pools
+    }
+    fixed = dict(c.fixed_lrs)
+    sweep_arms = [a for a in arms if a.name not in fixed]
+    sweep: list[dict[str, Any]] = []
+    if sweep_arms:
+        log(
+            f"lr sweep on pool {pools[0].spec.name}: {len(sweep_arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds"
+        )
+        sweep = run_jobs(plan_jobs(c, sweep_arms, pools, model_path, None), c.workers, log)
+    choice = analysis.choose_lrs(sweep, c.steps)
+    lrs = {a.name: fixed.get(a.name, choice.get(a.name, {}).get("best")) for a in arms}
+    results["lr_sweep"] = {"pool": pools[0].spec.name, "seeds": c.sweep_seeds, "arms": choice, "fixed": fixed}
+    results["lrs"] = lrs
+    log("learning rates: " + ", ".join(f"{k} {v:g}" for k, v in lrs.items()))
+    main = run_jobs(plan_jobs(c, arms, pools, model_path, lrs), c.workers, log)
+    spec_of = {a.name: a.spec for a in arms}
+    for r in (*sweep, *main):
+        r["spec"] = spec_of[r["arm"]]
+    results["runs"] = {"sweep": sweep, "main": main}
+    results["by_pool"] = {}
+    for p in pools:
+        recs = [r for r in main if r["pool"] == p.spec.name]
+        summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in lrs else None, c.steps)
+        summ["goals"] = analysis.goals(recs, summ, REFERENCE, MATCHED, c.p2_arm, c.steps)
+        results["by_pool"][p.spec.name] = summ
+    results["goals"] = goals_for_summary(results, pools[0].spec.name)
+    results["seconds"] = time.perf_counter() - t_start
     return results
 
 
-ADA_ARMS = ("seq-pos", "seq-bal", "est")
-
-
-def summarize(results: dict[str, Any]) -> None:
-    arms = results["arms"]
-    ref = arms.get("grpo-n4") or next(iter(arms.values()))
-    target = float(np.median([r["pool_accuracy_smooth"][-1] for r in ref["runs"]]))
-    results["target_pool_accuracy"] = target
-    results["start_pool_accuracy"] = float(np.median([r["pool_accuracy"][0] for r in ref["runs"]]))
-    table = {}
-    for arm, a in arms.items():
-        reach = [first_reach(r, target) for r in a["runs"]]
-        table[arm] = {
-            "n": a["n"],
-            "steps_to_target": med_range([x["steps"] for x in reach]),
-            "samples_to_target": med_range([x["samples"] for x in reach]),
-            "tokens_to_target": med_range([x["tokens"] for x in reach]),
-            "final_pool_accuracy": med_range([r["pool_accuracy_smooth"][-1] for r in a["runs"]]),
-            "no_signal_share": med_range([float(np.mean(r["no_signal_share"])) for r in a["runs"]]),
-            "zero_adv_share": med_range([float(np.mean(r["zero_adv_share"])) for r in a["runs"]]),
-            "samples_per_step": med_range([float(np.mean(r["samples_per_step"])) for r in a["runs"]]),
-            "time_step_s": med_range([float(np.median(r["time_step_s"])) for r in a["runs"]]),
-            "time_generate_s": med_range([float(np.median(r["time_generate_s"])) for r in a["runs"]]),
-            "time_train_s": med_range([float(np.median(r["time_train_s"])) for r in a["runs"]]),
-            "final_per_level": {
-                k: float(np.median([r["final_per_level"][k] for r in a["runs"]]))
-                for k in a["runs"][0]["final_per_level"]
-            },
-        }
-    results["table"] = table
-    results["goals"] = goals(table)
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else float(a / b)
-
-
-def goals(t: dict[str, Any]) -> dict[str, Any]:
-    def med(arm: str, key: str) -> float | None:
-        return t[arm][key]["median"] if arm in t else None
-
-    ada = [a for a in ADA_ARMS if a in t and med(a, "tokens_to_target") is not None]
-    best = min(ada, key=lambda a: med(a, "tokens_to_target")) if ada else None
-    return {
-        "P1": {
-            "value": _ratio(med("grpo-n4", "steps_to_target"), med("seq-bal", "steps_to_target")),
-            "goal": ">= 2.0",
-            "what": "steps to target, GRPO-n4 / Ada-Seq-balanced",
-        },
-        "P2": {
-            "value": _ratio(med("grpo-matched", "tokens_to_target"), med(best, "tokens_to_target") if best else None),
-            "goal": ">= 1.5",
-            "what": f"generated tokens to target, budget-matched GRPO / best Ada arm ({best})",
-        },
-        "P3": {
-            "value": _ratio(med("seq-bal", "no_signal_share"), med("grpo-n4", "no_signal_share")),
-            "goal": "<= 0.20",
-            "what": "share of a step's prompts without gradient, Ada-Seq-balanced / GRPO-n4",
-            "seq_bal": med("seq-bal", "no_signal_share"),
-            "grpo_n4": med("grpo-n4", "no_signal_share"),
-        },
-        "P4": {
-            "value": _ratio(med("seq-bal", "time_step_s"), med("grpo-n4", "time_step_s")),
-            "goal": "<= 1.3",
-            "what": "wall-clock per step, Ada-Seq-balanced / GRPO-n4 (each arm in the trainer's default mode)",
-        },
-    }
-
-
-def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path, Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    results["command"] = command
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    js, png = out.with_suffix(".json"), out.with_suffix(".png")
-    tmp = js.with_name(f".{js.name}.tmp")
-    tmp.write_text(json.dumps(results, indent=1) + "\n")
-    tmp.replace(js)
-    fig, ax = plt.subplots(1, 4, figsize=(21, 4.5))
-    for i, (arm, a) in enumerate(results["arms"].items()):
-        col = f"C{i}"
-        steps = a["runs"][0]["eval_step"]
-        acc = np.array([r["pool_accuracy_smooth"] for r in a["runs"]])
-        label = f"{arm} (n={a['n']})" if arm == "grpo-matched" else arm
-        ax[0].plot(steps, np.median(acc, 0), color=col, label=label)
-        ax[0].fill_between(steps, acc.min(0), acc.max(0), color=col, alpha=0.12)
-        tok = np.median([r["eval_tokens_cum"] for r in a["runs"]], 0)
-        ax[1].plot(tok, np.median(acc, 0), color=col)
-        ns = np.median([r["no_signal_share"] for r in a["runs"]], 0)
-        k = min(10, len(ns))
-        ax[2].plot(np.arange(1, len(ns) + 1)[k - 1 :], np.convolve(ns, np.ones(k) / k, "valid"), color=col)
-    for a_ in ax[:2]:
-        a_.axhline(results["target_pool_accuracy"], color="k", ls=":", lw=1)
-    ax[0].set(xlabel="RL step", ylabel="held-out pool accuracy (smoothed)", title="accuracy vs step (band: seeds)")
-    ax[1].set(xlabel="generated tokens", ylabel="held-out pool accuracy", title="accuracy vs generated tokens")
-    ax[2].set(xlabel="RL step", ylabel="share", ylim=(0, 1), title="prompts without gradient (10-step mean)")
-    ax[3].hist(results["pool"]["pass_rates"], bins=np.linspace(0, 1, 26), color="gray")
-    ax[3].set(
-        xlabel="warm-start pass rate",
-        ylabel="prompts",
-        title=f"pool pass rates ({results['pool']['share_below_0.2']:.0%} below 0.2)",
-    )
-    ax[0].legend(fontsize=7)
-    fig.tight_layout()
-    tmp_png = png.with_name(f".{png.stem}.tmp.png")
-    fig.savefig(tmp_png, dpi=100)
-    plt.close(fig)
-    tmp_png.replace(png)
-    return js, png
-
-
-def format_table(results: dict[str, Any]) -> str:
-    lines = [
-        f"target pool accuracy {results['target_pool_accuracy']:.3f} (start {results['start_pool_accuracy']:.3f})",
-        f"{'arm':<14}{'steps→T':>9}{'samples→T':>11}{'tokens→T':>10}{'final acc':>10}{'no-signal':>10}"
-        f"{'smp/step':>9}{'s/step':>8}{'gen s':>7}{'train s':>8}",
-    ]
-
-    def f(x: Any, fmt: str) -> str:
-        return "—" if x is None else format(x, fmt)
-
-    for arm, r in results["table"].items():
-        lines.append(
-            f"{arm:<14}{f(r['steps_to_target']['median'], '.0f'):>9}{f(r['samples_to_target']['median'], '.3g'):>11}"
-            f"{f(r['tokens_to_target']['median'], '.3g'):>10}{r['final_pool_accuracy']['median']:>10.3f}"
-            f"{r['no_signal_share']['median']:>10.3f}{r['samples_per_step']['median']:>9.0f}"
-            f"{r['time_step_s']['median']:>8.3f}{r['time_generate_s']['median']:>7.3f}{r['time_train_s']['median']:>8.3f}"
-        )
-    for k, g in results["goals"].items():
-        lines.append(f"{k}: {f(g['value'], '.3f')} (goal {g['goal']}) — {g['what']}")
-    return "\n".join(lines)
+def goals_for_summary(results: dict[str, Any], pool: str) -> dict[str, Any]:
+    """summary.json's P-entries: the first pool's figures, every other pool's beside them, the testbed named."""
+    first = results["by_pool"][pool]["goals"]
+    tb = results["testbed"]
+    out = {}
+    for key, g in first.items():
+        entry = {**{k: v for k, v in g.items() if k != "per_seed"}, "pool": pool}
+        entry["testbed_sha256"] = tb["sha256"]
+        entry["testbed_is_shipped"] = tb["matches"]
+        for other, s in results["by_pool"].items():
+            if other != pool:
+                og = s["goals"][key]
+                entry[f"pool_{other}"] = {k: og.get(k) for k in ("value", "lo", "hi")}
+        out[key] = entry
+    return out

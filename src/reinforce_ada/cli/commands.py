@@ -278,22 +278,43 @@ def cmd_filter(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from reinforce_ada.bench.compare import ARMS, CompareConfig, format_table, run_compare, write
+    from reinforce_ada.bench.arms import ARMS, split_arms
+    from reinforce_ada.bench.compare import QUICK, CompareConfig, run_compare
+    from reinforce_ada.bench.report import format_table, write
     from reinforce_ada.bench.summary import update_summary
 
-    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
-    bad = [a for a in arms if a not in ARMS]
-    if bad:
-        raise ConfigError(f"unknown arm(s) {bad}; choose from {list(ARMS)}")
-    c = CompareConfig(arms=arms, out=args.out, lr=args.lr)
+    committed = "benchmarks/results/convergence"
+    out = args.out or ("runs/compare-quick/convergence" if args.quick else committed)
+    if args.quick and Path(out).resolve().is_relative_to(Path("benchmarks/results").resolve()):
+        raise ConfigError(f"--quick writes scratch results only; --out {out} is under benchmarks/results")
+    fixed = {}
+    if args.lrs_from:
+        fixed.update(json.loads(Path(args.lrs_from).read_text())["lrs"])
+    for item in args.lr:
+        arm, eq, lr = item.partition("=")
+        try:
+            fixed[arm.strip()] = float(lr)
+        except ValueError:
+            raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4") from None
+        if not eq:
+            raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4")
+    arms = tuple(split_arms(args.arms)) if args.arms else tuple(ARMS)
+    names = {a.partition("=")[0].strip() for a in arms}
+    fields: dict[str, Any] = {"arms": arms, "out": out, "workers": args.workers, "seed_offset": args.seed_offset}
+    fields["fixed_lrs"] = tuple((k, v) for k, v in fixed.items() if k in names)
+    if args.pool:
+        fields["pools"] = tuple(args.pool)
+    if args.lrs:
+        try:
+            fields["lrs"] = tuple(float(x) for x in args.lrs.split(","))
+        except ValueError:
+            raise ConfigError(f"--lrs {args.lrs!r}: give comma-separated numbers, e.g. 2e-4,4e-4,8e-4") from None
     if args.quick:
-        c = dataclasses.replace(
-            c, steps=40, seeds=2, eval_every=20, eval_per_level=64, pool_probe_prompts=128, pool_probe_samples=16
-        )
-    overrides = {k: v for k, v in (("steps", args.steps), ("seeds", args.seeds)) if v is not None}
-    c = dataclasses.replace(c, **overrides)
-    if c.steps < 1 or c.seeds < 1:
-        raise ConfigError("--steps and --seeds must be >= 1")
+        fields.update(QUICK)
+    for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    c = CompareConfig(**fields)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
     results = run_compare(c)
     js, png = write(results, c.out, command)

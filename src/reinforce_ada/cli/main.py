@@ -110,13 +110,37 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--json", action="store_true", help="print the counts as JSON")
     fi.set_defaults(fn=cmd_filter, greedy=False)
 
-    co = sub.add_parser("compare", help="convergence benchmark: every strategy side by side on the embedded testbed")
-    co.add_argument("--arms", default="grpo-n4,grpo-n8,grpo-n16,dapo-n4,seq-pos,seq-bal,est,grpo-matched")
-    co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 300; --quick 40)")
-    co.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 3; --quick 2)")
-    co.add_argument("--lr", type=float, default=2e-4, help="learning rate shared by every arm")
-    co.add_argument("--quick", action="store_true", help="a few minutes: 40 steps, 2 seeds, smaller evals")
-    co.add_argument("--out", default="benchmarks/results/convergence", help="output path without suffix")
+    co = sub.add_parser(
+        "compare", help="convergence benchmark: sampling strategies side by side on the shipped testbed, with intervals"
+    )
+    co.add_argument(
+        "--arms",
+        default=None,
+        help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs), comma-separated "
+        "(';' when a spec has commas); default: every arm in the table (those that do not parse yet are skipped)",
+    )
+    co.add_argument(
+        "--pool",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="repeatable: default, hard, NAME=arithmetic:weights=0/0/1/1/1/1/1[,size=N][,filter=0-0.375] or "
+        "NAME=file:path=FILE[,eval=FILE][,filter=LO-HI]; default: default and hard (the lr sweep runs on the first)",
+    )
+    co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
+    co.add_argument("--batch-size", type=int, default=None, help="prompts per step (default 16)")
+    co.add_argument("--seeds", type=int, default=None, help="seeds of the headline arms (default 9)")
+    co.add_argument("--other-seeds", type=int, default=None, help="seeds of the other arms (default 5)")
+    co.add_argument("--sweep-seeds", type=int, default=None, help="seeds per lr in the sweep (default 2)")
+    co.add_argument("--seed-offset", type=int, default=0, help="first seed: an independent re-run uses other seeds")
+    co.add_argument("--lrs", default=None, help="the sweep's lr grid, comma-separated (default 2e-4,4e-4,8e-4)")
+    co.add_argument(
+        "--lr", action="append", default=[], metavar="ARM=LR", help="repeatable: fix an arm's lr (skips its sweep)"
+    )
+    co.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
+    co.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
+    co.add_argument("--quick", action="store_true", help="a few minutes, every arm; writes to runs/compare-quick only")
+    co.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/convergence)")
     co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
     co.set_defaults(fn=cmd_compare)
 

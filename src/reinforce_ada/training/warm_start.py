@@ -3,8 +3,14 @@
 1) `warm_start()` runs a short supervised phase of the tiny Llama (`models.tiny`) on the arithmetic task (loss on
    answer tokens only) so that pass rates at temperature 1.0 span easy (about 1) to hard (about 0) across levels:
    RL from a random model would see no reward, RL from a converged one no signal. The result is a plain HF folder
-   cached under a hash of the three configs, with `warm_start.json` (configs, timings, per-level pass rates).
-2) `resolve_model_path()` is `model.path`, or that cached warm start for the embedded default.
+   cached under a hash of the three configs, with `warm_start.json` (configs, timings, the weights' sha256, sampled
+   and exact per-level pass rates).
+2) The default configs' warm start ships with the package (`models/data/tiny-arithmetic`, 0.5 MB): training is
+   deterministic on one machine but not across CPUs (float reductions differ, and 2000 AdamW steps amplify them: a
+   fresh clone on another CPU started levels 5-7 at a third of the pass rates), so every machine loads those
+   weights instead of training its own. Any other config is trained and cached as before. `weights_sha256` names
+   the weights a result was made from; `reinforce-ada compare` records it and flags other weights.
+3) `resolve_model_path()` is `model.path`, or the embedded default: the shipped folder when the configs match.
 """
 
 from __future__ import annotations
@@ -37,7 +43,10 @@ from reinforce_ada.types import Prompt
 WARM_START_VERSION = 1
 """Part of the cache key: bump it when the warm-start procedure changes so that old folders are not reused."""
 INFO_FILE = "warm_start.json"
-"""Written last into a warm-start folder: configs, steps, timings and per-level pass rates."""
+"""Written last into a warm-start folder: configs, steps, timings, weights hash and per-level pass rates."""
+WEIGHTS_FILE = "model.safetensors"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "models" / "data" / "tiny-arithmetic"
+"""The default configs' warm start, shipped as package data (the reference testbed of `reinforce-ada compare`)."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,13 @@ def warm_start(
     sft_cfg: SFTConfig,
     cache_dir: Path | None = None,
     progress: bool = True,
+    *,
+    shipped: bool = True,
 ) -> Path:
     """Train (or reuse) the warm-started tiny Llama and return its folder.
+
+    With `shipped` (the default), configs equal to the shipped warm start's return `SHIPPED_DIR` without training
+    (after checking its weights against the recorded sha256); `shipped=False` trains them like any other config.
 
     The folder holds the model (`save_pretrained`, safetensors), the tokenizer and `warm_start.json` with the three
     configs, the steps run, timings and the measured per-level pass rates. It is `cache_dir / config_hash(...)`; an
@@ -110,6 +124,9 @@ def warm_start(
         raise ValueError(
             f"TinyModelConfig.max_position ({model_cfg.max_position}) must be >= {longest}, the longest sequence"
         )
+    if shipped and shipped_matches(task_cfg, model_cfg, sft_cfg):
+        _log(progress, f"warm start: the shipped weights {SHIPPED_DIR}")
+        return SHIPPED_DIR
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     final = cache_dir / config_hash(task_cfg, model_cfg, sft_cfg)
     if (final / INFO_FILE).exists():
@@ -127,19 +144,23 @@ def warm_start(
         model, tokenizer, per_level, sft_cfg.measure_samples, arithmetic.max_new_tokens(task_cfg), seed=sft_cfg.seed
     )
     measure_s = time.perf_counter() - t0
-    _log(progress, "warm start: pass rates " + " ".join(f"L{k}={v:.3f}" for k, v in sorted(rates.items())))
+    exact = exact_level_rates(model, tokenizer, held_out, arithmetic.max_new_tokens(task_cfg))
+    _log(progress, "warm start: pass rates " + " ".join(f"L{k}={v:.3f}" for k, v in sorted(exact.items())))
     info = {
         **_describe(task_cfg, model_cfg, sft_cfg),
         "steps": steps,
         "train_seconds": round(train_s, 2),
         "measure_seconds": round(measure_s, 2),
         "pass_rates": {str(k): v for k, v in sorted(rates.items())},
+        "exact_pass_rates": {str(k): v for k, v in sorted(exact.items())},
+        "built_on": machine(),
     }
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        info["sha256"] = weights_sha256(tmp)
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
         tmp.rename(final)
     except OSError:
@@ -211,6 +232,7 @@ def _sft(
     model.train()
     t0 = time.perf_counter()
     step = 0
+    bar = _bar(progress, cfg.steps)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         for step in range(1, cfg.steps + 1):
@@ -221,12 +243,29 @@ def _sft(
             opt.step()
             sched.step()
             elapsed = time.perf_counter() - t0
-            if step % 250 == 0 or step == cfg.steps:
-                _log(progress, f"warm start: step {step}/{cfg.steps} loss {loss.item():.4f} {elapsed:.0f}s")
+            bar.update(1)
+            if step % 25 == 0 or step == cfg.steps:  # .item() syncs; every step would cost a little
+                bar.set_postfix(loss=f"{loss.item():.4f}")
             if cfg.time_limit_s is not None and elapsed > cfg.time_limit_s:
                 _log(progress, f"warm start: time limit reached at step {step}")
                 break
+    bar.close()
     return step
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    """The SFT progress bar (tqdm, with an ETA, like the RL steps'), or a null bar."""
+    if not enabled:
+        return _NullBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="warm start", unit="step", dynamic_ncols=True)
+
+
+class _NullBar:
+    def update(self, n: int) -> None: ...
+    def set_postfix(self, **kw: Any) -> None: ...
+    def close(self) -> None: ...
 
 
 def _sft_batch(
@@ -305,5 +344,62 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
 
 
 def warm_start_info(path: Path) -> dict[str, Any]:
-    f = path / INFO_FILE
+    f = Path(path) / INFO_FILE
     return json.loads(f.read_text()) if f.exists() else {}
+
+
+def weights_sha256(path: Path) -> str | None:
+    """sha256 of a model folder's `model.safetensors` (None if it has none): which weights a result came from."""
+    f = Path(path) / WEIGHTS_FILE
+    if not f.exists():
+        return None
+    h = hashlib.sha256()
+    with f.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def shipped_matches(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> bool:
+    """Whether these configs are the shipped warm start's; raises if the shipped weights are not the recorded ones."""
+    info = warm_start_info(SHIPPED_DIR)
+    if not info:
+        return False
+    recorded = {k: info[k] for k in ("version", "task", "model", "sft")}
+    if json.loads(json.dumps(_describe(task_cfg, model_cfg, sft_cfg))) != recorded:
+        return False
+    if weights_sha256(SHIPPED_DIR) != info["sha256"]:
+        raise ConfigError(
+            f"the shipped warm start {SHIPPED_DIR / WEIGHTS_FILE} does not match its recorded sha256 "
+            f"{info['sha256'][:12]}...: the installation is damaged; reinstall reinforce-ada"
+        )
+    return True
+
+
+def exact_level_rates(
+    model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, prompts: Sequence[Prompt], max_new_tokens: int
+) -> dict[int, float]:
+    """Exact pass rate at temperature 1 (`evaluation.exact`) averaged per level: no sampling noise."""
+    from reinforce_ada.evaluation.exact import exact_pass_rates
+
+    rates = exact_pass_rates(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
+    by: dict[int, list[float]] = {}
+    for p, r in zip(prompts, rates, strict=True):
+        by.setdefault(p.level, []).append(float(r))
+    return {level: sum(v) / len(v) for level, v in sorted(by.items())}
+
+
+def machine() -> str:
+    """CPU model, cores and torch version: where a warm start was trained (it is bit-reproducible only there)."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # not Linux: platform's answer stands
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"

@@ -1,0 +1,196 @@
+"""From run records to the comparison table and the goals P1-P4 (pure: records in, numbers out).
+
+Per pool, every arm is read against the reference (GRPO-n4) of the same seed:
+1) `k_steps`: the time-scale factor on RL steps (`curves.scale_factor`), geometric mean over seeds with a 90%
+   seed-bootstrap interval; `k_tokens`: the same on cumulative generated tokens; `area`: the curve-area ratio.
+2) Steps and tokens to targets fixed in advance: `TARGETS` of the reference's gain (its median fitted gain over its
+   whole, longer run), interpolated on each seed's fitted curve; medians count a seed that never reached as +inf.
+3) Goals: P1 = k_steps(Seq-balanced vs GRPO-n4); P2 = k_tokens(the arm named in advance vs budget-matched GRPO);
+   P2b = k_tokens(that arm vs GRPO-n4); P3 = no-signal share Seq-balanced / GRPO-n4; P4 = step time ratio (this
+   run's; benchmarks/step_time.py owns P4 itself). The reference's shares and times cover its first `steps` only,
+   the same stretch of training as the other arms'.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.bench.curves import (
+    area_gain,
+    area_ratio,
+    isotonic,
+    median_with_misses,
+    paired_factor,
+    ratio_of_means,
+    scale_factor,
+    to_target,
+)
+
+TARGETS = (0.25, 0.5, 0.75)
+"""Steps/tokens-to-target levels: fractions of the reference's gain, fixed before any run."""
+
+
+def _by_arm(records: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:
+    out: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        out[r["arm"]][r["seed"]] = r
+    return out
+
+
+def _curve(r: dict[str, Any], x: str = "eval_step") -> tuple[list[float], list[float]]:
+    return r[x], r["accuracy"]
+
+
+def _head(r: dict[str, Any], key: str, steps: int) -> list[float]:
+    return r[key][:steps]
+
+
+def _med(xs: Sequence[float | None]) -> dict[str, Any]:
+    v = [x for x in xs if x is not None and np.isfinite(x)]
+    if not v:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": float(np.median(v)), "min": float(min(v)), "max": float(max(v)), "n": len(v)}
+
+
+def _factor(arm: dict[int, dict], ref: dict[int, dict], x: str) -> dict[str, Any]:
+    seeds = sorted(set(arm) & set(ref))
+    ks = [scale_factor(_curve(ref[s], x), _curve(arm[s], x)) for s in seeds]
+    out = paired_factor([k["k"] for k in ks])
+    out["seeds"] = seeds
+    out["shared_gain_share"] = _med([k["ref_gain_share"] for k in ks])["median"]
+    return out
+
+
+def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: str | None, steps: int) -> dict:
+    """The per-arm table of one pool's main runs (keys: arm names)."""
+    arms = _by_arm(records)
+    ref = arms[reference]
+    start = float(np.median([r["accuracy"][0] for r in ref.values()]))
+    ref_gain = float(np.median([isotonic(r["accuracy"])[-1] - r["accuracy"][0] for r in ref.values()]))
+    levels = [start + f * ref_gain for f in TARGETS]
+    table: dict[str, Any] = {}
+    for name, runs in arms.items():
+        seeds = sorted(runs)
+        first = runs[seeds[0]]
+        reach_steps = [to_target(*_curve(runs[s]), levels) for s in seeds]
+        reach_tokens = [to_target(*_curve(runs[s], "eval_tokens"), levels) for s in seeds]
+        row: dict[str, Any] = {
+            "spec": first.get("spec"),
+            "lr": first["lr"],
+            "seeds": seeds,
+            "steps": first["steps"],
+            "k_steps": _factor(runs, ref, "eval_step"),
+            "k_tokens": _factor(runs, ref, "eval_tokens"),
+            "area": paired_factor([area_ratio(_curve(ref[s]), _curve(runs[s])) if s in ref else None for s in seeds]),
+            "targets": {
+                f"{f:g}": {
+                    "level": lv,
+                    "steps": median_with_misses([r[i] for r in reach_steps]),
+                    "tokens": median_with_misses([r[i] for r in reach_tokens]),
+                    "reached": sum(r[i] is not None for r in reach_steps),
+                }
+                for i, (f, lv) in enumerate(zip(TARGETS, levels, strict=True))
+            },
+            "final_accuracy": _med([float(np.interp(steps, *_curve(runs[s]))) for s in seeds]),
+            "end_accuracy": _med([runs[s]["accuracy"][-1] for s in seeds]),
+            "area_gain": _med([area_gain(*_curve(runs[s]), horizon=steps) for s in seeds]),
+            "no_signal_share": _med([float(np.mean(_head(runs[s], "no_signal_share", steps))) for s in seeds]),
+            "zero_adv_share": _med([float(np.nanmean(_head(runs[s], "zero_adv_share", steps))) for s in seeds]),
+            "samples_per_step": _med([float(np.mean(_head(runs[s], "samples_per_step", steps))) for s in seeds]),
+            "tokens_per_step": _med([float(np.mean(_head(runs[s], "tokens_per_step", steps))) for s in seeds]),
+            "time_step_s": _med([float(np.median(_head(runs[s], "time_step_s", steps))) for s in seeds]),
+            "time_generate_s": _med([float(np.median(_head(runs[s], "time_generate_s", steps))) for s in seeds]),
+            "time_train_s": _med([float(np.median(_head(runs[s], "time_train_s", steps))) for s in seeds]),
+            "final_per_level": {
+                lv: float(
+                    np.median([float(np.interp(steps, runs[s]["eval_step"], runs[s]["per_level"][lv])) for s in seeds])
+                )
+                for lv in first["per_level"]
+            },
+            "sampled_minus_exact": _med(
+                [
+                    runs[s]["sampled_check"]["sampled"] - runs[s]["sampled_check"]["exact"]
+                    for s in seeds
+                    if "sampled_check" in runs[s]
+                ]
+            ),
+        }
+        if matched and matched in arms:
+            row["k_tokens_vs_matched"] = _factor(runs, arms[matched], "eval_tokens")
+        table[name] = row
+    return {"start_accuracy": start, "reference_gain": ref_gain, "target_levels": levels, "table": table}
+
+
+def _paired(arms: dict[str, dict[int, dict]], a: str, b: str, key: str, steps: int, agg: Any) -> dict[str, Any]:
+    seeds = sorted(set(arms.get(a, {})) & set(arms.get(b, {})))
+    if not seeds:
+        return {"value": None, "lo": None, "hi": None}
+    num = [agg(_head(arms[a][s], key, steps)) for s in seeds]
+    den = [agg(_head(arms[b][s], key, steps)) for s in seeds]
+    return ratio_of_means(num, den)
+
+
+def goals(
+    records: Sequence[dict[str, Any]], summary: dict[str, Any], reference: str, matched: str, p2_arm: str, steps: int
+) -> dict[str, Any]:
+    """P1, P2, P2b, P3 and P4's convergence-run entry for one pool, each with its 90% interval."""
+    t = summary["table"]
+    arms = _by_arm(records)
+
+    def pick(arm: str, key: str) -> dict[str, Any]:
+        row = t.get(arm, {}).get(key)
+        return {k: row.get(k) for k in ("value", "lo", "hi", "median", "per_seed")} if row else {"value": None}
+
+    seq = "seq-bal"
+    return {
+        "P1": {
+            **pick(seq, "k_steps"),
+            "goal": ">= 2.0",
+            "what": "time-scale factor on RL steps, Ada-Seq-balanced vs GRPO-n4 (Ada(t) = GRPO(k t)), "
+            "geometric mean over paired seeds, 90% bootstrap interval",
+        },
+        "P2": {
+            **pick(p2_arm, "k_tokens_vs_matched"),
+            "goal": ">= 1.5",
+            "what": f"time-scale factor on generated tokens, {p2_arm} (named in advance) vs budget-matched GRPO",
+        },
+        "P2b": {
+            **pick(p2_arm, "k_tokens"),
+            "goal": "none (context for P2)",
+            "what": f"time-scale factor on generated tokens, {p2_arm} vs GRPO-n4",
+        },
+        "P3": {
+            **_paired(arms, seq, reference, "no_signal_share", steps, np.mean),
+            "goal": "<= 0.20",
+            "what": "share of a step's prompts without gradient, Ada-Seq-balanced / GRPO-n4 (ratio of seed means)",
+            "seq_bal": t.get(seq, {}).get("no_signal_share", {}).get("median"),
+            "grpo_n4": t.get(reference, {}).get("no_signal_share", {}).get("median"),
+        },
+        "P4": {
+            **_paired(arms, seq, reference, "time_step_s", steps, np.median),
+            "goal": "<= 1.3",
+            "what": "wall-clock per step, Ada-Seq-balanced / GRPO-n4, from the convergence runs (not interleaved)",
+        },
+    }
+
+
+def choose_lrs(records: Sequence[dict[str, Any]], steps: int) -> dict[str, Any]:
+    """Each arm's sweep: mean curve-area gain per lr over the sweep seeds, and the best lr."""
+    by: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by[r["arm"]][r["lr"]].append(area_gain(*_curve(r), horizon=steps))
+    out = {}
+    for arm, lrs in by.items():
+        score = {lr: float(np.mean(v)) for lr, v in sorted(lrs.items())}
+        best = max(score, key=lambda lr: score[lr])
+        grid = sorted(score)
+        out[arm] = {
+            "area_gain": {f"{lr:g}": s for lr, s in score.items()},
+            "best": best,
+            "at_edge": best in (grid[0], grid[-1]) and len(grid) > 1,
+        }
+    return out

@@ -1,0 +1,81 @@
+"""The arms of `reinforce-ada compare`: one line per sampling strategy, as `sampling.config.parse_arm` specs.
+
+A new strategy is a new line here (or `--arms NAME=SPEC` on the command line). An arm whose spec does not parse yet
+(a strategy still being written) is skipped with the parser's reason, and the rest of the run goes on.
+`grpo-matched` is GRPO with n set per pool to Seq-balanced's expected samples per prompt under the warm start's
+exact pass rates (`simulation.plan`), fixed before any run, so it costs what Seq-balanced costs per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+
+ARMS: dict[str, str] = {
+    "grpo-n4": "uniform:n=4",
+    "grpo-n16": "uniform:n=16",
+    "grpo-matched": "uniform",
+    "dapo-n4": "dynamic:n=4",
+    "seq-bal": "seq:exit=balanced",
+    "seq-pos": "seq:exit=positive",
+    "est": "est",
+    "est-pred": "est:estimator=predictor",
+    # issue 16's strategies, under their tentative specs: skipped (with the parser's reason) until they parse
+    "pilot-commit": "pilot_commit",
+    "knapsack": "knapsack",
+    "greso": "dynamic:select=greso",
+    "mopps": "uniform:select=mopps",
+    "seq-give-up": "seq:exit=balanced,give_up=tracker",
+}
+REFERENCE = "grpo-n4"
+"""P1's reference, and the curve every arm's speed factor is read against (it runs `ref_steps_factor` times longer)."""
+MATCHED, MATCHED_TO = "grpo-matched", "seq-bal"
+HEADLINE = ("grpo-n4", "seq-bal", "grpo-matched")
+"""The arms P1-P3 are made of: they get the most seeds."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    spec: str
+    cfg: StrategyConfig
+
+
+def split_arms(text: str) -> list[str]:
+    """`a,b,c` or, when a spec has commas in it, `a; NAME=seq:exit=positive,k_pos=2`."""
+    sep = ";" if ";" in text else ","
+    return [a.strip() for a in text.split(sep) if a.strip()]
+
+
+def resolve_arms(names: list[str]) -> tuple[list[Arm], dict[str, str]]:
+    """Arms by table name or `NAME=SPEC`; returns (arms that parse, {skipped name: reason})."""
+    arms, skipped = [], {}
+    for item in names:
+        name, eq, spec = item.partition("=")
+        name = name.strip()
+        if not eq:
+            if name not in ARMS:
+                raise ConfigError(f"unknown arm {name!r}; choose from {list(ARMS)} or write NAME=SPEC")
+            spec = ARMS[name]
+        try:
+            arms.append(Arm(name, spec.strip(), parse_arm(spec)))
+        except ConfigError as e:
+            skipped[name] = str(e)
+    if len({a.name for a in arms}) != len(arms):
+        raise ConfigError(f"arm names must be unique, got {[a.name for a in arms]}")
+    if REFERENCE not in {a.name for a in arms}:
+        raise ConfigError(f"the reference arm {REFERENCE!r} must be among the arms (every speed is read against it)")
+    return arms, skipped
+
+
+def matched_n(seq_cfg: StrategyConfig, rates: np.ndarray) -> tuple[int, float]:
+    """(n, expected samples per prompt) for budget-matched GRPO: Seq's expected samples over the pool's rates."""
+    from reinforce_ada.simulation.plan import plan
+
+    rows = plan(seq_cfg, np.clip(np.round(np.asarray(rates, dtype=float), 3), 0.0, 1.0))
+    expected = float(np.mean([r.expected_samples for r in rows]))
+    return max(1, round(expected)), expected

@@ -1,0 +1,123 @@
+"""`reinforce-ada compare`'s outputs: the JSON (every curve of every run), the PNG and the printed tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _f(x: Any, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _ci(d: dict[str, Any] | None, fmt: str = ".2f") -> str:
+    if not d or d.get("value") is None:
+        return "—"
+    if d.get("lo") is None:
+        return _f(d["value"], fmt)
+    return f"{d['value']:{fmt}} [{d['lo']:{fmt}}, {d['hi']:{fmt}}]"
+
+
+def format_pool(name: str, s: dict[str, Any]) -> str:
+    lines = [
+        f"pool {name}: start accuracy {s['start_accuracy']:.3f}, reference gain {s['reference_gain']:.3f}, "
+        f"targets {' / '.join(f'{x:.3f}' for x in s['target_levels'])}",
+        f"{'arm':<13}{'lr':>7}{'seeds':>6}{'k steps [90%]':>20}{'k tokens':>20}{'k tok vs matched':>20}"
+        f"{'area':>7}{'steps→50%':>10}{'final':>7}{'no-sig':>7}{'smp/st':>7}{'s/step':>7}",
+    ]
+    for arm, r in s["table"].items():
+        t50 = r["targets"]["0.5"]
+        lines.append(
+            f"{arm:<13}{r['lr']:>7.0e}{len(r['seeds']):>6}{_ci(r['k_steps']):>20}{_ci(r['k_tokens']):>20}"
+            f"{_ci(r.get('k_tokens_vs_matched')):>20}{_f(r['area']['value'], '.2f'):>7}"
+            f"{_f(t50['steps'], '.0f'):>10}{_f(r['final_accuracy']['median'], '.3f'):>7}"
+            f"{_f(r['no_signal_share']['median'], '.2f'):>7}{_f(r['samples_per_step']['median'], '.0f'):>7}"
+            f"{_f(r['time_step_s']['median'], '.3f'):>7}"
+        )
+    for k, g in s["goals"].items():
+        lines.append(f"{k}: {_ci(g, '.3f')} (goal {g['goal']}) — {g['what']}")
+    return "\n".join(lines)
+
+
+def format_table(results: dict[str, Any]) -> str:
+    tb = results["testbed"]
+    out = [
+        f"testbed weights sha256 {tb['sha256']} ({'shipped' if tb['matches'] else 'NOT the shipped warm start'})",
+    ]
+    if results.get("skipped_arms"):
+        out.append("skipped arms: " + ", ".join(results["skipped_arms"]))
+    sw = results["lr_sweep"]["arms"]
+    if sw:
+        out.append("lr sweep (curve-area gain per lr; * = chosen):")
+        for arm, r in sw.items():
+            cells = " ".join(f"{lr}{'*' if float(lr) == r['best'] else ''}={v:.4f}" for lr, v in r["area_gain"].items())
+            out.append(f"  {arm:<13}{cells}{'  (best at the grid edge)' if r['at_edge'] else ''}")
+    for name, s in results["by_pool"].items():
+        out.append(format_pool(name, s))
+    return "\n".join(out)
+
+
+def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results["command"] = command
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    js, png = out.with_suffix(".json"), out.with_suffix(".png")
+    tmp = js.with_name(f".{js.name}.tmp")
+    tmp.write_text(json.dumps(results, indent=1, default=_jsonable) + "\n")
+    tmp.replace(js)
+    pools = list(results["by_pool"])
+    fig, ax = plt.subplots(len(pools), 4, figsize=(22, 4.6 * len(pools)), squeeze=False)
+    for row, pool in enumerate(pools):
+        runs = [r for r in results["runs"]["main"] if r["pool"] == pool]
+        arms = list(dict.fromkeys(r["arm"] for r in runs))
+        for i, arm in enumerate(arms):
+            rs = [r for r in runs if r["arm"] == arm]
+            col = f"C{i % 10}"
+            for axis, x in ((0, "eval_step"), (1, "eval_tokens")):
+                grid = np.linspace(0, min(r[x][-1] for r in rs), 60)
+                ys = np.array([np.interp(grid, r[x], r["accuracy"]) for r in rs])
+                ax[row, axis].plot(grid, np.median(ys, 0), color=col, label=f"{arm} ({len(rs)} seeds)")
+                ax[row, axis].fill_between(grid, ys.min(0), ys.max(0), color=col, alpha=0.1)
+            ns = np.median([r["no_signal_share"][: results["config"]["steps"]] for r in rs], 0)
+            k = min(10, len(ns))
+            ax[row, 2].plot(np.arange(k, len(ns) + 1), np.convolve(ns, np.ones(k) / k, "valid"), color=col)
+        s = results["by_pool"][pool]
+        for lv in s["target_levels"]:
+            ax[row, 0].axhline(lv, color="k", ls=":", lw=0.8)
+        ax[row, 0].set(
+            xlabel="RL step", ylabel="held-out accuracy (exact)", title=f"{pool}: accuracy vs step (band: seeds)"
+        )
+        ax[row, 1].set(
+            xlabel="generated tokens", ylabel="held-out accuracy (exact)", title="accuracy vs generated tokens"
+        )
+        ax[row, 2].set(xlabel="RL step", ylabel="share", ylim=(0, 1), title="prompts without gradient (10-step mean)")
+        st = results["pools"][pool]
+        ax[row, 3].bar(np.linspace(0.02, 0.98, 25), st["histogram"], width=0.035, color="gray")
+        ax[row, 3].set(
+            xlabel="warm-start exact pass rate",
+            ylabel="prompts",
+            title=f"{pool} pool ({st['share_below_0.2']:.0%} below 0.2, mean {st['mean']:.3f})",
+        )
+        ax[row, 0].legend(fontsize=7)
+    fig.tight_layout()
+    tmp_png = png.with_name(f".{png.stem}.tmp.png")
+    fig.savefig(tmp_png, dpi=90)
+    plt.close(fig)
+    tmp_png.replace(png)
+    return js, png
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")

@@ -1,0 +1,162 @@
+"""One training run of `reinforce-ada compare`: the trainer's own steps, evaluated exactly by the bench.
+
+1) `run_job(job)` builds a `Trainer` on the job's pool (a prompt file) and testbed weights, then calls
+   `trainer.train_step()` itself, so the trainer needs no evaluation hook: every `eval_every` steps (and at 0 and
+   the end) the bench evaluates the held-out prompts with `evaluation.exact` (one forward pass, no sampling noise).
+2) Accuracy is the pool-weighted mean of the per-level exact pass rates (`Job.level_weights`: each level's share of
+   the pool), or the plain mean for prompts without levels.
+3) At the end it also samples the held-out set with the trainer's own evaluation (Ave@k at temperature 1) and
+   records both numbers: the gap is what exact evaluation does not count (whitespace variants, special tokens).
+Everything a job does is fixed by its fields (seeded), so jobs can run in any order or in worker processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.sampling.config import StrategyConfig
+
+
+@dataclass(frozen=True)
+class Job:
+    pool: str
+    arm: str
+    strategy: StrategyConfig
+    lr: float
+    seed: int
+    steps: int
+    batch_size: int
+    eval_every: int
+    model_path: str
+    train_path: str
+    eval_path: str
+    level_weights: tuple[tuple[int, float], ...] | None
+    """(level, share of the pool) pairs that weight the per-level accuracies; None: plain mean over prompts."""
+    run_dir: str
+    threads: int = 1
+    max_new_tokens: int = 8
+    check_samples: int = 4
+    """Samples per held-out prompt for the end-of-run sampled check (0 skips it)."""
+    phase: str = "main"
+    """`sweep` or `main`: which part of the benchmark the job belongs to."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.phase}/{self.pool}/{self.arm}/lr{self.lr:g}/seed{self.seed}"
+
+
+def eval_steps(steps: int, every: int) -> list[int]:
+    """0, every, 2 every, ..., steps (the end is always evaluated).
+
+    >>> eval_steps(25, 10)
+    [0, 10, 20, 25]
+    """
+    return sorted({0, steps, *range(every, steps, every)})
+
+
+def pool_accuracy(per_level: dict[str, float], overall: float, weights: tuple[tuple[int, float], ...] | None) -> float:
+    if not weights:
+        return overall
+    total = sum(w for _, w in weights)
+    return float(sum(w * per_level[f"eval_accuracy_L{lv}"] for lv, w in weights) / total)
+
+
+def train_config(job: Job) -> Any:
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+
+    cfg = apply_overrides(
+        TrainConfig(),
+        {
+            "model": {"path": job.model_path, "threads": job.threads},
+            "task": {"name": "file", "path": job.train_path, "eval_path": job.eval_path, "verifier": "arithmetic"},
+            "generation": {"max_new_tokens": job.max_new_tokens},
+            "optim": {"lr": job.lr},
+            "run": {
+                "steps": job.steps,
+                "batch_size": job.batch_size,
+                "seed": job.seed,
+                "eval_every": 0,
+                "eval_samples": max(1, job.check_samples),
+                "progress": False,
+                "run_dir": job.run_dir,
+            },
+        },
+        f"compare job {job.key}",
+    )
+    return dataclasses.replace(cfg, strategy=job.strategy)
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Train one arm on one pool with one seed and lr; return its curves and per-step series (JSON-ready)."""
+    from reinforce_ada.evaluation.exact import exact_pass_rates, summarize_exact
+    from reinforce_ada.training.trainer import Trainer
+
+    shutil.rmtree(job.run_dir, ignore_errors=True)
+    t_start = time.perf_counter()
+    tr = Trainer(train_config(job), tensorboard=False)
+    held_out = tr.eval_prompts
+    at = set(eval_steps(job.steps, job.eval_every))
+    rec: dict[str, Any] = {"key": job.key, "pool": job.pool, "arm": job.arm, "lr": job.lr, "seed": job.seed}
+    rec.update(steps=job.steps, phase=job.phase, eval_step=[], accuracy=[], per_level={}, eval_tokens=[])
+    rec["eval_samples"] = []
+    series: dict[str, list[float]] = {k: [] for k in SERIES}
+    tokens = samples = 0
+    eval_s = 0.0
+
+    def evaluate(step: int) -> dict[str, float]:
+        nonlocal eval_s
+        t0 = time.perf_counter()
+        rates = exact_pass_rates(tr.model, tr.tokenizer, held_out, max_new_tokens=job.max_new_tokens)
+        m = summarize_exact(held_out, rates)
+        rec["eval_step"].append(step)
+        rec["accuracy"].append(pool_accuracy(m, m["eval_accuracy"], job.level_weights))
+        rec["eval_tokens"].append(tokens)
+        rec["eval_samples"].append(samples)
+        for k, v in m.items():
+            if k.startswith("eval_accuracy_L"):
+                rec["per_level"].setdefault(k[len("eval_accuracy_") :], []).append(v)
+        eval_s += time.perf_counter() - t0
+        return m
+
+    evaluate(0)
+    for step in range(1, job.steps + 1):
+        m = tr.train_step()
+        tokens += m["tokens_generated"]
+        samples += m["samples_generated"]
+        for k, src in SERIES.items():
+            v = m.get(src)
+            series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
+        if step in at:
+            last = evaluate(step)
+    rec.update(series)
+    if job.check_samples:
+        sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
+        rec["sampled_check"] = {
+            "samples": job.check_samples,
+            "prompts": len(held_out),
+            "exact": rec["accuracy"][-1],
+            "sampled": pool_accuracy(sampled, sampled["eval_accuracy"], job.level_weights),
+            "exact_mean": last["eval_accuracy"],
+            "sampled_mean": sampled["eval_accuracy"],
+        }
+    rec["seconds"] = {"total": time.perf_counter() - t_start, "eval": eval_s}
+    shutil.rmtree(job.run_dir, ignore_errors=True)
+    return rec
+
+
+SERIES = {
+    "samples_per_step": "samples_generated",
+    "tokens_per_step": "tokens_generated",
+    "no_signal_share": "no_signal_prompt_share",
+    "zero_adv_share": "zero_adv_prompt_share",
+    "time_step_s": "time_step_s",
+    "time_generate_s": "time_generate_s",
+    "time_train_s": "time_train_s",
+}
+"""Per-step series kept from the trainer's metrics (name in the result: metric name)."""

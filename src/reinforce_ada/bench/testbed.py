@@ -1,0 +1,259 @@
+"""What every arm of `reinforce-ada compare` trains on: checked warm-start weights and prompt pools.
+
+1) `check_weights(path)`: the sha256 of the weights and their exact per-level pass rates on the arithmetic held-out
+   set, against the shipped warm start's recorded ones. A result made from other weights says so (`matches`).
+2) A pool is a spec string (`parse_pool`): a built-in name, `arithmetic:` with level weights, or `file:` with any
+   prompt file (JSONL, CSV, Parquet with prompt/answer[/level] columns), optionally passed through the paper's
+   difficulty filter (`filter=LO-HI`: keep prompts whose count of correct answers c in `filter_samples` draws has
+   LO < c/k <= HI, `evaluation.filter.keep_indices`). The draws are binomial from each prompt's exact pass rate:
+   the same distribution as sampling k answers, seeded, and cheap enough for 10^4 candidates.
+3) `build_pool` writes the pool's training and held-out prompts as JSONL (the trainer reads them as a file task)
+   and records the warm start's exact pass rate of every pool prompt, the pool's digest and its histogram.
+Held-out accuracy is the mean exact pass rate per level, weighted by each level's share of the training pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.types import Prompt
+
+BUILTIN_POOLS = {
+    "default": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=4096",
+    "hard": "arithmetic:weights=0/0/1/1/1/1/1,size=4096,candidates=16384,filter=0-0.375",
+}
+"""`default`: the pool of the first convergence runs (mostly levels 4-6). `hard`: shaped like the paper's hard set,
+levels 3-7 (3+3 ... 5+5 digits) kept where 0 < c/16 <= 0.375 under the warm start."""
+PAPER_BUCKETS = ((0.002, 0.02, 0.197), (0.03, 0.15, 0.617), (0.2, 0.45, 0.174), (0.5, 0.9, 0.012))
+"""The paper's hard set (v3 Table 5): share of prompts whose pass rate lies in each range."""
+EVAL_SIZE = 256
+"""Held-out prompts per arithmetic level: the set the warm start excluded from its training (seed 0)."""
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str
+    source: str
+    """`arithmetic` (the built-in task) or `file`."""
+    weights: tuple[float, ...] | None = None
+    size: int = 4096
+    seed: int = 0
+    candidates: int | None = None
+    """arithmetic with a filter: problems drawn before filtering (default 4 x size)."""
+    path: str | None = None
+    eval_path: str | None = None
+    prompt_key: str = "prompt"
+    answer_key: str = "answer"
+    filter: tuple[float, float] | None = None
+    filter_samples: int = 16
+    spec: str = ""
+
+
+_KEYS = {
+    "weights": "level weights, '/'-separated (arithmetic)",
+    "size": "prompts in the pool",
+    "seed": "seed of the pool's draw",
+    "candidates": "problems drawn before filtering (arithmetic)",
+    "path": "prompt file (file)",
+    "eval": "held-out prompt file (file; default: 512 rows of path)",
+    "prompt_key": "prompt column (file)",
+    "answer_key": "answer column (file)",
+    "filter": "difficulty filter LO-HI on c/k",
+    "filter_samples": "k draws per prompt for the filter",
+}
+
+
+def parse_pool(spec: str) -> PoolSpec:
+    """`default`, `hard`, or `NAME=arithmetic:weights=0/0/1/1/1/1/1,filter=0-0.375` / `NAME=file:path=p.jsonl`."""
+    spec = spec.strip()
+    name, eq, body = spec.partition("=")
+    if not eq:
+        if name not in BUILTIN_POOLS:
+            raise ConfigError(f"unknown pool {name!r}; use one of {sorted(BUILTIN_POOLS)} or NAME=SOURCE:OPTIONS")
+        name, body = name, BUILTIN_POOLS[name]
+    source, _, opts = body.partition(":")
+    if source not in ("arithmetic", "file") or not name.strip():
+        raise ConfigError(f"pool {spec!r}: write NAME=arithmetic:... or NAME=file:path=...")
+    kw: dict[str, Any] = {"name": name.strip(), "source": source, "spec": f"{name.strip()}={body}"}
+    for kv in filter(None, opts.split(",")):
+        key, eq, raw = (x.strip() for x in kv.partition("="))
+        if not eq or key not in _KEYS:
+            raise ConfigError(f"pool {spec!r}: bad option {kv!r}; use key=value with key one of {sorted(_KEYS)}")
+        try:
+            if key == "weights":
+                kw["weights"] = tuple(float(x) for x in raw.split("/"))
+            elif key == "filter":
+                lo, _, hi = raw.partition("-")
+                kw["filter"] = (float(lo), float(hi))
+            elif key in ("size", "seed", "candidates", "filter_samples"):
+                kw[key] = int(raw)
+            else:
+                kw["eval_path" if key == "eval" else key] = raw
+        except ValueError:
+            raise ConfigError(f"pool {spec!r}: {key}={raw!r} is not valid ({_KEYS[key]})") from None
+    p = PoolSpec(**kw)
+    if p.source == "file" and not p.path:
+        raise ConfigError(f"pool {spec!r}: a file pool needs path=FILE")
+    if p.source == "arithmetic" and p.weights is None:
+        raise ConfigError(f"pool {spec!r}: an arithmetic pool needs weights=w1/w2/... (one per level)")
+    if p.filter is not None:
+        from reinforce_ada.evaluation.filter import check_bounds
+
+        check_bounds(*p.filter)
+    if p.size < 1 or p.filter_samples < 1:
+        raise ConfigError(f"pool {spec!r}: size and filter_samples must be >= 1")
+    return p
+
+
+@dataclass
+class Pool:
+    spec: PoolSpec
+    train: list[Prompt]
+    held_out: list[Prompt]
+    train_rates: np.ndarray
+    """The warm start's exact pass rate of each training prompt."""
+    held_out_rates: np.ndarray
+    train_path: str = ""
+    eval_path: str = ""
+    digest: str = ""
+    level_weights: tuple[tuple[int, float], ...] | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def build_pool(spec: PoolSpec, model: Any, tokenizer: Any, folder: Path, *, max_new_tokens: int = 8) -> Pool:
+    """Draw (and filter) the pool, measure its exact pass rates, write it as JSONL under `folder`."""
+    from reinforce_ada.evaluation.exact import exact_pass_rates
+
+    train, held_out = _draw(spec)
+
+    def rates(ps: list[Prompt]) -> np.ndarray:
+        return exact_pass_rates(model, tokenizer, ps, max_new_tokens=max_new_tokens)
+
+    tr_rates, ho_rates = rates(train), rates(held_out)
+    if spec.filter is not None:
+        rng = np.random.default_rng([spec.seed, spec.filter_samples])  # its own stream: the draw stays put
+        tr_keep, ho_keep = (_filter(r, spec, rng) for r in (tr_rates, ho_rates))
+        tr_keep = tr_keep[: spec.size]
+        train, tr_rates = [train[i] for i in tr_keep], tr_rates[tr_keep]
+        held_out, ho_rates = [held_out[i] for i in ho_keep], ho_rates[ho_keep]
+    if not train or not held_out:
+        raise ConfigError(f"pool {spec.spec!r} is empty after filtering ({len(train)} train, {len(held_out)} held out)")
+    pool = Pool(spec, train, held_out, tr_rates, ho_rates)
+    pool.level_weights = level_shares(train, held_out)
+    out = Path(folder) / f"pool-{spec.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    pool.train_path, pool.eval_path = str(out / "train.jsonl"), str(out / "eval.jsonl")
+    h = hashlib.sha256()
+    for path, ps in ((pool.train_path, train), (pool.eval_path, held_out)):
+        text = "".join(
+            json.dumps({"id": p.id, "prompt": p.text, "answer": p.answer, "level": p.level}) + "\n" for p in ps
+        )
+        Path(path).write_text(text)
+        h.update(text.encode())
+    pool.digest = h.hexdigest()
+    pool.stats = pool_stats(tr_rates, ho_rates, len(train), len(held_out))
+    return pool
+
+
+def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
+    if spec.source == "arithmetic":
+        from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split
+
+        size = spec.size if spec.filter is None else (spec.candidates or 4 * spec.size)
+        try:
+            cfg = ArithmeticConfig(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
+        except ValueError as e:
+            raise ConfigError(f"pool {spec.spec!r}: {e}") from None
+        train, held_out = make_split(cfg)
+        used = {i + 1 for i, w in enumerate(cfg.level_weights) if w > 0}
+        return train, [p for p in held_out if p.level in used]
+    from reinforce_ada.tasks.files import load_prompts
+
+    prompts = load_prompts(spec.path, prompt_key=spec.prompt_key, answer_key=spec.answer_key)
+    if spec.eval_path:
+        return prompts, load_prompts(spec.eval_path, prompt_key=spec.prompt_key, answer_key=spec.answer_key)
+    order = np.random.default_rng(spec.seed).permutation(len(prompts))
+    n_eval = min(512, len(prompts) // 4)
+    return [prompts[i] for i in sorted(order[n_eval:])][: spec.size], [prompts[i] for i in sorted(order[:n_eval])]
+
+
+def _filter(rates: np.ndarray, spec: PoolSpec, rng: np.random.Generator) -> np.ndarray:
+    from reinforce_ada.evaluation.filter import keep_indices
+
+    assert spec.filter is not None
+    c = rng.binomial(spec.filter_samples, np.clip(rates, 0.0, 1.0))
+    return np.array(keep_indices((c / spec.filter_samples).tolist(), *spec.filter), dtype=int)
+
+
+def level_shares(train: list[Prompt], held_out: list[Prompt]) -> tuple[tuple[int, float], ...] | None:
+    """Each level's share of the training pool (the weights of the held-out accuracy); None without levels."""
+    if any(p.level is None for p in train) or any(p.level is None for p in held_out):
+        return None
+    have = {p.level for p in held_out}
+    counts: dict[int, int] = {}
+    for p in train:
+        counts[p.level] = counts.get(p.level, 0) + 1  # type: ignore[index]
+    missing = sorted(set(counts) - have)
+    if missing:
+        raise ConfigError(f"the held-out prompts have no level {missing}, which the training pool has")
+    return tuple((lv, n / len(train)) for lv, n in sorted(counts.items()))
+
+
+def pool_stats(train_rates: np.ndarray, held_out_rates: np.ndarray, n_train: int, n_eval: int) -> dict[str, Any]:
+    r = np.asarray(train_rates)
+    return {
+        "prompts": n_train,
+        "held_out_prompts": n_eval,
+        "mean": float(r.mean()),
+        "held_out_mean": float(np.mean(held_out_rates)),
+        "share_below_0.2": float((r < 0.2).mean()),
+        "share_0.02_to_0.2": float(((r >= 0.02) & (r < 0.2)).mean()),
+        "share_below_0.02": float((r < 0.02).mean()),
+        "quantiles": {str(q): float(np.quantile(r, q)) for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
+        "histogram": np.histogram(r, bins=np.linspace(0, 1, 26))[0].tolist(),
+        "paper_buckets": [
+            {"range": [lo, hi], "paper": share, "pool": float(((r >= lo) & (r <= hi)).mean())}
+            for lo, hi, share in PAPER_BUCKETS
+        ],
+    }
+
+
+def check_weights(model_path: str | Path, model: Any, tokenizer: Any, *, tol: float = 1e-4) -> dict[str, Any]:
+    """The weights' sha256 and exact per-level pass rates on the arithmetic held-out set, vs the shipped record.
+
+    `matches`: same sha256 as the shipped warm start; `rates_match`: the measured rates equal the recorded ones
+    within `tol` (same weights on another CPU or torch agree to about 1e-6).
+    """
+    from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split, max_new_tokens
+    from reinforce_ada.training.warm_start import SHIPPED_DIR, exact_level_rates, warm_start_info, weights_sha256
+
+    shipped = warm_start_info(SHIPPED_DIR)
+    task = ArithmeticConfig(eval_size=EVAL_SIZE, seed=0)
+    rates = exact_level_rates(model, tokenizer, make_split(task)[1], max_new_tokens(task))
+    measured = {str(k): v for k, v in rates.items()}
+    recorded = shipped.get("exact_pass_rates", {})
+    diff = max((abs(measured[k] - recorded[k]) for k in measured if k in recorded), default=None)
+    sha = weights_sha256(Path(model_path))
+    return {
+        "path": str(model_path),
+        "sha256": sha,
+        "shipped_sha256": shipped.get("sha256"),
+        "matches": sha is not None and sha == shipped.get("sha256"),
+        "exact_pass_rates": measured,
+        "recorded_pass_rates": recorded,
+        "max_rate_diff": diff,
+        "rates_match": diff is not None and diff <= tol,
+    }
+
+
+def with_size(spec: PoolSpec, size: int) -> PoolSpec:
+    """The same pool with fewer prompts (quick runs)."""
+    cand = None if spec.candidates is None else max(size, spec.candidates * size // spec.size)
+    return replace(spec, size=min(size, spec.size), candidates=cand)

@@ -1,0 +1,105 @@
+"""The compare benchmark's statistics on synthetic curves whose true speed factor is known."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+
+from reinforce_ada.bench import curves
+from reinforce_ada.bench.curves import (
+    area_gain,
+    area_ratio,
+    bootstrap,
+    crossing,
+    isotonic,
+    median_with_misses,
+    paired_factor,
+    ratio_of_means,
+    scale_factor,
+)
+
+
+def g(x):
+    return 0.15 + 0.25 * (1 - np.exp(-np.asarray(x, dtype=float) / 150))
+
+
+X_REF = np.arange(0, 401, 10)  # the reference runs twice as long as the arm
+X_ARM = np.arange(0, 201, 10)
+
+
+def test_isotonic_is_the_monotone_least_squares_fit():
+    y = np.array([0.1, 0.3, 0.2, 0.4, 0.35, 0.5])
+    f = isotonic(y)
+    assert np.all(np.diff(f) >= 0) and f.sum() == pytest.approx(y.sum())  # PAV keeps the mean of each block
+    assert isotonic([0.1, 0.2, 0.3]).tolist() == [0.1, 0.2, 0.3]
+    assert isotonic([0.3, 0.2, 0.1]).tolist() == pytest.approx([0.2, 0.2, 0.2])
+
+
+def test_crossing_interpolates_and_ignores_blips():
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3) == pytest.approx(15.0)
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.5) is None
+    # a one-point blip to 0.5 is pooled away by the isotonic fit: 0.45 is never "reached"
+    assert crossing([0, 10, 20, 30], [0.1, 0.5, 0.2, 0.3], 0.45) is None
+    with pytest.raises(ValueError, match="increasing"):
+        crossing([0, 10, 10], [0.1, 0.2, 0.3], 0.15)
+
+
+@pytest.mark.parametrize("true_k", [0.5, 1.0, 1.5, 2.0, 3.0])
+def test_scale_factor_recovers_a_known_time_compression(true_k):
+    k = scale_factor((X_REF, g(X_REF)), (X_ARM, g(true_k * X_ARM)))
+    assert k["k"] == pytest.approx(true_k, rel=0.02)
+    # the arm ends where the reference is at step 200 k: the shared range is the lower curve's
+    assert k["top"] == pytest.approx(float(g(min(400, 200 * true_k))), abs=1e-9)
+
+
+def test_scale_factor_on_tokens_reads_the_token_axis():
+    # the arm spends 5x the tokens per step and is 2x faster per step: 0.4x per token
+    tokens_ref, tokens_arm = X_REF * 100.0, X_ARM * 500.0
+    assert scale_factor((tokens_ref, g(X_REF)), (tokens_arm, g(2 * X_ARM)))["k"] == pytest.approx(0.4, rel=0.02)
+
+
+def test_noisy_seeds_interval_covers_the_true_factor():
+    rng = np.random.default_rng(0)
+    ks = []
+    for _ in range(9):
+        ref = g(X_REF) + rng.normal(0, 0.006, len(X_REF))
+        arm = g(2 * X_ARM) + rng.normal(0, 0.006, len(X_ARM))
+        ref[0] = arm[0] = g(0)  # paired seeds start from the same model
+        ks.append(scale_factor((X_REF, ref), (X_ARM, arm))["k"])
+    f = paired_factor(ks)
+    assert f["lo"] <= 2.0 <= f["hi"] and f["hi"] - f["lo"] < 0.5
+    assert f["value"] == pytest.approx(2.0, rel=0.1) and f["undefined"] == 0
+
+
+def test_scale_factor_undefined_without_a_shared_gain():
+    flat = np.full(len(X_ARM), 0.15)
+    out = scale_factor((X_REF, g(X_REF)), (X_ARM, flat))
+    assert out["k"] is None and out["ref_gain_share"] == pytest.approx(0.0)
+    f = paired_factor([2.0, None, 2.2])
+    assert f["undefined"] == 1 and f["value"] == pytest.approx(np.sqrt(2.0 * 2.2))
+
+
+def test_area_ratio_and_gain():
+    assert area_ratio((X_REF, g(X_REF)), (X_ARM, g(X_ARM))) == pytest.approx(1.0)
+    assert area_ratio((X_REF, g(X_REF)), (X_ARM, g(2 * X_ARM))) > 1.2
+    with pytest.raises(ValueError, match="horizon"):
+        area_ratio((X_ARM, g(X_ARM)), (X_REF, g(X_REF)))
+    # linear gain 0 -> 0.2 over 100 steps: mean gain 0.1
+    assert area_gain([0, 50, 100], [0.1, 0.2, 0.3]) == pytest.approx(0.1)
+    assert area_gain([0, 50, 100], [0.1, 0.2, 0.3], horizon=50) == pytest.approx(0.05)
+
+
+def test_bootstrap_ratio_and_medians():
+    lo, hi = bootstrap(50, lambda i: float(np.mean(i)), reps=2000)
+    assert lo < 24.5 < hi
+    r = ratio_of_means([0.2, 0.25, 0.3], [0.6, 0.6, 0.6])
+    assert r["value"] == pytest.approx(0.25 / 0.6) and r["lo"] <= r["value"] <= r["hi"]
+    assert median_with_misses([10, None, 30]) == 30
+    assert median_with_misses([10, None, None]) is None
+    assert bootstrap(3, lambda i: None) == (None, None)
+
+
+def test_doctests():
+    assert doctest.testmod(curves).failed == 0
