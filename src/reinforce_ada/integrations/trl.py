@@ -1,0 +1,309 @@
+"""Reinforce-Ada inside TRL: `AdaGRPOTrainer`, a drop-in `GRPOTrainer` whose sampling is decided by our strategy.
+
+One generation batch, per process:
+1) TRL's dataloader gives each process whole prompt groups (its RepeatSampler repeats each prompt num_generations
+   times); we keep one row per prompt, as our `Prompt`s (id: a hash of the row's prompt, stable across steps).
+2) `sampling.rounds.collect` runs the strategy (uniform, dynamic, seq, est) over `TRLEngine` (`trl_engine`), whose
+   rounds call TRL's own generation path and reward functions, agreed across processes; `drain()` keeps a finished
+   process in the rounds until every process is done.
+3) The kept samples go through TRL's own `_generate_and_score_completions` as a replayed rollout (TRL's public
+   `rollout_func` hook, set for that one call), so padding, old/reference log-probs, vLLM importance ratios, the loss
+   inputs and TRL's logs are TRL's. `_calculate_rewards` returns the rewards already computed in the rounds, and the
+   advantages TRL computes are replaced by ours: `sampling.advantages.compute_advantages` on the strategy's groups
+   (whole-pool baseline for seq/est, group mean and std for uniform/dynamic by default) times the per-prompt weight
+   (Est's residual), exactly as our trainer multiplies them in its loss.
+4) Each process's trained rows are padded to one count (a multiple of lcm(num_generations, steps_per_generation)),
+   TRL's gathers need equal shapes: padding rows carry a zero loss mask (`env_mask`), NaN rewards and zero advantage.
+   They leave token-normalised losses (`dapo`, the default, `bnpo`, `cispo`) exact; sequence-mean losses (`grpo`,
+   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform and seq (n rows per prompt) never pad.
+5) The ledger is reduced over processes and logged under `ada/`; strategy state is written into every checkpoint
+   (`reinforce_ada/state_rank{r}.json`) and read back by `train(resume_from_checkpoint=...)`.
+Departures: the std floor is TRL's 1e-4 (our trainer's is 1e-6), so uniform reproduces stock GRPOTrainer; TRL's
+`reward`, `frac_reward_zero_std` and `completions/*` logs describe the trained rows, `ada/*` the whole step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import trl
+from accelerate.utils import gather, gather_object
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from trl import GRPOTrainer
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.integrations.trl_config import AdaGRPOConfig
+from reinforce_ada.integrations.trl_engine import TRLEngine
+from reinforce_ada.integrations.trl_ledger import log_ledger, reduce_ledger
+from reinforce_ada.sampling.advantages import compute_advantages
+from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.types import Group, Prompt
+
+TESTED_TRL = ">=1.16,<1.17"
+TRL_STD_FLOOR = 1e-4
+"""TRL's `(r - mean) / (std + 1e-4)`."""
+HOOKED: dict[str, str] = {
+    "_generate_and_score_completions": (
+        "(self, inputs: list[dict[str, torch.Tensor | typing.Any]]) -> dict[str, torch.Tensor | typing.Any]"
+    ),
+    "_calculate_rewards": "(self, inputs, prompts, completions, completion_ids_list)",
+    "_generate_single_turn": "(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False)",
+    "_tokenize_prompts": "(self, prompts: list)",
+    "_log_metric": "(self, name: str, value: float)",
+}
+"""TRL private methods we override or call, with their signatures in the tested TRL (trl 1.16.0)."""
+USED_ATTRIBUTES = ("_metrics", "_logs", "_pending_extra_logs", "rollout_func", "reward_funcs", "reward_weights")
+
+
+def check_trl(trainer_cls: type = GRPOTrainer) -> None:
+    """Fail loudly, naming the method, when a hooked TRL method's signature differs from the tested one."""
+    changed = {
+        name: str(inspect.signature(getattr(trainer_cls, name)))
+        for name in HOOKED
+        if not hasattr(trainer_cls, name) or str(inspect.signature(getattr(trainer_cls, name))) != HOOKED[name]
+    }
+    if changed:
+        lines = "; ".join(f"{n}{sig} (tested: {n}{HOOKED[n]})" for n, sig in changed.items())
+        raise RuntimeError(
+            f"trl {trl.__version__} changed GRPOTrainer methods AdaGRPOTrainer hooks: {lines}. "
+            f"reinforce-ada is tested with trl{TESTED_TRL}: pip install 'trl{TESTED_TRL}'"
+        )
+
+
+def prompt_key(prompt: Any) -> str:
+    """A stable id for a dataset prompt (text or messages): Est's pass-rate tracker follows it across steps."""
+    return hashlib.sha1(json.dumps(prompt, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Replay:
+    """One process's trained rows, in TRL's order, as the replayed rollout hands them to TRL."""
+
+    examples: list[dict[str, Any]]
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    logprobs: list[list[float]] | None
+    per_func: np.ndarray
+    """(rows, reward functions); NaN rows are padding."""
+    advantages: np.ndarray
+    extra: dict[str, list[Any]]
+    mask: list[list[int]] | None
+    """Loss mask per row (0 for padding), or None when no process padded (stock TRL's outputs exactly)."""
+
+    def rollout(self, prompts: list, trainer: Any) -> dict[str, Any]:
+        out = {"prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids, "logprobs": self.logprobs}
+        return out if self.mask is None else {**out, "env_mask": self.mask}
+
+
+class AdaStateCallback(TrainerCallback):
+    """Writes the strategy's state into each TRL checkpoint (every process its own file)."""
+
+    def __init__(self, trainer: AdaGRPOTrainer):
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        self.trainer.save_ada_state(Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+
+
+class AdaGRPOTrainer(GRPOTrainer):
+    """`GRPOTrainer` with reinforce-ada's sampling (module docstring). Same constructor and user contract; `args`
+    must be an `AdaGRPOConfig`. Not supported: `rollout_func`, `tools`, `environment_factory`, image prompts."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        if not isinstance(config, AdaGRPOConfig):
+            raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
+        check_trl()
+        super().__init__(*args, **kwargs)
+        for name in USED_ATTRIBUTES:
+            if not hasattr(self, name):
+                raise RuntimeError(f"trl {trl.__version__}: GRPOTrainer has no {name!r}; tested with trl{TESTED_TRL}")
+        for name, value in (("rollout_func", self.rollout_func), ("tools", self.tools)):
+            if value:
+                raise ConfigError(f"{name} is not supported by AdaGRPOTrainer: the strategy decides what is sampled")
+        if self.environment_factories is not None:
+            raise ConfigError("environment_factory is not supported by AdaGRPOTrainer")
+        rank = self.accelerator.process_index
+        self.ada_config = config.strategy_config(seed=config.seed + rank)
+        self.ada_strategy = build_strategy(self.ada_config)
+        self.ada_engine = TRLEngine(self, chunk=config.per_device_train_batch_size * config.steps_per_generation)
+        self.ada_order: PromptOrder | None = None
+        if self.ada_config.name == "dynamic":  # DAPO refills draw fresh rows from the dataset
+            if not hasattr(self.train_dataset, "__getitem__"):
+                raise ConfigError("strategy='dynamic' needs a map-style train_dataset (it refills from its rows)")
+            stubs = [Prompt(id=str(i), text="") for i in range(len(self.train_dataset))]
+            self.ada_order = PromptOrder(stubs, seed=config.seed * 1000 + 17 + rank)
+        self.ada_history: list[dict[str, dict[str, Any]]] = []
+        """Per generation batch: this process's ledger ("local") and the one reduced over processes ("total")."""
+        self._ada_replay: Replay | None = None
+        self.add_callback(AdaStateCallback(self))
+
+    # -- TRL hooks -------------------------------------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        if not self.model.training:  # evaluation stays stock TRL
+            return super()._generate_and_score_completions(inputs)
+        if any(k in inputs[0] for k in ("image", "images")):
+            raise ConfigError("image prompts are not supported by AdaGRPOTrainer")
+        replay, groups = self._ada_step(inputs)
+        self._ada_replay, self.rollout_func = replay, replay.rollout
+        try:
+            out = super()._generate_and_score_completions(replay.examples)
+        finally:
+            self._ada_replay, self.rollout_func = None, None
+        out["advantages"] = torch.tensor(replay.advantages, dtype=torch.float32, device=self.accelerator.device)
+        self._ada_fix_trl_logs(replay, groups)
+        return out
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        if self._ada_replay is None:
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        for column, values in self._ada_replay.extra.items():
+            self._pending_extra_logs[column].extend(values)
+        per_func = torch.tensor(self._ada_replay.per_func, dtype=torch.float32, device=self.accelerator.device)
+        return gather(per_func)
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        path = resume_from_checkpoint
+        if path is True:
+            path = get_last_checkpoint(self.args.output_dir)
+        if path:
+            self.load_ada_state(Path(path))
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    # -- one step of sampling ---------------------------------------------------------------------------------------
+    def _ada_step(self, inputs: list[dict[str, Any]]) -> tuple[Replay, list[Group]]:
+        rows = inputs[:: self.num_generations]
+        prompts = self._ada_prompts(rows)
+        engine, strategy = self.ada_engine, self.ada_strategy
+        engine.start(prompts, rows)
+        more = self._ada_more if self.ada_order is not None else None
+        batch = collect(strategy, engine, prompts, more_prompts=more)
+        engine.drain()
+        c = self.ada_config
+        advs, weights = compute_advantages(
+            batch.groups,
+            estimator=c.resolved_advantage,
+            std=c.resolved_scale_std,
+            correction=c.correction,
+            objective=c.objective,
+            alpha=c.alpha,
+            eps=TRL_STD_FLOOR,
+        )
+        batch.ledger.verifier_errors += engine.errors
+        if hasattr(strategy, "tracker") and self.accelerator.num_processes > 1:
+            self._ada_sync_tracker()
+        kept = [
+            (engine.scored[id(s)], float(a * w))
+            for g, adv_R, w in zip(batch.groups, advs, weights, strict=True)
+            for s, a in zip(g.samples, adv_R, strict=True)
+        ]
+        local, total, target = reduce_ledger(self, batch, strategy, engine, len(kept))
+        self.ada_history.append({"local": local, "total": total})
+        log_ledger(self._metrics["train"], total)
+        replay = self._ada_replay_rows(kept, target, padded_anywhere=total["padded_rows"] > 0)
+        strategy.begin([])  # drop the step's pools: the state that outlives a step is rng, tracker (and refills)
+        return replay, batch.groups
+
+    def _ada_prompts(self, rows: list[dict[str, Any]]) -> list[Prompt]:
+        prompts, seen = [], set()
+        for r in rows:
+            key = prompt_key(r["prompt"])
+            while key in seen:  # the same prompt twice in one batch: both are sampled, as in stock TRL
+                key += "+"
+            seen.add(key)
+            prompts.append(Prompt(id=key, text=json.dumps(r["prompt"], default=str)))
+        return prompts
+
+    def _ada_more(self, k: int) -> list[Prompt]:
+        """DAPO refills: k fresh dataset rows not already in the step (each process draws its own)."""
+        assert self.ada_order is not None
+        out: list[Prompt] = []
+        rows: list[dict[str, Any]] = []
+        for stub in self.ada_order.take(k):
+            row = self.train_dataset[int(stub.id)]
+            p = Prompt(id=prompt_key(row["prompt"]), text=json.dumps(row["prompt"], default=str))
+            if p.id not in self.ada_strategy.prompts and p.id not in {q.id for q in out}:
+                out.append(p), rows.append(row)
+        self.ada_engine.add(out, rows)
+        return out
+
+    def _ada_sync_tracker(self) -> None:
+        """Est's pass-rate tracker: each prompt was visited on one process; share its new counts with all."""
+        tracker = self.ada_strategy.tracker  # type: ignore[attr-defined]
+        visited = {pid: tracker.counts[pid] for pid in self.ada_strategy.prompts if pid in tracker.counts}
+        for part in gather_object([visited]):
+            tracker.counts.update(part)
+
+    def _ada_replay_rows(self, kept: list, target: int, *, padded_anywhere: bool) -> Replay:
+        e = self.ada_engine
+        pad = target - len(kept)
+        pad_pid = kept[0][0].sample.prompt_id if kept else e.first
+        eos = self.eos_token_ids[0]
+        samples = [sc.sample for sc, _ in kept]
+        completion_ids = [s.token_ids for s in samples] + [[eos]] * pad
+        n_funcs = len(self.reward_funcs)
+        per_func = np.concatenate(
+            [np.array([sc.per_func for sc, _ in kept]).reshape(-1, n_funcs)] + [np.full((pad, n_funcs), np.nan)]
+        )
+        columns = {c for sc, _ in kept for c in sc.extra}
+        return Replay(
+            examples=[e.rows[s.prompt_id] for s in samples] + [e.rows[pad_pid]] * pad,
+            prompt_ids=[e.prompt_ids[s.prompt_id] for s in samples] + [e.prompt_ids[pad_pid]] * pad,
+            completion_ids=completion_ids,
+            logprobs=[s.logprobs for s in samples] + [[0.0]] * pad if self.use_vllm else None,
+            per_func=per_func,
+            advantages=np.array([a for _, a in kept] + [0.0] * pad),
+            extra={c: [sc.extra.get(c) for sc, _ in kept] + [None] * pad for c in sorted(columns)},
+            mask=[[1] * len(c) for c in completion_ids[: len(kept)]] + [[0]] * pad if padded_anywhere else None,
+        )
+
+    def _ada_fix_trl_logs(self, replay: Replay, groups: list[Group]) -> None:
+        """TRL logged its own advantages and zero-std share over num_generations-sized blocks; put ours instead."""
+        all_adv = gather(torch.tensor(replay.advantages, dtype=torch.float32, device=self.accelerator.device))
+        logged = self._logs["advantages"]
+        for _ in range(min(len(logged), len(all_adv))):
+            logged.pop()
+        logged.extend(all_adv.tolist())
+        zero_std = [float(np.std(g.rewards) == 0) for g in groups]
+        counts = torch.tensor([sum(zero_std), len(zero_std)], dtype=torch.float64, device=self.accelerator.device)
+        total = gather(counts).view(-1, 2).sum(0)
+        self._metrics["train"]["frac_reward_zero_std"][-1] = float(total[0] / total[1].clamp(min=1))
+
+    # -- checkpoints ------------------------------------------------------------------------------------------------
+    def ada_state(self) -> dict[str, Any]:
+        return {
+            "strategy": self.ada_strategy.state_dict(),
+            "order": self.ada_order.state_dict() if self.ada_order is not None else None,
+            "config": self.ada_config.to_dict(),
+        }
+
+    def save_ada_state(self, checkpoint: Path) -> None:
+        folder = checkpoint / "reinforce_ada"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"state_rank{self.accelerator.process_index}.json"
+        path.write_text(json.dumps(self.ada_state()))
+
+    def load_ada_state(self, checkpoint: Path) -> None:
+        folder = checkpoint / "reinforce_ada"
+        path = folder / f"state_rank{self.accelerator.process_index}.json"
+        if not path.exists():
+            path = folder / "state_rank0.json"
+            if not path.exists():
+                warnings.warn(f"{checkpoint} has no reinforce-ada state: the strategy starts fresh", stacklevel=2)
+                return
+            warnings.warn(f"{checkpoint}: no state for this process; loading rank 0's (tracker shared)", stacklevel=2)
+        state = json.loads(path.read_text())
+        self.ada_strategy.load_state_dict(state["strategy"])
+        if self.ada_order is not None and state["order"] is not None:
+            self.ada_order.load_state_dict(state["order"])

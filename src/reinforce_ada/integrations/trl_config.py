@@ -1,0 +1,97 @@
+"""`AdaGRPOConfig`: TRL's `GRPOConfig` plus our strategy options, under the names they have everywhere else.
+
+1) The strategy fields are generated from `sampling.config.StrategyConfig` (one vocabulary, one help text each):
+   every field but `name` (here `strategy`), `n` (here TRL's `num_generations`, the group size trained on) and `seed`
+   (TRL's `seed`; each process's strategy draws from `seed + process index`).
+2) `__post_init__` builds the `StrategyConfig`, so a bad value fails at config time with `StrategyConfig`'s message,
+   the field named as the user wrote it (`strategy=`, `num_generations=`).
+3) Options of TRL's that would silently change what our strategy decides are rejected or mapped here:
+   `scale_rewards="none"` means `scale_std=False` unless `scale_std` is set; `scale_rewards="batch"` and
+   `multi_objective_aggregation="normalize_then_sum"` are refused (the strategy's baseline is the advantage).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from trl import GRPOConfig
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import StrategyConfig
+
+RENAMED = {"name": "strategy", "n": "num_generations"}
+"""StrategyConfig field -> the AdaGRPOConfig field that holds it."""
+NOT_COPIED = (*RENAMED, "seed")
+STRATEGY_HELP = {f.name: f.metadata.get("help", "") for f in fields(StrategyConfig)}
+
+
+def _with_strategy_fields(cls: type) -> type:
+    """Add StrategyConfig's fields (same names, types, defaults and help) to a GRPOConfig subclass, then make it a
+    dataclass."""
+    for f in fields(StrategyConfig):
+        if f.name in NOT_COPIED:
+            continue
+        cls.__annotations__[f.name] = f.type
+        setattr(cls, f.name, field(default=f.default, metadata={"help": f"reinforce-ada: {STRATEGY_HELP[f.name]}"}))
+    return dataclass(cls)
+
+
+def _user_names(message: str) -> str:
+    """Rewrite StrategyConfig's field names in an error message to the ones an AdaGRPOConfig user wrote."""
+    for ours, theirs in RENAMED.items():
+        message = re.sub(rf"(?<![\w.]){ours}=", f"{theirs}=", message)
+    return message
+
+
+@_with_strategy_fields
+class AdaGRPOConfig(GRPOConfig):
+    """TRL's `GRPOConfig` plus reinforce-ada's strategy options (see `sampling.config.StrategyConfig` for each).
+
+    `num_generations` is the group size n trained on per prompt (uniform/dynamic: samples per prompt; seq: the
+    downsampled group; est draws and trains on its own allocation). Each process runs the strategy on its share of
+    the step's prompts, so `budget` (est) is per process.
+    """
+
+    strategy: str = field(default="seq", metadata={"help": f"reinforce-ada: {STRATEGY_HELP['name']}"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.scale_rewards == "batch":
+            raise ConfigError(
+                "scale_rewards='batch' is not supported by AdaGRPOTrainer: the strategy's baseline sets the "
+                "advantage; use scale_std=True/False (per-group std) or leave scale_rewards at 'group'"
+            )
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ConfigError(
+                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported by "
+                "AdaGRPOTrainer; choose 'sum_then_normalize' (rewards are summed with reward_weights, then the "
+                "strategy's baseline is applied)"
+            )
+        if self.scale_rewards == "none" and self.scale_std is None:
+            self.scale_std = False
+        local = self.per_device_train_batch_size * self.steps_per_generation
+        if local % self.num_generations:
+            raise ConfigError(
+                f"per_device_train_batch_size * steps_per_generation = {local} must be a multiple of "
+                f"num_generations={self.num_generations}: each process must hold whole prompt groups"
+            )
+        self.strategy_config()  # validates every strategy field
+
+    def strategy_config(self, seed: int = 0) -> StrategyConfig:
+        """The StrategyConfig these options describe (`seed` is the strategy's own: TRL's seed + process index)."""
+        values: dict[str, Any] = {
+            f.name: getattr(self, f.name) for f in fields(StrategyConfig) if f.name not in NOT_COPIED
+        }
+        try:
+            return StrategyConfig(name=self.strategy, n=self.num_generations, seed=seed, **values)
+        except ConfigError as e:
+            raise ConfigError(_user_names(str(e))) from None
+
+    @property
+    def rows_multiple(self) -> int:
+        """Each process's trained rows are padded to a multiple of this: TRL views rewards as (-1, num_generations)
+        groups and splits the generation batch into steps_per_generation equal slices."""
+        return math.lcm(self.num_generations, self.steps_per_generation)
