@@ -11,11 +11,25 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from reinforce_ada import cache
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.models import tiny
+from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.models.tiny import TinyModelConfig, build_char_tokenizer, build_tiny_llama
-from reinforce_ada.tasks.arithmetic import ArithmeticConfig
+from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split, max_new_tokens
+from reinforce_ada.tasks.config import TaskConfig
 from reinforce_ada.training import warm_start as warm_start_module
-from reinforce_ada.training.warm_start import SFTConfig, config_hash, measure_pass_rates, warm_start
+from reinforce_ada.training.warm_start import (
+    SHIPPED_DIR,
+    SFTConfig,
+    config_hash,
+    exact_level_rates,
+    measure_pass_rates,
+    resolve_model_path,
+    shipped_matches,
+    warm_start,
+    warm_start_info,
+    weights_sha256,
+)
 from reinforce_ada.types import Prompt
 
 TASK = ArithmeticConfig(levels=((1, 1), (2, 2)), level_weights=(1, 1), train_size=20, eval_size=4)
@@ -132,6 +146,8 @@ def test_warm_start_writes_a_loadable_folder_then_reuses_it(tmp_path, monkeypatc
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp folder left behind
     info = json.loads((path / "warm_start.json").read_text())
     assert info["steps"] == 3 and set(info["pass_rates"]) == {"1", "2"}
+    assert info["sha256"] == weights_sha256(path) and set(info["exact_pass_rates"]) == {"1", "2"}
+    assert "cores" in info["built_on"]
     assert info["task"]["levels"] == [[1, 1], [2, 2]] and info["model"]["hidden_size"] == 16
     model = AutoModelForCausalLM.from_pretrained(path)
     tok = AutoTokenizer.from_pretrained(path)
@@ -202,3 +218,51 @@ def test_sft_batch_trains_on_the_answer_and_eos_only_and_skips_held_out():
 def test_warm_start_rejects_sequences_longer_than_the_model(tmp_path):
     with pytest.raises(ValueError, match="max_position"):
         warm_start(TASK, dataclasses.replace(MODEL, max_position=8), SFT, cache_dir=tmp_path, progress=False)
+
+
+def test_the_default_embedded_model_is_the_shipped_warm_start(monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("the shipped warm start was retrained")
+
+    monkeypatch.setattr(warm_start_module, "_sft", no_training)
+    assert resolve_model_path(ModelConfig(), TaskConfig(), progress=False) == SHIPPED_DIR
+    info = warm_start_info(SHIPPED_DIR)
+    assert info["sha256"] == weights_sha256(SHIPPED_DIR)
+    assert info["model"] == dataclasses.asdict(TinyModelConfig()) and info["sft"]["steps"] == 2000
+    assert (SHIPPED_DIR / "model.safetensors").stat().st_size < 1_000_000
+    # any other config is not the shipped one: trained and cached as before
+    assert not shipped_matches(TASK, MODEL, SFT)
+    assert not shipped_matches(ArithmeticConfig(eval_size=256, seed=0), TinyModelConfig(), SFTConfig(steps=10))
+
+
+def test_shipped_weights_give_the_recorded_pass_rates_on_this_machine():
+    """The cross-machine check: the same weights give the same exact pass rates on any CPU (to float rounding)."""
+    info = warm_start_info(SHIPPED_DIR)
+    model = AutoModelForCausalLM.from_pretrained(SHIPPED_DIR)
+    tok = AutoTokenizer.from_pretrained(SHIPPED_DIR)
+    task = ArithmeticConfig(eval_size=256, seed=0)
+    rates = exact_level_rates(model, tok, make_split(task)[1], max_new_tokens(task))
+    assert {str(k): v for k, v in rates.items()} == pytest.approx(info["exact_pass_rates"], abs=1e-4)
+    assert 0.9 < rates[1] and 0.1 < rates[5] < 0.3 and rates[7] < 0.05  # the spread the testbed needs
+
+
+def test_damaged_shipped_weights_are_refused(tmp_path, monkeypatch):
+    copy = tmp_path / "shipped"
+    copy.mkdir()
+    for f in SHIPPED_DIR.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    info = json.loads((copy / "warm_start.json").read_text())
+    monkeypatch.setattr(warm_start_module, "SHIPPED_DIR", copy)
+    task = ArithmeticConfig(eval_size=256, seed=0)
+    model, sft = TinyModelConfig(), SFTConfig()
+    assert shipped_matches(task, model, sft)
+    assert warm_start(task, model, sft, cache_dir=tmp_path / "cache", progress=False) == copy
+    (copy / "warm_start.json").write_text(json.dumps({**info, "sha256": "0" * 64}))
+    with pytest.raises(ConfigError, match="sha256"):
+        warm_start(task, model, sft, cache_dir=tmp_path / "cache", progress=False)
+
+
+def test_warm_start_shows_a_progress_bar(tmp_path, capsys):
+    warm_start(TASK, MODEL, SFT, cache_dir=tmp_path, progress=True)
+    err = capsys.readouterr().err
+    assert "warm start" in err and "3/3" in err and "pass rates" in err

@@ -10,8 +10,9 @@
 3) What it does not count (so it is a lower bound of the sampled accuracy): other strings the verifier also accepts.
    For `tasks.arithmetic.verify` those are whitespace around the answer (`" 579"`), special tokens that decoding
    drops (`"5<unk>79"`), and the answer filled up to the length limit with such tokens instead of EOS; for a BPE
-   tokenizer, other tokenizations of the same string. On the warm-started tiny Llama these carry about 1e-3 of the
-   probability (measured by sampling in tests/test_exact_eval.py and recorded by `reinforce-ada compare`).
+   tokenizer, other tokenizations of the same string. On the shipped warm start none of 15,055 correct samples (32
+   per held-out prompt, 1,561 prompts) was such a variant, and sampled minus exact accuracy was +0.0007 +- 0.0015;
+   `reinforce-ada compare` re-checks the gap at the end of every run.
 """
 
 from __future__ import annotations
