@@ -8,7 +8,9 @@
    most 8 tokens at T=1 (no top-k/top-p), fp32, 2 threads, one on-policy AdamW step per generation batch, no KL and
    no reference model. Ours: `Trainer.train_step()` with strategy `uniform` (GRPO-n4). TRL: `GRPOTrainer` with
    `per_device_train_batch_size = B*n`, `steps_per_generation = num_iterations = 1` (so TRL skips its extra "old"
-   log-prob pass), `loss_type="dapo"` (token mean, as ours), eps 0.2/0.28 as ours, `beta=0`. A TRL step is timed
+   log-prob pass), `loss_type="dapo"` (token mean, as ours), eps 0.2/0.28 as ours, `beta=0`, and
+   `gradient_checkpointing=False` (TRL's GRPO default is True, which recomputes activations in the backward; our
+   trainer does not, so neither does TRL here). A TRL step is timed
    from `on_step_begin` to `on_step_end` (generation, rewards, forward/backward, clip, AdamW); ours is
    `train_step()`'s `time_step_s`. The first `warmup` steps of each trainer are dropped; rounds of fresh (ours, TRL)
    pairs alternate; medians of all kept steps are compared. `generate_s` is our engine's `generate` (tokenise,
@@ -100,10 +102,14 @@ class Settings:
 
 
 P5_DIFFERENCES = (
-    "prefill: TRL's model.generate prefills each of the B prompts n times (B*n rows); HFEngine prefills B distinct "
+    "decode: ours is the trainer's default engine, SlotEngine (static slot KV cache written in place, a fused decode "
+    "step calling the model's own modules); TRL calls model.generate (HF's cache, mask and output machinery per step)",
+    "prefill: TRL's model.generate prefills each of the B prompts n times (B*n rows); our engine prefills B distinct "
     "prompts once and copies their KV cache to the n rows",
-    "HFEngine computes the sampler's log-prob of every generated token (a log_softmax per decode step); TRL's "
+    "our engine computes the sampler's log-prob of every generated token (a log_softmax per decode step); TRL's "
     "non-vLLM path does not, and with steps_per_generation=num_iterations=1 uses the detached current log-probs",
+    "tokenisation: our engine tokenises the B distinct prompts of a step (the loss rows reuse cached ids); TRL "
+    "tokenises all B*n prompt rows of the step",
     "TRL's loss forward uses its fused LM head (projects only completion positions, in tiles); ours projects every "
     "position then gathers (vocab is 20 here, so both are small)",
     "ours applies dual-clip (c=10) to negative advantages; TRL has no dual-clip (elementwise, negligible)",
@@ -402,6 +408,7 @@ def trl_args(s: Settings, out_dir: str) -> Any:
         optim="adamw_torch",
         weight_decay=0.0,
         max_grad_norm=1.0,
+        gradient_checkpointing=False,  # TRL's GRPO default is True; our trainer keeps activations, so TRL does too
         max_steps=s.warmup_steps + s.steps,
         use_cpu=True,
         bf16=False,

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from reinforce_ada.bench import analysis
+from reinforce_ada.bench import analysis, compare
 from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
 from reinforce_ada.bench.run import Job, eval_steps, run_job
@@ -188,6 +188,28 @@ def test_jobs_are_interleaved_by_seed_and_the_reference_runs_longer(tmp_path, ti
     assert matched == {matched_n(parse_arm("seq:exit=balanced"), pool.train_rates)[0]}
     sweep = plan_jobs(c, arms, [pool], "m", None)
     assert len(sweep) == 4 * 2 * 2 and min(j.seed for j in sweep) >= 1000 and {j.phase for j in sweep} == {"sweep"}
+
+
+def test_finished_runs_are_reused_by_the_same_code(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run(job):
+        calls.append(job.key)
+        return {"key": job.key, "accuracy": [0.1, 0.2], "samples_per_step": [4.0], "steps": 1, "seconds": {"total": 0}}
+
+    monkeypatch.setattr(compare, "run_job", fake_run)
+    jobs = [
+        Job("p", arm, parse_arm("uniform"), 1e-4, 0, 1, 4, 1, "m", "t", "e", None, str(tmp_path / arm))
+        for arm in ("a", "b")
+    ]
+    logs = []
+    first = compare.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
+    assert calls == [j.key for j in jobs] and [r["key"] for r in first] == calls
+    again = compare.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
+    assert again == first and len(calls) == 2 and "reusing 2 of 2" in logs[-1]
+    compare.run_jobs(jobs[:1], 1, logs.append, tmp_path / "records", "code-2")  # other code: run again
+    assert len(calls) == 3
+    assert len(compare.code_fingerprint()) == 64
 
 
 def test_update_summary_keeps_other_entries(tmp_path):

@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--other-seeds", type=int, default=None, help="seeds of the other arms (default 5)")
     co.add_argument("--sweep-seeds", type=int, default=None, help="seeds per lr in the sweep (default 2)")
     co.add_argument("--seed-offset", type=int, default=0, help="first seed: an independent re-run uses other seeds")
-    co.add_argument("--lrs", default=None, help="the sweep's lr grid, comma-separated (default 2e-4,4e-4,8e-4)")
+    co.add_argument("--lrs", default=None, help="the sweep's lr grid, comma-separated (default 1e-4,2e-4,4e-4)")
     co.add_argument(
         "--lr", action="append", default=[], metavar="ARM=LR", help="repeatable: fix an arm's lr (skips its sweep)"
     )
