@@ -29,7 +29,7 @@ ARMS: dict[str, str] = {
     "knapsack": "knapsack",
     "greso": "dynamic:select=greso",
     "mopps": "uniform:select=mopps",
-    "seq-give-up": "seq:exit=balanced,give_up=tracker",
+    "seq-give-up": "seq:exit=balanced,give_up=0.05",
 }
 REFERENCE = "grpo-n4"
 """P1's reference, and the curve every arm's speed factor is read against (it runs `ref_steps_factor` times longer)."""
