@@ -10,6 +10,7 @@ import pytest
 from reinforce_ada.bench import analysis, compare
 from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
+from reinforce_ada.bench.report import agreement, format_agreement
 from reinforce_ada.bench.run import Job, eval_steps, run_job
 from reinforce_ada.bench.summary import update_summary
 from reinforce_ada.bench.testbed import build_pool, level_shares, parse_pool
@@ -70,6 +71,18 @@ def test_goals_from_synthetic_runs_with_known_factors():
     assert goals["P2b"]["value"] == pytest.approx(0.4, rel=0.02)
     assert goals["P3"]["value"] == pytest.approx(0.12 / 0.62) and goals["P3"]["lo"] <= goals["P3"]["value"]
     assert goals["P4"]["value"] == pytest.approx(2.0)
+
+
+def test_agreement_between_two_runs():
+    def res(p1, p3):
+        return {"by_pool": {"default": {"goals": {"P1": p1, "P3": p3, "P2": {"value": None}}}}}
+
+    a = res({"value": 2.0, "lo": 1.8, "hi": 2.2}, {"value": 0.5, "lo": 0.45, "hi": 0.55})
+    b = res({"value": 2.1, "lo": 1.9, "hi": 2.4}, {"value": 0.7, "lo": 0.65, "hi": 0.75})
+    agree = agreement(a, b)["default"]
+    assert set(agree) == {"P1", "P3"}
+    assert agree["P1"]["overlap"] and agree["P1"]["second_in_first"] and agree["P1"]["first_in_second"]
+    assert agree["P3"]["overlap"] is False and "DISJOINT" in format_agreement({"default": agree})
 
 
 def test_lr_choice_by_curve_area():
@@ -230,6 +243,7 @@ def test_compare_cli_rejects_bad_input(capsys):
         (["compare", "--quick", "--out", "benchmarks/results/x"], "scratch"),
         (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
         (["compare", "--lrs", "a,b"], "--lrs"),
+        (["compare", "--check-against", "nowhere.json"], "no such"),
     ):
         with pytest.raises(SystemExit) as e:
             main(argv)

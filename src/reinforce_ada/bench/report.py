@@ -60,6 +60,44 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Per pool and goal: both runs' figures with intervals, and whether each lies in the other's interval."""
+    out: dict[str, Any] = {}
+    for pool, s2 in second["by_pool"].items():
+        s1 = first.get("by_pool", {}).get(pool)
+        if s1 is None:
+            continue
+        rows = {}
+        for key, g2 in s2["goals"].items():
+            g1 = s1["goals"].get(key, {})
+            if g1.get("value") is None or g2.get("value") is None:
+                continue
+            inside = lambda v, g: g.get("lo") is not None and g["lo"] <= v <= g["hi"]  # noqa: E731
+            rows[key] = {
+                "first": {k: g1.get(k) for k in ("value", "lo", "hi")},
+                "second": {k: g2.get(k) for k in ("value", "lo", "hi")},
+                "second_in_first": inside(g2["value"], g1),
+                "first_in_second": inside(g1["value"], g2),
+                "overlap": None
+                if g1.get("lo") is None or g2.get("lo") is None
+                else bool(g1["lo"] <= g2["hi"] and g2["lo"] <= g1["hi"]),
+            }
+        out[pool] = rows
+    return out
+
+
+def format_agreement(agree: dict[str, Any]) -> str:
+    lines = ["agreement with the first run (value [90% interval]):"]
+    for pool, rows in agree.items():
+        for key, r in rows.items():
+            lines.append(
+                f"  {pool:<8}{key:<5} first {_ci(r['first'], '.3f'):<24} second {_ci(r['second'], '.3f'):<24} "
+                f"{'intervals overlap' if r['overlap'] else 'intervals DISJOINT'}"
+                f"{'' if r['second_in_first'] and r['first_in_second'] else ' (a value outside the other interval)'}"
+            )
+    return "\n".join(lines)
+
+
 def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path, Path]:
     import matplotlib
 

@@ -280,7 +280,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from reinforce_ada.bench.arms import ARMS, split_arms
     from reinforce_ada.bench.compare import QUICK, CompareConfig, run_compare
-    from reinforce_ada.bench.report import format_table, write
+    from reinforce_ada.bench.report import agreement, format_agreement, format_table, write
     from reinforce_ada.bench.summary import update_summary
 
     committed = "benchmarks/results/convergence"
@@ -316,9 +316,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    if args.check_against and not Path(args.check_against).exists():
+        raise ConfigError(f"--check-against {args.check_against}: no such result file")
+    first = json.loads(Path(args.check_against).read_text()) if args.check_against else None
     results = run_compare(c)
+    if first is not None:
+        results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}
     js, png = write(results, c.out, command)
     print(format_table(results))
+    if first is not None:
+        print(format_agreement(results["agreement"]["pools"]))
     if not args.quick and args.summary:
         # P4 belongs to benchmarks/step_time.py (interleaved arms); the convergence run's ratio is kept beside it
         update_summary(Path(c.out).parent / "summary.json", results["goals"], command, nested={"P4": "convergence_run"})

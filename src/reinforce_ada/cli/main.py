@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--quick", action="store_true", help="a few minutes, every arm; writes to runs/compare-quick only")
     co.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/convergence)")
     co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
+    co.add_argument(
+        "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
+    )
     co.set_defaults(fn=cmd_compare)
 
     mo = sub.add_parser("models", help="make a real model available offline as a plain Hugging Face folder")
