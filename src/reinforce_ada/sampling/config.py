@@ -3,7 +3,9 @@
 The option names are the same everywhere: config fields, CLI flags (`--samples-per-round`), arm specs
 (`seq:exit=positive`), metrics and docs.
 Defaults are the paper's experiments (Ada-Seq-balance: M=8, N_max=32, n=4, K_pos=K_neg=n/2, global mean baseline,
-no std); where the paper and the official code disagree the field's help says so.
+no std); where the paper and the official code disagree the field's help says so. The allocators beyond the paper
+(pilot_commit, knapsack, greso, mopps, seq's give_up, the learned predictor) default to their own papers' settings
+where our shared fields allow it; docs/allocators.md lists each one's defaults and departures.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 
-STRATEGY_NAMES = ("uniform", "dynamic", "seq", "est")
+STRATEGY_NAMES = ("uniform", "dynamic", "seq", "est", "pilot_commit", "knapsack", "greso", "mopps")
 EXITS = ("positive", "balanced")
 SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
-ALLOCATIONS = ("inv_sqrt", "variance", "objective")
+ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack")
 RESIDUALS = ("inv_sqrt", "none")
+SELECTS = ("none", "greso", "mopps")
+ESTIMATORS = ("tracker", "predictor", "both")
+GLOBAL_BASELINE = ("seq", "est")
+"""Strategies whose default baseline is the whole pool without std (Reinforce-Ada); every other one is GRPO's."""
 
 
 def _f(default: Any, help: str) -> Any:
@@ -30,7 +36,7 @@ class StrategyConfig:
     name: str = _f("seq", f"sampling strategy: one of {', '.join(STRATEGY_NAMES)}")
     n: int = _f(4, "group size trained on per prompt (uniform/dynamic: samples per prompt)")
     samples_per_round: int = _f(8, "seq: samples drawn per active prompt per round (M)")
-    max_samples: int = _f(32, "seq/est: cap on samples per prompt per step (N_max)")
+    max_samples: int = _f(32, "seq/est/knapsack/pilot_commit: cap on samples per prompt per step (N_max)")
     exit: str = _f(
         "balanced", "seq exit rule: positive (>= k_pos correct) or balanced (>= k_pos correct and >= k_neg wrong)"
     )
@@ -41,8 +47,8 @@ class StrategyConfig:
     threshold: float = _f(0.5, "a sample is correct iff reward > threshold (the official code used 0.7)")
     selection: str = _f("random", "seq downsampling: random (seeded) or earliest (arrival order, as the official code)")
     unresolved: str = _f("keep", "seq prompts that hit the cap unresolved: keep (official) or drop (no loss dilution)")
-    budget: int | None = _f(None, "est: total samples per step (default 8 per prompt, the paper's setting)")
-    min_samples: int = _f(4, "est: lower clip on samples per prompt (N_min)")
+    budget: int | None = _f(None, "est/knapsack: total samples per step (default 8 per prompt, the paper's setting)")
+    min_samples: int = _f(4, "est/knapsack: lower clip on samples per prompt (N_min; knapsack paper 2)")
     allocation: str = _f("inv_sqrt", f"est allocation rule: one of {', '.join(ALLOCATIONS)}")
     residual: str = _f("inv_sqrt", "est residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none")
     prior_alpha: float = _f(1.0, "est pass-rate tracker: Beta prior alpha")
@@ -50,19 +56,55 @@ class StrategyConfig:
     decay: float = _f(0.9, "est pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])")
     objective: str = _f("log", "objective f for allocation=objective and the optional correction: linear, log, power")
     alpha: float = _f(0.5, "exponent of the power objective")
-    max_gen_batches: int = _f(3, "dynamic: most generation batches per step before training on a partial batch")
+    max_gen_batches: int = _f(
+        3,
+        "dynamic: most generation batches per step before training on a partial batch (pilot_commit: candidate "
+        "prompts per step <= this x batch size)",
+    )
     variance_tol: float = _f(1e-8, "dynamic: a group with reward variance <= tol is dropped")
     advantage: str | None = _f(
-        None, "baseline: group (GRPO) or global (whole pool); default group for uniform/dynamic, global for seq/est"
+        None, "baseline: group (GRPO) or global (whole pool); default global for seq/est, group for the others"
     )
     scale_std: bool | None = _f(
-        None, "divide advantages by the std; default on for uniform/dynamic (GRPO), off for seq/est (official)"
+        None, "divide advantages by the std; default off for seq/est (official), on for the others (GRPO)"
     )
     correction: str = _f(
         "none", "explicit per-prompt weight f'(p_hat) from the pool (paper v3 §3.2): none or objective"
     )
     eps: float = _f(1e-3, "floor added to p_hat in 1/sqrt(p_hat + eps) allocation and weights")
     seed: int = _f(0, "seed of the strategy's own generator (downsampling)")
+    estimator: str = _f(
+        "tracker",
+        "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps): tracker (Beta-prior EMA "
+        "of its own visits), predictor (learned from prompt features over all prompts) or both (the predictor is the "
+        "tracker's prior, strength prior_alpha + prior_beta)",
+    )
+    predictor_lr: float = _f(0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit")
+    predictor_dim: int = _f(4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)")
+    history: int = _f(16, "knapsack: recent rewards remembered per prompt (paper 16); an estimate needs half of them")
+    give_up: float = _f(
+        0.0,
+        "seq: stop sampling a prompt once its posterior chance of meeting the exit rule within max_samples falls "
+        "below this (0 = off, the paper)",
+    )
+    pilot: int = _f(8, "pilot_commit: pilot samples per prompt (paper 32 of 128: a quarter of max_samples)")
+    commit_lo: float = _f(0.125, "pilot_commit: commit when the pilot pass rate is >= commit_lo (paper 0.125)")
+    commit_hi: float = _f(0.75, "pilot_commit: ... and <= commit_hi (paper 1 - 0.25)")
+    evict: float | None = _f(
+        None,
+        "skip in every later step a prompt whose pass rate on a visit was >= evict (default: 1.0 for pilot_commit, "
+        "as its code; off for the others; a value > 1 turns it off)",
+    )
+    select: str | None = _f(
+        None,
+        "prompt selection before any rollout, on top of any strategy: none, greso or mopps (default greso for "
+        "name=greso, mopps for name=mopps, none otherwise)",
+    )
+    zero_variance_target: float = _f(
+        0.25, "greso: target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
+    )
+    target: float = _f(0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen")
+    candidates: int = _f(16, "mopps: candidate prompts considered per prompt trained (paper 16)")
 
     def __post_init__(self) -> None:
         validate(self)
@@ -71,13 +113,26 @@ class StrategyConfig:
     def resolved_advantage(self) -> str:
         if self.advantage is not None:
             return self.advantage
-        return "group" if self.name in ("uniform", "dynamic") else "global"
+        return "global" if self.name in GLOBAL_BASELINE else "group"
 
     @property
     def resolved_scale_std(self) -> bool:
         if self.scale_std is not None:
             return self.scale_std
-        return self.name in ("uniform", "dynamic")
+        return self.name not in GLOBAL_BASELINE
+
+    @property
+    def resolved_select(self) -> str:
+        if self.select is not None:
+            return self.select
+        return self.name if self.name in ("greso", "mopps") else "none"
+
+    @property
+    def resolved_evict(self) -> float | None:
+        """The eviction threshold in force, or None when eviction is off."""
+        if self.evict is None:
+            return 1.0 if self.name == "pilot_commit" else None
+        return self.evict if self.evict <= 1.0 else None
 
     @property
     def resolved_k_pos(self) -> int:
@@ -147,6 +202,41 @@ def validate(c: StrategyConfig) -> None:
     if not 0.0 < c.alpha <= 1.0:
         raise ConfigError(f"alpha={c.alpha} is out of range; it must be in (0, 1]")
     _at_least("variance_tol", c.variance_tol, 0.0)
+    _validate_allocators(c)
+
+
+def _unit(name: str, value: float, *, open_lo: bool = False, open_hi: bool = False) -> None:
+    lo_ok = value > 0.0 if open_lo else value >= 0.0
+    hi_ok = value < 1.0 if open_hi else value <= 1.0
+    if not (lo_ok and hi_ok):
+        lo, hi = "(0" if open_lo else "[0", "1)" if open_hi else "1]"
+        raise ConfigError(f"{name}={value!r} is out of range; it must be in {lo}, {hi}")
+
+
+def _validate_allocators(c: StrategyConfig) -> None:
+    """The fields of the strategies beyond the paper (docs/allocators.md)."""
+    _choice("estimator", c.estimator, ESTIMATORS)
+    if c.select is not None:
+        _choice("select", c.select, SELECTS)
+        if c.name in ("greso", "mopps") and c.select != c.name:
+            raise ConfigError(f"select={c.select!r} contradicts name={c.name!r} (which is select={c.name!r} built in)")
+    if not c.predictor_lr > 0:
+        raise ConfigError(f"predictor_lr={c.predictor_lr} is out of range; it must be > 0")
+    _at_least("predictor_dim", c.predictor_dim, 0)
+    _at_least("history", c.history, 2)
+    _unit("give_up", c.give_up, open_hi=True)
+    _at_least("pilot", c.pilot, 1)
+    if c.pilot > c.max_samples:
+        raise ConfigError(f"pilot={c.pilot} must be <= max_samples={c.max_samples} (the pilot is part of the cap)")
+    _unit("commit_lo", c.commit_lo)
+    _unit("commit_hi", c.commit_hi)
+    if c.commit_lo > c.commit_hi:
+        raise ConfigError(f"commit_lo={c.commit_lo} must be <= commit_hi={c.commit_hi} (the commit band is empty)")
+    if c.evict is not None and not c.evict > 0:
+        raise ConfigError(f"evict={c.evict} is out of range; it must be > 0 (a value > 1 turns eviction off)")
+    _unit("zero_variance_target", c.zero_variance_target)
+    _unit("target", c.target)
+    _at_least("candidates", c.candidates, 1)
 
 
 def strategy_fields() -> list[tuple[str, Any, str]]:

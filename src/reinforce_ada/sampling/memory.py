@@ -1,14 +1,34 @@
-"""Per-prompt pass-rate tracker for Ada-Est (the paper's "Ada-EMA").
+"""Cross-step prompt memory: what the sampler remembers about each prompt between steps.
 
-On each visit with n_t samples of which k_t are correct: N_tot <- decay * N_tot + n_t, N_pos <- decay * N_pos + k_t,
-and p_hat = (N_pos + alpha) / (N_tot + alpha + beta) under a Beta(alpha, beta) prior, so p_hat is never 0 or 1.
-The paper leaves alpha, beta and decay unstated; our defaults are Beta(1, 1) and decay 0.9.
-A learned difficulty predictor (any callable prompt -> p_hat) can replace the tracker's estimate (`Est(predictor=)`).
+`PassRateTracker` is the paper's "Ada-EMA": on each visit with n_t samples of which k_t are correct,
+N_tot <- decay * N_tot + n_t, N_pos <- decay * N_pos + k_t, and p_hat = (N_pos + alpha) / (N_tot + alpha + beta)
+under a Beta(alpha, beta) prior, so p_hat is never 0 or 1. The paper leaves alpha, beta and decay unstated; our
+defaults are Beta(1, 1) and decay 0.9. The decayed counts are also MoPPS's posterior (its update
+alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the counts).
+
+`PromptMemory` is the one memory object a strategy owns (every strategy has one; those that need it read it):
+1) the tracker above; per prompt its visits, the step it was last seen, its last `history` outcomes (Knapsack RL's
+   reward buffer), its zero-variance streak (GRESO: +c after c consecutive all-correct visits, -c all-wrong), and
+   whether it was evicted (Pilot-Commit's solved prompts: a visit pass rate >= `evict_at`, judged on the whole
+   visit's pool -- Pilot-Commit judges the pilot, which is the whole pool of every prompt it does not commit);
+2) a step counter (one `PoolStrategy.begin` with prompts = one step) and the last step's zero-variance shares;
+3) optionally a learned `DifficultyPredictor` (`estimator = predictor | both`). It is fitted on the visits of a step
+   at the start of the next one, so every estimate within a step comes from the same model, whatever order samples
+   arrive in: the round and streaming drivers draw from the same law;
+4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
+   predictor (the model), or both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta).
+A visit is recorded when the prompt stops sampling, from the pool at that moment (samples kept after the stop under
+`in_flight="keep"` are not counted). Everything round-trips through `state_dict` as JSON.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
+
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.types import Prompt
 
 
 class PassRateTracker:
@@ -32,3 +52,140 @@ class PassRateTracker:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.counts = {k: (float(v[0]), float(v[1])) for k, v in state["counts"].items()}
+
+
+ESTIMATORS = ("tracker", "predictor", "both")
+
+
+class PromptMemory:
+    def __init__(
+        self,
+        *,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        decay: float = 0.9,
+        history: int = 16,
+        estimator: str = "tracker",
+        predictor: DifficultyPredictor | None = None,
+        evict_at: float | None = None,
+    ):
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
+        if estimator != "tracker" and predictor is None:
+            raise ValueError(f"estimator={estimator!r} needs a predictor")
+        self.tracker = PassRateTracker(alpha=alpha, beta=beta, decay=decay)
+        self.history, self.estimator, self.predictor, self.evict_at = history, estimator, predictor, evict_at
+        self.step = 0
+        self.visits: dict[str, int] = {}
+        self.last_seen: dict[str, int] = {}
+        self.recent: dict[str, str] = {}
+        """prompt id -> its last `history` outcomes, oldest first, as '0'/'1' characters (compact in JSON)."""
+        self.streak: dict[str, int] = {}
+        self.evicted: set[str] = set()
+        self.stats = _zero_stats()
+        """This step's visits, all-correct and all-wrong visits (GRESO adapts to the last step's shares)."""
+        self.last_stats = _zero_stats()
+        self.pending: list[tuple[Prompt, int, int]] = []
+        """Visits of this step not yet shown to the predictor."""
+
+    # -- steps and visits -------------------------------------------------------------------------------------------
+    def new_step(self) -> None:
+        if self.predictor is not None:
+            for prompt, correct, total in self.pending:
+                self.predictor.update(prompt, correct, total)
+        self.pending = []
+        self.last_stats, self.stats = self.stats, _zero_stats()
+        self.step += 1
+
+    def record(self, prompt: Prompt, outcomes: list[bool]) -> None:
+        """One visit: the prompt's outcomes (correct or not) in this step's pool."""
+        if not outcomes:
+            return
+        pid, k, n = prompt.id, sum(outcomes), len(outcomes)
+        self.tracker.update(pid, k, n)
+        self.visits[pid] = self.visits.get(pid, 0) + 1
+        self.last_seen[pid] = self.step
+        self.recent[pid] = (self.recent.get(pid, "") + "".join("1" if y else "0" for y in outcomes))[-self.history :]
+        s = self.streak.get(pid, 0)
+        if k == n:
+            self.streak[pid] = s + 1 if s > 0 else 1
+        elif k == 0:
+            self.streak[pid] = s - 1 if s < 0 else -1
+        else:
+            self.streak.pop(pid, None)
+        if self.evict_at is not None and k / n >= self.evict_at:
+            self.evicted.add(pid)
+        self.stats["visits"] += 1
+        self.stats["all_correct"] += int(k == n)
+        self.stats["all_wrong"] += int(k == 0)
+        if self.predictor is not None:
+            self.pending.append((prompt, k, n))
+
+    # -- estimates --------------------------------------------------------------------------------------------------
+    def posterior(self, prompt: Prompt) -> tuple[float, float]:
+        """Beta(a, b) belief about the prompt's pass rate, by `estimator` (module docstring, 4)."""
+        t = self.tracker
+        n_pos, n_tot = t.counts.get(prompt.id, (0.0, 0.0))
+        if self.estimator == "tracker":
+            return n_pos + t.alpha, n_tot - n_pos + t.beta
+        assert self.predictor is not None
+        m, s = self.predictor.predict(prompt), t.alpha + t.beta
+        if self.estimator == "predictor":
+            return m * s, (1 - m) * s
+        return n_pos + m * s, n_tot - n_pos + (1 - m) * s
+
+    def estimate(self, prompt: Prompt) -> float:
+        a, b = self.posterior(prompt)
+        return a / (a + b)
+
+    def recent_rate(self, prompt_id: str) -> float | None:
+        """Mean of the remembered outcomes once at least half the buffer is filled (Knapsack RL's rule), else None."""
+        r = self.recent.get(prompt_id, "")
+        return r.count("1") / len(r) if len(r) >= max(1, self.history // 2) else None
+
+    # -- checkpointing ----------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "tracker": self.tracker.state_dict(),
+            "step": self.step,
+            "visits": dict(self.visits),
+            "last_seen": dict(self.last_seen),
+            "recent": dict(self.recent),
+            "streak": dict(self.streak),
+            "evicted": sorted(self.evicted),
+            "stats": dict(self.stats),
+            "last_stats": dict(self.last_stats),
+            "pending": [[asdict(p), k, n] for p, k, n in self.pending],
+            "predictor": None if self.predictor is None else self.predictor.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.tracker.load_state_dict(state["tracker"])
+        self.step = state["step"]
+        self.visits, self.last_seen = dict(state["visits"]), dict(state["last_seen"])
+        self.recent, self.streak = dict(state["recent"]), dict(state["streak"])
+        self.evicted = set(state["evicted"])
+        self.stats, self.last_stats = dict(state["stats"]), dict(state["last_stats"])
+        self.pending = [(Prompt(**p), k, n) for p, k, n in state["pending"]]
+        if self.predictor is not None and state["predictor"] is not None:
+            self.predictor.load_state_dict(state["predictor"])
+
+
+def _zero_stats() -> dict[str, int]:
+    return {"visits": 0, "all_correct": 0, "all_wrong": 0}
+
+
+def memory_for(cfg: StrategyConfig) -> PromptMemory:
+    """The memory a `StrategyConfig` asks for (a predictor only when the estimator uses one)."""
+    predictor = None
+    if cfg.estimator != "tracker":
+        predictor = DifficultyPredictor(dim=cfg.predictor_dim, lr=cfg.predictor_lr)
+    return PromptMemory(
+        alpha=cfg.prior_alpha,
+        beta=cfg.prior_beta,
+        decay=cfg.decay,
+        history=cfg.history,
+        estimator=cfg.estimator,
+        predictor=predictor,
+        evict_at=cfg.resolved_evict,
+    )

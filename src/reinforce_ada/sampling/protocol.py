@@ -10,11 +10,13 @@ builds the training groups. Both drivers (`sampling.rounds`, `sampling.streaming
    for the driver to cancel (under `in_flight="cancel"`);
 4) `done()`: no prompt is sampling and no prompt is wanted; `build()` returns the groups; `metrics()` the step's;
 5) `state_dict()` / `load_state_dict()` round-trip exactly, mid-step included (JSON-serialisable).
-`PoolStrategy` implements all of it. A subclass says where each of a prompt's batches ends (`batch_end`) and whether
-the prompt stops after a batch (`on_batch`): a batch joins the prompt's pool in submission order once all of it has
-arrived, so every decision sees the same pools whatever order samples finish in, and a driver that waits for every
-outstanding sample (round mode) and one that does not (streaming) draw from the same law. Samples that arrive after
-their prompt stopped (only possible with prefetch) join the pool (`in_flight="keep"`) or are discarded ("cancel").
+`PoolStrategy` implements all of it, and owns the strategy's cross-step `PromptMemory` (`sampling.memory`): a step
+starts the memory's next step, and a prompt that stops sampling is recorded there as one visit. A subclass says where
+each of a prompt's batches ends (`batch_end`) and whether the prompt stops after a batch (`on_batch`): a batch joins the
+prompt's pool in submission order once all of it has arrived, so every decision sees the same pools whatever order
+samples finish in, and a driver that waits for every outstanding sample (round mode) and one that does not (streaming)
+draw from the same law. Samples that arrive after their prompt stopped (only possible with prefetch) join the pool
+(`in_flight="keep"`) or are discarded ("cancel").
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.memory import memory_for
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
 IN_FLIGHT = ("cancel", "keep")
@@ -92,6 +95,7 @@ class PoolStrategy:
     def __init__(self, cfg: StrategyConfig):
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.seed)
+        self.memory = memory_for(cfg)
         self._reset()
 
     # -- the algorithm (subclasses) ------------------------------------------------------------------------------
@@ -144,6 +148,8 @@ class PoolStrategy:
         self._reset()
         self.in_flight, self.prefetch = in_flight, prefetch
         self.exhausted = not prompts
+        if prompts:
+            self.memory.new_step()
         self._add(prompts)
 
     def add_prompts(self, prompts: Sequence[Prompt]) -> None:
@@ -221,6 +227,7 @@ class PoolStrategy:
             self.checks[pid] += 1
             if self.on_batch(pid):
                 del self.live[pid]
+                self.memory.record(self.prompts[pid], [float(x.reward) > self.cfg.threshold for x in pool])  # type: ignore
                 return True
 
     def _late(self, s: Sample) -> None:
@@ -258,6 +265,7 @@ class PoolStrategy:
             "discarded": self.discarded,
             "in_flight": self.in_flight,
             "prefetch": self.prefetch,
+            "memory": self.memory.state_dict(),
             "extra": self._extra_state(),
         }
 
@@ -271,6 +279,8 @@ class PoolStrategy:
         self.live, self.dirty = dict.fromkeys(state["live"]), dict.fromkeys(state["dirty"])
         self.waves, self.exhausted, self.discarded = state["waves"], state["exhausted"], state["discarded"]
         self.in_flight, self.prefetch = state["in_flight"], state["prefetch"]
+        if "memory" in state:  # checkpoints from before the memory have none
+            self.memory.load_state_dict(state["memory"])
         self._load_extra_state(state["extra"])
 
     def _extra_state(self) -> dict[str, Any]:

@@ -1,14 +1,22 @@
 """The planner: what a strategy costs and how often it yields no signal, per prompt pass rate.
 
 For a prompt with pass rate p and binary rewards it reports
-- `zero_signal`: probability the prompt gives no gradient (all trained advantages zero, or dropped);
+- `zero_signal`: probability the prompt gives no gradient (all trained advantages zero, or dropped, or not trained);
 - `expected_samples`: expected samples drawn for it in one step;
-- `unresolved`: probability it hits the cap without meeting its exit rule (None where there is no exit rule).
-Methods: `closed_form` (uniform, dynamic, est, seq-positive with k_pos=1: unresolved (1-p)^(R*M), expected samples
-M * sum_{r<R} (1-p)^(r*M)); `exact_enumeration` (any seq rule: a dynamic programme over the number of correct
-samples after each round -- exact, no sampling error); `monte_carlo` (runs the real strategy objects on a simulated
+- `unresolved`: probability it hits the cap without meeting its exit rule (None where there is no exit rule);
+- `skipped` (GRESO) and `evicted` (eviction) where they apply.
+Methods: `closed_form` (uniform, dynamic, est -- knapsack allocation included --, the knapsack strategy's allocation
+and value, pilot_commit: pilot X ~ Bin(pilot, p), committed iff X / pilot is in the band, expected samples
+pilot + P(commit) (max_samples - pilot), seq-positive with k_pos=1: unresolved (1-p)^(R*M), expected samples
+M * sum_{r<R} (1-p)^(r*M)); `exact_enumeration` (any seq rule, give_up included: a dynamic programme over the number
+of correct samples after each round -- exact, no sampling error; give_up uses a first visit's prior Beta(prior_alpha,
+prior_beta)); `stationary_markov` (GRESO: the long-run share of offers skipped, from the Markov chain over the
+prompt's zero-variance streak with the initial exploration probabilities 0.5 -- its expected samples are per offer);
+`given_selected` (MoPPS: its choice depends on the whole candidate pool, so rows are the base sampler's given that
+the prompt is chosen; `simulate` measures the selection); `monte_carlo` (runs the real strategy objects on a simulated
 policy with frozen pass rates; used to cross-check the others).
-Est assumes its pass-rate estimate equals the true p and allocates over the given rates as one step's batch.
+Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
+batch.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ import numpy as np
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.rounds import collect
-from reinforce_ada.sampling.strategies import allocate, allocation_weights, build_strategy
-from reinforce_ada.sampling.strategies.seq import exit_holds
+from reinforce_ada.sampling.strategies import allocate_counts, build_strategy, knapsack_budget
+from reinforce_ada.sampling.strategies.select import Greso
+from reinforce_ada.sampling.strategies.seq import exit_holds, resolve_chance
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.types import Prompt
 
@@ -37,6 +46,19 @@ class PlanRow:
     method: str
     stderr: float | None = None
     """Monte-Carlo standard error of zero_signal (None for exact methods)."""
+    skipped: float | None = None
+    """GRESO: long-run share of the prompt's offers skipped before any rollout."""
+    evicted: float | None = None
+    """Eviction: probability that one visit evicts the prompt for good."""
+
+
+@dataclass
+class _Visit:
+    """One visit's law: the plan row plus the chance its pool is all correct / all wrong (GRESO's streak moves)."""
+
+    row: PlanRow
+    all_correct: float
+    all_wrong: float
 
 
 def check_rates(rates: Sequence[float]) -> np.ndarray:
@@ -53,11 +75,21 @@ def _uniform_zero(p: float, n: int) -> float:
     return 1.0 if n < 2 else p**n + (1 - p) ** n
 
 
-def _seq_exact(p: float, c: StrategyConfig) -> PlanRow:
+def _one_batch(p: float, n: int, method: str = "closed_form") -> _Visit:
+    return _Visit(PlanRow(p, _uniform_zero(p, n), float(n), None, method), p**n, (1 - p) ** n)
+
+
+def _binom(k: int, p: float) -> list[float]:
+    return [comb(k, j) * p**j * (1 - p) ** (k - j) for j in range(k + 1)]
+
+
+def _seq_exact(p: float, c: StrategyConfig) -> _Visit:
     k_pos, k_neg = c.resolved_k_pos, c.resolved_k_neg
+    a0, b0 = c.prior_alpha, c.prior_beta  # give_up's prior on a first visit
     active = {0: 1.0}  # correct count -> probability of being still active with that count
-    drawn, zero, expected = 0, 0.0, 0.0
-    while active and drawn < c.max_samples:
+    ended: dict[tuple[int, int], float] = {}  # unresolved pools (cap or given up): (correct, drawn) -> probability
+    drawn, zero, expected, right, wrong = 0, 0.0, 0.0, 0.0, 0.0
+    while active:
         k = min(c.samples_per_round, c.max_samples - drawn)
         expected += k * sum(active.values())
         drawn += k
@@ -71,14 +103,23 @@ def _seq_exact(p: float, c: StrategyConfig) -> PlanRow:
         for pos, mass in nxt.items():
             if exit_holds(pos, drawn - pos, exit=c.exit, k_pos=k_pos, k_neg=k_neg):
                 zero += mass if pos in (0, drawn) else 0.0
+                right += mass if pos == drawn else 0.0
+                wrong += mass if pos == 0 else 0.0
+            elif drawn >= c.max_samples or (
+                c.give_up > 0
+                and resolve_chance(pos, drawn - pos, c.max_samples - drawn, a0, b0, k_pos=k_pos, k_neg=k_neg)
+                < c.give_up
+            ):
+                ended[pos, drawn] = ended.get((pos, drawn), 0.0) + mass
             else:
                 active[pos] = mass
-    unresolved = sum(active.values())
-    if c.unresolved == "drop":
-        zero += unresolved
-    else:
-        zero += sum(m for pos, m in active.items() if pos in (0, drawn))
-    closed = c.exit == "positive" and k_pos == 1 and c.max_samples % c.samples_per_round == 0
+    unresolved = sum(ended.values())
+    for (pos, n), m in ended.items():
+        right += m if pos == n else 0.0
+        wrong += m if pos == 0 else 0.0
+        if c.unresolved == "drop" or pos in (0, n):
+            zero += m
+    closed = c.exit == "positive" and k_pos == 1 and c.max_samples % c.samples_per_round == 0 and c.give_up == 0
     if closed:  # the textbook form, identical to the enumeration: a pool is uniform iff round 0 is all correct
         m, rounds = c.samples_per_round, c.max_samples // c.samples_per_round  # or every sample is wrong
         unresolved = (1 - p) ** (rounds * m)
@@ -86,28 +127,107 @@ def _seq_exact(p: float, c: StrategyConfig) -> PlanRow:
         zero = min(1.0, p**m + unresolved)
     if c.resolved_advantage == "group" and c.n < 2:
         zero = 1.0  # a kept group of one sample is its own baseline
-    return PlanRow(p, float(zero), float(expected), float(unresolved), "closed_form" if closed else "exact_enumeration")
+    method = "closed_form" if closed else "exact_enumeration"
+    return _Visit(PlanRow(p, float(zero), float(expected), float(unresolved), method), right, wrong)
+
+
+def _pilot_commit(p: float, c: StrategyConfig) -> _Visit:
+    k, extra, evict = c.pilot, c.max_samples - c.pilot, c.resolved_evict
+    zero = right = wrong = committed = evicted = 0.0
+    more = _binom(extra, p)  # the commit batch's correct count (a single 1.0 when there is none)
+    for x, px in enumerate(_binom(k, p)):
+        if c.commit_lo <= x / k <= c.commit_hi:  # committed: trained on pilot + commit, uniform only if both are
+            committed += px
+            right += px * more[-1] if x == k else 0.0
+            wrong += px * more[0] if x == 0 else 0.0
+            if evict is not None:
+                evicted += px * sum(py for y, py in enumerate(more) if (x + y) / c.max_samples >= evict)
+        else:  # deferred or too easy: not trained
+            zero += px
+            right += px if x == k else 0.0
+            wrong += px if x == 0 else 0.0
+            evicted += px if evict is not None and x / k >= evict else 0.0
+    zero += sum(
+        px * (more[-1] if x == k else more[0])
+        for x, px in enumerate(_binom(k, p))
+        if x in (0, k) and c.commit_lo <= x / k <= c.commit_hi
+    )
+    row = PlanRow(p, float(zero), k + committed * extra, None, "closed_form")
+    row.evicted = float(evicted) if evict is not None else None
+    return _Visit(row, right, wrong)
+
+
+def _visits(cfg: StrategyConfig, r: np.ndarray) -> list[_Visit]:
+    """The base sampler's law for one visit at each rate (no selection)."""
+    if cfg.name in ("uniform", "dynamic", "greso", "mopps"):
+        return [_one_batch(float(p), cfg.n) for p in r]
+    if cfg.name in ("est", "knapsack"):
+        budget = cfg.budget if cfg.budget is not None else 8 * len(r)
+        if cfg.name == "est":
+            counts = allocate_counts(r, cfg, budget)
+        else:
+            counts = knapsack_budget([float(p) for p in r], budget, cfg.min_samples, cfg.max_samples)
+        return [_one_batch(float(p), int(k)) for p, k in zip(r, counts, strict=True)]
+    if cfg.name == "pilot_commit":
+        return [_pilot_commit(float(p), cfg) for p in r]
+    return [_seq_exact(float(p), cfg) for p in r]
+
+
+def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.5, p_hard: float = 0.5) -> float:
+    """Long-run share of a prompt's offers that GRESO skips, with fixed exploration probabilities.
+
+    The state is the zero-variance streak s (+c: c all-correct visits in a row, -c: all wrong, 0: the last visit
+    had both); an offer keeps the prompt with probability max(p^|s|, 0.01) and a kept visit moves s by the visit's
+    outcome. Streaks beyond the floor behave alike, so they are merged.
+    """
+    depth = 1
+    while max(p_easy, p_hard) ** depth > Greso.FLOOR:
+        depth += 1
+    states = list(range(-depth, depth + 1))
+    at = {s: i for i, s in enumerate(states)}
+
+    def keep(s: int) -> float:
+        return 1.0 if s == 0 else max((p_easy if s > 0 else p_hard) ** abs(s), Greso.FLOOR)
+
+    mixed = 1.0 - all_correct - all_wrong
+    t_SS = np.zeros((len(states), len(states)))
+    for s in states:
+        kp = keep(s)
+        t_SS[at[s], at[s]] += 1 - kp
+        t_SS[at[s], at[min(s + 1, depth) if s > 0 else 1]] += kp * all_correct
+        t_SS[at[s], at[max(s - 1, -depth) if s < 0 else -1]] += kp * all_wrong
+        t_SS[at[s], at[0]] += kp * mixed
+    # stationary distribution: pi (T - I) = 0, sum pi = 1
+    a = np.vstack([(t_SS - np.eye(len(states))).T, np.ones(len(states))])
+    pi = np.linalg.lstsq(a, np.r_[np.zeros(len(states)), 1.0], rcond=None)[0]
+    return float(1.0 - sum(pi[at[s]] * keep(s) for s in states))
 
 
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     """Exact answers per pass rate (see the module docstring for which method applies)."""
     r = check_rates(rates)
-    if cfg.name in ("uniform", "dynamic"):
-        return [PlanRow(float(p), _uniform_zero(p, cfg.n), float(cfg.n), None, "closed_form") for p in r]
-    if cfg.name == "est":
-        budget = cfg.budget if cfg.budget is not None else 8 * len(r)
-        counts = allocate(allocation_weights(r, cfg), budget, cfg.min_samples, cfg.max_samples)
-        return [
-            PlanRow(float(p), _uniform_zero(p, int(k)), float(k), None, "closed_form")
-            for p, k in zip(r, counts, strict=True)
-        ]
-    return [_seq_exact(float(p), cfg) for p in r]
+    rows = []
+    for v in _visits(cfg, r):
+        row = v.row
+        if cfg.resolved_select == "greso":
+            row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
+            row.expected_samples *= 1.0 - row.skipped
+            row.method = "stationary_markov"
+        elif cfg.resolved_select == "mopps":
+            row.method = "given_selected"
+        rows.append(row)
+    return rows
 
 
 def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int = 2000, seed: int = 0) -> list[PlanRow]:
     """Run the real strategy `reps` times per pass rate on a frozen simulated policy."""
     r = check_rates(rates)
-    if cfg.name == "est":
+    if cfg.resolved_select != "none":
+        raise ConfigError(
+            f"select={cfg.resolved_select!r}: its effect depends on the prompts' history and the candidate pool, not "
+            "on one visit; use the exact plan (without --monte-carlo) or `reinforce-ada simulate`"
+        )
+    if cfg.name in ("est", "knapsack"):
         return _est_monte_carlo(cfg, r, reps=reps, seed=seed)
     rows = []
     for i, p in enumerate(r):
@@ -122,7 +242,8 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
 
 
 def _est_monte_carlo(cfg: StrategyConfig, r: np.ndarray, *, reps: int, seed: int) -> list[PlanRow]:
-    """Est allocates over a batch: one batch holding `reps` copies of the listed rates, with an exact predictor."""
+    """Est and knapsack allocate over a batch: one batch holding `reps` copies of the listed rates, with an exact
+    predictor."""
     prompts = [Prompt(id=f"mc-{i}-{j}", text="", meta={"p": float(p)}) for j in range(reps) for i, p in enumerate(r)]
     engine = SimulatedPolicy(prompts, [x.meta["p"] for x in prompts], SimConfig(lr=0.0, seed=seed))
     budget = cfg.budget * reps if cfg.budget is not None else None

@@ -106,6 +106,11 @@ class SimulatedPolicy:
         self.bias += self.cfg.lr * grad_theta
         self.w += self.cfg.lr * self.phi.T @ grad_theta / max(1, len(groups))
 
+    def prompt_features(self, prompt_id: str) -> list[float]:
+        """The prompt's shared features phi_x: the simulated analogue of the policy's prompt hidden state (what
+        learning on one prompt moves the others along); they carry no information about its initial pass rate."""
+        return self.phi[self._idx(prompt_id)].tolist()
+
     def streaming(self, slots: int, latency: Any = None, seed: int = 0) -> Any:
         """This policy as a streaming engine with `slots` decode slots and a simulated clock
         (`simulation.stream.SimulatedStream`; `latency` is a `simulation.stream.Latency`)."""

@@ -3,13 +3,18 @@
 Every arm sees the same pool, the same per-seed prompt order and the same simulated-policy initialisation; only the
 strategy differs. Curves report the true mean pass rate over the whole pool (no eval noise), cumulative samples,
 samples per step and the share of a step's prompts that give no gradient.
+What a learned difficulty predictor (`estimator=predictor|both`) can see is set by `features`: `none` -- the
+prompt's text and level (the pool's difficulty bucket, as a real task's level); `policy` -- also the policy's own
+prompt features phi_x in `Prompt.meta["features"]` (the analogue of the policy's prompt hidden state); `probe` --
+phi_x plus a reading of the prompt's initial logit with unit Gaussian noise (a hidden state that also encodes
+difficulty: an assumption, not a measurement).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +38,15 @@ def run_arm(
     batch_size: int,
     seed: int,
     sim: SimConfig,
+    features: str = "none",
 ) -> dict[str, list[float]]:
     engine = SimulatedPolicy(prompts, rates, SimConfig(**{**asdict(sim), "seed": seed}))
+    prompts = with_features(prompts, rates, engine, features, seed)
     strategy = build_strategy(cfg.replace(seed=seed))
     stream = PromptOrder(prompts, seed)
 
-    curve: dict[str, list[float]] = {k: [] for k in ("pass_rate", "samples", "zero_signal", "samples_per_step")}
+    keys = ("pass_rate", "samples", "zero_signal", "samples_per_step", "skipped_per_step")
+    curve: dict[str, list[float]] = {k: [] for k in keys}
     total = 0
     curve["pass_rate"].append(float(engine.pass_rates().mean()))
     curve["samples"].append(0.0)
@@ -52,7 +60,30 @@ def run_arm(
         curve["samples"].append(float(total))
         curve["zero_signal"].append(batch.ledger.no_signal_prompt_share)
         curve["samples_per_step"].append(float(batch.ledger.samples_generated))
+        curve["skipped_per_step"].append(float(batch.ledger.extra.get("skipped_prompts", 0)))
     return curve
+
+
+FEATURES = ("none", "policy", "probe")
+
+
+def with_features(
+    prompts: Sequence[Prompt], rates: np.ndarray, engine: SimulatedPolicy, features: str, seed: int
+) -> list[Prompt]:
+    """The prompts with `meta["features"]` as `features` says (module docstring)."""
+    if features not in FEATURES:
+        raise ConfigError(f"features={features!r} is not valid; choose one of {list(FEATURES)}")
+    if features == "none":
+        return list(prompts)
+    rng = np.random.default_rng([seed, 29])
+    out = []
+    for p, rate in zip(prompts, rates, strict=True):
+        x = engine.prompt_features(p.id)
+        if features == "probe":
+            r = float(np.clip(rate, 1e-6, 1 - 1e-6))
+            x = [*x, float(np.log(r / (1 - r)) + rng.normal())]
+        out.append(replace(p, meta={**p.meta, "features": x}))
+    return out
 
 
 def simulate(
@@ -65,6 +96,7 @@ def simulate(
     base: StrategyConfig | None = None,
     sim: SimConfig | None = None,
     pool_seed: int = 0,
+    features: str = "none",
 ) -> dict[str, Any]:
     base = base or StrategyConfig()
     sim = sim or SimConfig()
@@ -77,12 +109,21 @@ def simulate(
             "mean_pass_rate": float(rates.mean()),
             "share_below_0.2": float((rates < 0.2).mean()),
         },
-        "settings": {"steps": steps, "seeds": seeds, "batch_size": batch_size, "sim": asdict(sim)},
+        "settings": {
+            "steps": steps,
+            "seeds": seeds,
+            "batch_size": batch_size,
+            "sim": asdict(sim),
+            "features": features,
+        },
         "arms": {},
     }
     for spec in arms:
         cfg = parse_arm(spec, base)
-        runs = [run_arm(cfg, prompts, rates, steps=steps, batch_size=batch_size, seed=s, sim=sim) for s in range(seeds)]
+        runs = [
+            run_arm(cfg, prompts, rates, steps=steps, batch_size=batch_size, seed=s, sim=sim, features=features)
+            for s in range(seeds)
+        ]
         med = {k: np.median([r[k] for r in runs], axis=0).tolist() for k in runs[0]}
         summary = {
             "final_pass_rate": float(np.median([r["pass_rate"][-1] for r in runs])),

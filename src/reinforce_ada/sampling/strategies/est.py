@@ -1,11 +1,17 @@
 """Reinforce-Ada-Est: estimate each prompt's pass rate, allocate samples by it, one batch, no downsampling.
 
-1) p_hat comes from a `PassRateTracker` (Beta-prior EMA across visits) or a learned predictor (prompt -> p_hat).
+1) p_hat comes from the strategy's prompt memory (`sampling.memory`) by `estimator`: `tracker` (the paper's
+   Ada-EMA, a Beta-prior EMA of the prompt's own visits), `predictor` (a difficulty predictor learned online over all
+   prompts, `sampling.predictor`: it fixes the cold start, where a prompt seen about twice in a run is allocated by
+   its Beta(1, 1) prior) or `both` (the predictor as the tracker's prior). A `predictor=` callable (prompt -> p_hat)
+   passed to the constructor overrides all three.
 2) Allocation weights: `inv_sqrt` 1/sqrt(p_hat + eps) (the paper's), `variance` sqrt((1 - p_hat) / p_hat) (the
    paper's variance-optimal result for Reinforce with a baseline), or `objective` f'(p_hat).
 3) N_x = clip(c * w_x, min_samples, max_samples), integer, with c chosen so the step total equals `budget` exactly
    (largest-remainder rounding); when the budget lies outside [B * N_min, B * N_max] every prompt sits at a clip
-   and `metrics()["budget_used"]` reports the total actually drawn.
+   and `metrics()["budget_used"]` reports the total actually drawn. `allocation="knapsack"` instead maximises
+   Knapsack RL's value sum_x (1 - p^N - (1 - p)^N) p (1 - p)^2 over the same range and budget (`knapsack_allocate`;
+   the standalone `knapsack` strategy is the paper's full rule).
 4) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
 Departure: the paper writes the residual with the step's realised pool mean; we use the same p_hat that set N_x,
 so sampling weight x residual weight stays ~ 1/p_hat (the hybrid scheme) and a pool of zeros cannot produce a
@@ -22,13 +28,15 @@ import numpy as np
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
-from reinforce_ada.sampling.protocol import PoolStrategy, split_correct
+from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.types import Group, Prompt
 
 Predictor = Callable[[Prompt], float]
 
 
 def allocation_weights(p_hat: np.ndarray, cfg: StrategyConfig) -> np.ndarray:
+    if cfg.allocation == "knapsack":
+        raise ValueError("allocation='knapsack' is not a weight rule: use allocate_counts")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
     if cfg.allocation == "inv_sqrt":
         return 1.0 / np.sqrt(p + cfg.eps)
@@ -69,11 +77,49 @@ def allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
     return n
 
 
+def knapsack_value(p: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Knapsack RL's value of N samples on a prompt with pass rate p: P(non-zero gradient) x p (1 - p)^2."""
+    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    return (1.0 - p**n - (1.0 - p) ** n) * p * (1.0 - p) ** 2
+
+
+def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
+    """Integers N_x in [lo, hi] summing to `budget` (clipped to [B lo, B hi]) that maximise sum_x value(p_x, N_x).
+
+    Each value is concave in N (its increment p^N (1 - p) + (1 - p)^N p shrinks with N), so taking the budget's
+    largest increments is exact: the same optimum as the paper's dynamic programme, in O(B (hi - lo) log) instead of
+    O(B budget (hi - lo)). Ties (e.g. prompts at p = 0 or 1, whose increments are all 0) go to the lowest index.
+    """
+    p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
+    b = len(p)
+    n = np.full(b, lo, dtype=int)
+    extra = min(max(budget, lo * b), hi * b) - lo * b
+    if b == 0 or extra <= 0:
+        return n
+    steps_BK = lo + np.arange(hi - lo)[None, :]  # (B, K): taking the (lo + j + 1)-th sample
+    p_B1 = p[:, None]
+    gain_BK = (p_B1**steps_BK * (1 - p_B1) + (1 - p_B1) ** steps_BK * p_B1) * p_B1 * (1 - p_B1) ** 2
+    order = np.lexsort((np.arange(gain_BK.size), -gain_BK.ravel()))[:extra]
+    np.add.at(n, order // (hi - lo), 1)
+    return n
+
+
+def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+    """Est's samples per prompt for one batch: the weight rules of `allocation_weights` or the knapsack."""
+    if cfg.allocation == "knapsack":
+        return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples)
+    return allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
+
+
 class Est(PoolStrategy):
     def __init__(self, cfg: StrategyConfig, predictor: Predictor | None = None):
-        self.tracker = PassRateTracker(alpha=cfg.prior_alpha, beta=cfg.prior_beta, decay=cfg.decay)
         self.predictor = predictor
         super().__init__(cfg)
+
+    @property
+    def tracker(self) -> PassRateTracker:
+        """The memory's pass-rate tracker (the TRL integration shares its counts across processes)."""
+        return self.memory.tracker
 
     def _reset(self) -> None:
         super()._reset()
@@ -82,7 +128,7 @@ class Est(PoolStrategy):
 
     def estimate(self, prompt: Prompt) -> float:
         if self.predictor is None:
-            return self.tracker.estimate(prompt.id)
+            return self.memory.estimate(prompt)
         p = float(self.predictor(prompt))
         if not 0.0 <= p <= 1.0 or np.isnan(p):
             raise ValueError(f"difficulty predictor returned {p} for prompt {prompt.id!r}; it must be in [0, 1]")
@@ -92,7 +138,7 @@ class Est(PoolStrategy):
         """Allocate the budget over the prompts given together (the step's batch)."""
         p_hat = np.array([self.estimate(self.prompts[pid]) for pid in ids])
         budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
-        counts = allocate(allocation_weights(p_hat, self.cfg), budget, self.cfg.min_samples, self.cfg.max_samples)
+        counts = allocate_counts(p_hat, self.cfg, budget)
         self.p_hat.update(zip(ids, p_hat.tolist(), strict=True))
         self.alloc.update(zip(ids, counts.tolist(), strict=True))
 
@@ -100,9 +146,7 @@ class Est(PoolStrategy):
         return self.alloc[pid]
 
     def on_batch(self, pid: str) -> bool:
-        pos, _ = split_correct(self.pools[pid], self.cfg.threshold)
-        self.tracker.update(pid, len(pos), len(self.pools[pid]))
-        return True
+        return True  # the visit is recorded in the memory (tracker included) by `PoolStrategy`
 
     def build(self) -> list[Group]:
         groups = []
@@ -124,8 +168,10 @@ class Est(PoolStrategy):
         }
 
     def _extra_state(self) -> dict[str, Any]:
+        # the tracker is also in the memory's state; kept here too, where Est checkpoints have always had it
         return {"tracker": self.tracker.state_dict(), "p_hat": self.p_hat, "alloc": self.alloc}
 
     def _load_extra_state(self, extra: dict[str, Any]) -> None:
-        self.tracker.load_state_dict(extra["tracker"])
+        if "tracker" in extra:
+            self.tracker.load_state_dict(extra["tracker"])
         self.p_hat, self.alloc = dict(extra["p_hat"]), dict(extra["alloc"])

@@ -8,6 +8,13 @@
    The baseline is computed later from the whole pool (`Group.pool_rewards`), see `sampling.advantages`.
 4) Prompts that reach the cap unresolved are kept and downsampled (`unresolved="keep"`, the official code: a uniform
    pool then gives zero advantage but still counts in the token-mean denominator) or dropped (`"drop"`).
+5) Beyond the paper, `give_up` > 0 stops sampling a prompt after a batch once its chance of meeting the exit rule
+   within the cap falls below `give_up`: with the belief Beta(a + pos, b + neg) about its pass rate -- (a, b) the
+   prompt memory's posterior at the start of the step (`estimator`: its own earlier visits, the learned predictor,
+   or both; Beta(prior_alpha, prior_beta) on a first visit) updated with this step's pool -- the chance is the
+   Beta-binomial probability that the remaining max_samples - drawn samples bring the missing correct (and wrong)
+   ones. A prompt that can no longer resolve even with perfect luck always stops. Given-up prompts count as
+   unresolved (kept or dropped by `unresolved`). Off by default, so the paper's Seq is unchanged.
 Departures: k_pos/k_neg generalise the official code's hard-wired rules (positive: 1 correct; balanced: n//2 and
 n - n//2); the kept subset is drawn at random by default (`selection="earliest"` reproduces the official code).
 
@@ -22,6 +29,7 @@ see `sampling.streaming`).
 
 from __future__ import annotations
 
+from math import exp, lgamma
 from typing import Any
 
 from reinforce_ada.sampling.protocol import PoolStrategy, downsample, split_correct
@@ -34,7 +42,31 @@ def exit_holds(n_pos: int, n_neg: int, *, exit: str, k_pos: int, k_neg: int) -> 
     return n_pos >= k_pos and n_neg >= k_neg
 
 
+def resolve_chance(n_pos: int, n_neg: int, remaining: int, a: float, b: float, *, k_pos: int, k_neg: int) -> float:
+    """P(the next `remaining` samples bring >= k_pos - n_pos correct and >= k_neg - n_neg wrong) when the pass rate
+    is Beta(a + n_pos, b + n_neg) distributed (a Beta-binomial tail; k_neg = 0 for the positive exit)."""
+    need_pos, need_neg = max(0, k_pos - n_pos), max(0, k_neg - n_neg)
+    if need_pos + need_neg > remaining:
+        return 0.0
+    a, b, r = a + n_pos, b + n_neg, remaining
+    log_beta_ab = lgamma(a) + lgamma(b) - lgamma(a + b)
+    total = 0.0
+    for j in range(need_pos, r - need_neg + 1):
+        log_comb = lgamma(r + 1) - lgamma(j + 1) - lgamma(r - j + 1)
+        total += exp(log_comb + lgamma(j + a) + lgamma(r - j + b) - lgamma(r + a + b) - log_beta_ab)
+    return min(1.0, total)
+
+
 class Seq(PoolStrategy):
+    def _reset(self) -> None:
+        super()._reset()
+        self.prior: dict[str, tuple[float, float]] = {}
+        self.given_up: dict[str, None] = {}
+
+    def on_add(self, ids: list[str]) -> None:
+        if self.cfg.give_up > 0:  # frozen for the step: every check of the prompt sees the same prior
+            self.prior.update({pid: self.memory.posterior(self.prompts[pid]) for pid in ids})
+
     def batch_end(self, pid: str) -> int:
         return min(len(self.pools[pid]) + self.cfg.samples_per_round, self.cfg.max_samples)
 
@@ -45,7 +77,19 @@ class Seq(PoolStrategy):
         return max(0, min(c.samples_per_round - (sent - self.arrived[pid]), c.max_samples - sent))
 
     def on_batch(self, pid: str) -> bool:
-        return self.retired(pid) or len(self.pools[pid]) >= self.cfg.max_samples
+        if self.retired(pid) or len(self.pools[pid]) >= self.cfg.max_samples:
+            return True
+        if self.cfg.give_up > 0 and self.resolve_chance(pid) < self.cfg.give_up:
+            self.given_up[pid] = None
+            return True
+        return False
+
+    def resolve_chance(self, pid: str) -> float:
+        c = self.cfg
+        pos, neg = split_correct(self.pools[pid], c.threshold)
+        a, b = self.prior[pid]
+        left = c.max_samples - len(self.pools[pid])
+        return resolve_chance(len(pos), len(neg), left, a, b, k_pos=c.resolved_k_pos, k_neg=c.resolved_k_neg)
 
     def retired(self, pid: str) -> bool:
         pos, neg = split_correct(self.pools[pid], self.cfg.threshold)
@@ -68,8 +112,19 @@ class Seq(PoolStrategy):
 
     def metrics(self) -> dict[str, Any]:
         unresolved = self.unresolved_ids()
-        return {
+        out = {
             **super().metrics(),
             "unresolved_prompts": len(unresolved),
             "dropped_prompts": len(unresolved) if self.cfg.unresolved == "drop" else 0,
         }
+        if self.cfg.give_up > 0:
+            out["given_up_prompts"] = len(self.given_up)
+            out["given_up_samples"] = sum(len(self.pools[pid]) for pid in self.given_up)
+        return out
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"prior": {k: list(v) for k, v in self.prior.items()}, "given_up": list(self.given_up)}
+
+    def _load_extra_state(self, extra: dict[str, Any]) -> None:
+        self.prior = {k: (float(v[0]), float(v[1])) for k, v in extra.get("prior", {}).items()}
+        self.given_up = dict.fromkeys(extra.get("given_up", []))

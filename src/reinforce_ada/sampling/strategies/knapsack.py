@@ -1,0 +1,97 @@
+"""Knapsack RL (arXiv 2509.25849, liziniu/KnapsackRL `exploration_utils.py`): allocate a step's budget by a knapsack.
+
+Each prompt is an item; N samples on it are worth (1 - p^N - (1 - p)^N) p (1 - p)^2 -- the chance of a non-zero
+gradient times the gradient's size -- and cost N. Per step, with budget N_total (default 8 per prompt, the paper's
+n = 8) and N in [min_samples, max_samples] (paper [2, 128]: `knapsack:min_samples=2,max_samples=128`):
+1) p_hat is the mean of the prompt's last `history` outcomes (paper: a 16-reward buffer) once at least half of them
+   are remembered (paper: 8); a prompt with fewer gets the default N_total / B.
+2) A prompt with p_hat = 0 or 1 gets min_samples (paper: negative_n = positive_n = min_n = 2); the others start at
+   min_samples and share the rest by the knapsack (`est.knapsack_allocate`: exact, the same optimum as the paper's
+   dynamic programme).
+3) The paper's fallback: when the rest exceeds what the uncertain prompts need -- sum of min(N_max, ln 0.1 /
+   ln max(p, 1 - p)), the samples for a 90% chance of a non-zero gradient -- the excess goes evenly to the p_hat = 0
+   prompts (or, if there are none, to the other prompts not in the knapsack); what they cannot take under the cap
+   stays in the knapsack (the paper's code divides by zero when there are no such prompts).
+4) One batch, every sample trained on, GRPO's group baseline with std, no per-prompt weight (the paper's GRPO).
+Departures: N never exceeds max_samples (the paper's fallback can push p_hat = 0 prompts past max_n); budget that
+cannot be placed under the caps is left unspent and `metrics()["budget_used"]` says so. The p_hat buffer lives in
+the strategy's prompt memory (`sampling.memory`, `recent`), checkpointed with it; a `predictor=` callable
+(prompt -> p) replaces it (the planner uses that to run the strategy at known pass rates).
+`est:allocation=knapsack` is the other composition: Est's estimator (tracker, predictor, both), Est's global baseline
+and residual weight, and this knapsack as its allocation rule.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.sampling.strategies.est import Est, knapsack_allocate
+from reinforce_ada.types import Group
+
+CONFIDENCE = 0.9
+"""The paper's alpha: the fallback's cost of a prompt is the samples for this chance of a non-zero gradient."""
+
+
+def _spread(counts: np.ndarray, idx: list[int], amount: int, hi: int) -> int:
+    """Give `amount` evenly (lowest index first for the remainder) to `idx`, capped at hi; return what is left."""
+    while amount > 0 and idx:
+        room = [i for i in idx if counts[i] < hi]
+        if not room:
+            break
+        share, rest = divmod(amount, len(room))
+        for j, i in enumerate(room):
+            add = min(share + (1 if j < rest else 0), hi - counts[i])
+            counts[i] += add
+            amount -= add
+    return amount
+
+
+def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int) -> np.ndarray:
+    """The paper's per-step allocation (module docstring, 1-3); None marks a prompt without enough history."""
+    b = len(p_hat)
+    counts = np.zeros(b, dtype=int)
+    if b == 0:
+        return counts
+    default = min(max(budget // b, lo), hi)
+    eff = [i for i, p in enumerate(p_hat) if p is not None and 0.0 < p < 1.0]
+    zero = [i for i, p in enumerate(p_hat) if p == 0.0]
+    rest = [i for i in range(b) if i not in set(eff)]
+    for i, p in enumerate(p_hat):
+        counts[i] = default if p is None else lo
+    left = budget - int(counts.sum())
+    if left <= 0:
+        return counts
+    if not eff:
+        _spread(counts, zero or list(range(b)), left, hi)
+        return counts
+    need = sum(int(min(hi, math.log(1 - CONFIDENCE) / math.log(max(p_hat[i], 1 - p_hat[i])))) for i in eff)  # type: ignore[arg-type]
+    if need < left:  # what the others cannot take (caps, or no others) stays in the knapsack
+        left = need + _spread(counts, zero or rest, left - need, hi)
+    p_eff = np.array([p_hat[i] for i in eff], dtype=float)
+    counts[eff] = knapsack_allocate(p_eff, left + lo * len(eff), lo, hi)
+    return counts
+
+
+class Knapsack(Est):
+    def on_add(self, ids: list[str]) -> None:
+        p_hat: list[float | None] = []
+        for pid in ids:
+            p = self.estimate(self.prompts[pid]) if self.predictor is not None else self.memory.recent_rate(pid)
+            p_hat.append(p)
+        budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
+        counts = knapsack_budget(p_hat, budget, self.cfg.min_samples, self.cfg.max_samples)
+        self.p_hat.update({pid: p for pid, p in zip(ids, p_hat, strict=True) if p is not None})
+        self.alloc.update(zip(ids, counts.tolist(), strict=True))
+
+    def build(self) -> list[Group]:
+        return [
+            Group(self.prompts[pid], list(pool), [float(s.reward) for s in pool])  # type: ignore[arg-type]
+            for pid, pool in self.pools.items()
+            if pool
+        ]
+
+    def metrics(self) -> dict[str, Any]:
+        return {**super().metrics(), "prompts_without_history": len(self.alloc) - len(self.p_hat)}
