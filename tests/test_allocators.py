@@ -28,7 +28,7 @@ from reinforce_ada.simulation.plan import greso_skip_share, plan, plan_monte_car
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.types import Prompt, Sample
 
-REPS = 1200
+REPS = 1000
 SPECS = [
     "pilot_commit",
     "knapsack",
