@@ -447,3 +447,20 @@ def test_predictor_changes_est_cold_start_allocation():
     assert len(set(tracker.alloc.values())) == 1  # all at the Beta(1, 1) prior: the same N
     hard, easy = pred.alloc["q1"], pred.alloc["q41"]
     assert pred.p_hat["q1"] < 0.25 < 0.4 < pred.p_hat["q41"] and hard > easy  # inv_sqrt: more on the hard level
+
+
+def test_simulated_prompt_features_and_empty_steps():
+    from reinforce_ada.simulation.simulate import simulate
+
+    res = simulate(["est:estimator=both"], steps=2, seeds=1, batch_size=8, pool_size=40, features="probe")
+    assert res["settings"]["features"] == "probe" and len(res["arms"]["est:estimator=both"]["runs"]) == 1
+    with pytest.raises(ConfigError, match="features"):
+        simulate(["uniform"], steps=1, seeds=1, batch_size=4, pool_size=10, features="hidden")
+    prompts, policy = frozen([0.5, 0.0])
+    assert policy.prompt_features("p0") == policy.phi[0].tolist()
+    for spec in ("greso", "mopps", "pilot_commit"):  # TRL drops a step's pools with begin([])
+        s = build_strategy(parse_arm(spec))
+        collect(s, policy, prompts)
+        step = s.memory.step
+        s.begin([])
+        assert s.done() and s.propose() == [] and s.build() == [] and s.memory.step == step
