@@ -310,7 +310,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except ValueError:
             raise ConfigError(f"--lrs {args.lrs!r}: give comma-separated numbers, e.g. 2e-4,4e-4,8e-4") from None
     if args.quick:
-        fields.update(QUICK)
+        fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
