@@ -191,15 +191,17 @@ class AdaGRPOTrainer(GRPOTrainer):
         batch = collect(strategy, engine, prompts, more_prompts=more)
         engine.drain()
         c = self.ada_config
-        advs, weights = compute_advantages(
-            batch.groups,
-            estimator=c.resolved_advantage,
-            std=c.resolved_scale_std,
-            correction=c.correction,
-            objective=c.objective,
-            alpha=c.alpha,
-            eps=TRL_STD_FLOOR,
-        )
+        advs, weights = batch.advantages, batch.weights
+        if c.resolved_scale_std:  # the same advantages with TRL's std floor (only the floor differs)
+            advs, weights = compute_advantages(
+                batch.groups,
+                estimator=c.resolved_advantage,
+                std=True,
+                correction=c.correction,
+                objective=c.objective,
+                alpha=c.alpha,
+                eps=TRL_STD_FLOOR,
+            )
         batch.ledger.verifier_errors += engine.errors
         if hasattr(strategy, "tracker") and self.accelerator.num_processes > 1:
             self._ada_sync_tracker()
@@ -269,16 +271,21 @@ class AdaGRPOTrainer(GRPOTrainer):
         )
 
     def _ada_fix_trl_logs(self, replay: Replay, groups: list[Group]) -> None:
-        """TRL logged its own advantages and zero-std share over num_generations-sized blocks; put ours instead."""
-        all_adv = gather(torch.tensor(replay.advantages, dtype=torch.float32, device=self.accelerator.device))
-        logged = self._logs["advantages"]
-        for _ in range(min(len(logged), len(all_adv))):
-            logged.pop()
-        logged.extend(all_adv.tolist())
-        zero_std = [float(np.std(g.rewards) == 0) for g in groups]
-        counts = torch.tensor([sum(zero_std), len(zero_std)], dtype=torch.float64, device=self.accelerator.device)
-        total = gather(counts).view(-1, 2).sum(0)
-        self._metrics["train"]["frac_reward_zero_std"][-1] = float(total[0] / total[1].clamp(min=1))
+        """TRL logged its own advantages (for the completions table) and its zero-std share over num_generations-
+        sized blocks of rows; put ours instead where they can differ."""
+        device = self.accelerator.device
+        if self.log_completions:
+            all_adv = gather(torch.tensor(replay.advantages, dtype=torch.float32, device=device))
+            logged = self._logs["advantages"]
+            for _ in range(min(len(logged), len(all_adv))):
+                logged.pop()
+            logged.extend(all_adv.tolist())
+        blocks = replay.mask is None and all(len(g.samples) == self.num_generations for g in groups)
+        if not blocks or self.accelerator.num_processes > 1:  # a gather: every process or none (blocks is local)
+            zero_std = [float(np.std(g.rewards) == 0) for g in groups]
+            counts = torch.tensor([sum(zero_std), len(zero_std)], dtype=torch.float64, device=device)
+            total = gather(counts).view(-1, 2).sum(0)
+            self._metrics["train"]["frac_reward_zero_std"][-1] = float(total[0] / total[1].clamp(min=1))
 
     # -- checkpoints ------------------------------------------------------------------------------------------------
     def ada_state(self) -> dict[str, Any]:

@@ -125,8 +125,8 @@ class TRLEngine:
         t = self.trainer
         completion_ids = [list(map(int, c)) for c in completion_ids]
         prompts = [self.rows[pid]["prompt"] for pid in pids]
-        completions = self.decode(prompts, [self.prompt_ids[pid] for pid in pids], completion_ids)
         texts = t.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+        completions = self.decode(prompts, [self.prompt_ids[pid] for pid in pids], completion_ids, texts)
         per_func, reward, errors, extra = reward_table(
             t, [self.rows[pid] for pid in pids], prompts, completions, completion_ids
         )
@@ -147,19 +147,19 @@ class TRLEngine:
             out.append(s)
         return out
 
-    def decode(self, prompts: list, prompt_ids: list[list[int]], completion_ids: list[list[int]]) -> list:
-        """Completions as TRL's `_generate` hands them to reward functions (text, or assistant messages)."""
+    def decode(self, prompts: list, prompt_ids: list[list[int]], completion_ids: list[list[int]], texts: list[str]):
+        """Completions as TRL's `_generate` hands them to reward functions (text, or assistant messages); `texts` is
+        `batch_decode(completion_ids, skip_special_tokens=True)`."""
         from trl.chat_template_utils import parse_response
         from trl.data_utils import is_conversational
 
         t = self.trainer
         if not is_conversational({"prompt": prompts[0]}):
-            return t.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+            return texts
         tok = t._tokenizer
         if getattr(tok, "response_template", None) is not None or getattr(tok, "response_schema", None) is not None:
             return [
                 [parse_response(tok, ids, prefix=p, tools=t.tools)]
                 for ids, p in zip(completion_ids, prompt_ids, strict=True)
             ]
-        contents = t.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        return [[{"role": "assistant", "content": c}] for c in contents]
+        return [[{"role": "assistant", "content": c}] for c in texts]
