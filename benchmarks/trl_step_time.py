@@ -5,7 +5,8 @@ The arms are TRL trainers training their own copy of the same model on the same 
 and uniform generate the same completions). Each runs `train()` in its own thread and a callback passes a baton at
 every optimizer step, so the arms' steps *interleave* (stock, uniform, seq, stock, ...) and only one runs at a time:
 background load hits every arm alike. Step time = `on_step_begin` to `on_step_end` (generation, rewards, loss and
-the optimizer step). Medians over the steps after a warm-up; the ratio's 95% interval is a bootstrap over steps.
+the optimizer step). Medians over the steps after a warm-up; the ratio's 95% interval is a bootstrap over
+interleaving rounds.
 TRL's gradient checkpointing is off on every arm.
 
 - `--model tiny` (default): the tests' tiny random Llama and char tokenizer, 8 prompts x 4 completions of up to 16
@@ -167,9 +168,12 @@ def build(arm: str, args, wl, out: Path, baton: Baton, times: list[float]):
 
 
 def bootstrap_ratio(a: np.ndarray, b: np.ndarray, reps: int = 4000, seed: int = 0) -> tuple[float, float]:
-    """95% interval of median(a) / median(b), resampling each arm's steps."""
+    """95% interval of median(a) / median(b), resampling interleaving rounds (step i of every arm together: the
+    arms' i-th steps ran back to back, under the same background load)."""
     rng = np.random.default_rng(seed)
-    r = [np.median(rng.choice(a, len(a))) / np.median(rng.choice(b, len(b))) for _ in range(reps)]
+    n = min(len(a), len(b))
+    idx = rng.integers(0, n, size=(reps, n))
+    r = np.median(a[:n][idx], axis=1) / np.median(b[:n][idx], axis=1)
     return float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))
 
 
@@ -259,8 +263,9 @@ def plot(result: dict, path: Path) -> None:
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     w = result["warmup"]
+    colors = dict(zip(ARMS, ("grey", "tab:blue", "tab:orange"), strict=True))
     for arm, ts in result["step_s"].items():
-        ax1.plot(range(1, len(ts) + 1), ts, marker=".", label=arm)
+        ax1.plot(range(1, len(ts) + 1), ts, marker=".", label=arm, color=colors[arm])
     ax1.axvspan(0.5, w + 0.5, color="grey", alpha=0.15, label="warm-up")
     ax1.set(xlabel="step (arms interleaved)", ylabel="seconds", title="step time per arm", yscale="log")
     ax1.legend()
@@ -268,10 +273,11 @@ def plot(result: dict, path: Path) -> None:
     r = [result["ratio_vs_stock"][a] for a in arms]
     lo = [r[i] - result["ratio_interval_95"][a][0] for i, a in enumerate(arms)]
     hi = [result["ratio_interval_95"][a][1] - r[i] for i, a in enumerate(arms)]
-    ax2.bar(arms, r, yerr=[lo, hi], capsize=4, color=["grey", "tab:blue", "tab:orange"])
+    ax2.bar(arms, r, yerr=[lo, hi], capsize=4, color=[colors[a] for a in arms])
     ax2.axhline(1.05, color="red", ls="--", lw=1, label="P7 goal 1.05")
     for i, a in enumerate(arms):
-        ax2.text(i, r[i], f"{r[i]:.3f}\n{result['samples_per_step'][a]:.0f} samples", ha="center", va="bottom")
+        label = f"{r[i]:.3f}\n{result['samples_per_step'][a]:.0f} samples\nper step"
+        ax2.text(i, r[i] / 2, label, ha="center", va="center", color="white")
     ax2.set(ylabel="median step time / stock", title=f"P7, {result['model']} model ({result['date']})")
     ax2.legend()
     fig.tight_layout()
@@ -279,4 +285,7 @@ def plot(result: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--replot"]:  # redraw a PNG from its JSON: --replot results.json
+        plot(json.loads(Path(sys.argv[2]).read_text()), Path(sys.argv[2]).with_suffix(".png"))
+        sys.exit(0)
     sys.exit(main())

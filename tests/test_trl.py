@@ -8,6 +8,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import fields
@@ -409,7 +410,16 @@ def test_check_trl_names_a_changed_method():
 def test_two_processes_agree_on_rounds_and_sum_their_ledgers(tmp_path):
     """`accelerate launch` with two CPU processes (gloo): est with even-length rewards, then seq where rank 0's
     prompts all retire in round 1 and rank 1's never resolve (it must not hang)."""
-    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    with socket.socket() as sock:  # a free port for the two processes' rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
     cmd = [
         sys.executable,
         "-m",
@@ -424,7 +434,7 @@ def test_two_processes_agree_on_rounds_and_sum_their_ledgers(tmp_path):
         "--dynamo_backend",
         "no",
         "--main_process_port",
-        "29517",
+        str(port),
         str(ROOT / "tests/trl_two_process.py"),
         str(tmp_path),
         "est",
