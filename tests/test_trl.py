@@ -27,6 +27,7 @@ from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.integrations.trl import HOOKED, AdaGRPOConfig, AdaGRPOTrainer, check_trl  # noqa: E402
 from reinforce_ada.integrations.trl_rewards import reward_table  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.strategies import STRATEGIES  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,6 +222,20 @@ def test_dynamic_refills_from_the_dataset(tmp_path):
     assert any(t["dropped_prompts"] > 0 for t in totals)
     assert any(t["prompts"] > 2 for t in totals)  # refills joined the step
     assert all(t["samples_generated"] == 4 * t["prompts"] for t in totals)
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_every_registered_strategy_runs_inside_trl(tmp_path, name):
+    """Admission strategies (mopps, greso, pilot_commit's eviction) draw their candidates from the dataset."""
+    trainer = make(AdaGRPOTrainer, tmp_path, max_steps=2, strategy=name, max_samples=8, samples_per_round=4, pilot=4)
+    trainer.train()
+    for h in trainer.ada_history:
+        t = h["total"]
+        assert t["samples_generated"] > 0 and t["prompts"] >= 1 and t["samples_trained"] <= t["samples_generated"]
+        if name == "mopps":  # candidates beyond the dataloader's batch came from the dataset
+            assert h["local"]["extra"]["offered_prompts"] > t["prompts"]
+    assert all(math.isfinite(x) for x in losses(trainer))
+    assert trainer.ada_strategy.memory.stats["visits"] == trainer.ada_history[-1]["total"]["prompts"]
 
 
 # -- checkpoints ------------------------------------------------------------------------------------------------------
@@ -448,7 +463,8 @@ def test_two_processes_agree_on_rounds_and_sum_their_ledgers(tmp_path):
     }
     for name, (r0, r1) in runs.items():
         assert r0["world"] == r1["world"] == 2 and r0["backend"] == "gloo"
-        assert r0["tracker"] == r1["tracker"]  # est: each prompt's new counts were shared
+        assert r0["memory"] == r1["memory"]  # every process's visits were shared
+        assert r0["memory"]["stats"]["visits"] == r0["history"][-1]["total"]["prompts"]
         for h0, h1 in zip(r0["history"], r1["history"], strict=True):
             assert h0["total"] == h1["total"]
             for key in (

@@ -4,7 +4,7 @@ usage: accelerate launch --multi_gpu --num_processes 2 tests/trl_two_process.py 
 A RUN is a strategy name (`est`, `seq`, ...), optionally with `-asymmetric`: then rank 0's completions all score 1
 (its prompts retire in round 1 under exit=positive) and rank 1's all score 0 (its prompts run to the cap), so the
 processes disagree on how many rounds they need. Each process writes OUT_DIR/{RUN}_rank{r}.json: its ledgers per
-step (its own and the reduced one), its strategy's tracker, and TRL's log history.
+step (its own and the reduced one), its strategy's prompt memory, and TRL's log history.
 """
 
 from __future__ import annotations
@@ -55,13 +55,12 @@ def run(out: Path, spec: str) -> None:
     )
     trainer.train()
     acc = trainer.accelerator
-    tracker = getattr(trainer.ada_strategy, "tracker", None)
     record = {
         "rank": acc.process_index,
         "world": acc.num_processes,
         "backend": str(acc.state.backend),
         "history": trainer.ada_history,
-        "tracker": {k: list(v) for k, v in sorted(tracker.counts.items())} if tracker else None,
+        "memory": trainer.ada_strategy.memory.state_dict(),
         "log_history": trainer.state.log_history,
     }
     (out / f"{spec}_rank{acc.process_index}.json").write_text(json.dumps(record))

@@ -3,9 +3,10 @@
 One generation batch, per process:
 1) TRL's dataloader gives each process whole prompt groups (its RepeatSampler repeats each prompt num_generations
    times); we keep one row per prompt, as our `Prompt`s (id: a hash of the row's prompt, stable across steps).
-2) `sampling.rounds.collect` runs the strategy (uniform, dynamic, seq, est) over `TRLEngine` (`trl_engine`), whose
-   rounds call TRL's own generation path and reward functions, agreed across processes; `drain()` keeps a finished
-   process in the rounds until every process is done.
+2) `sampling.rounds.collect` runs the strategy (any in the registry) over `TRLEngine` (`trl_engine`), whose rounds
+   call TRL's own generation path and reward functions, agreed across processes; `drain()` keeps a finished process
+   in the rounds until every process is done. Refills and admission candidates come from the dataset's rows; the
+   strategy's prompt memory records every process's visits, so it is the same on all processes.
 3) The kept samples go through TRL's own `_generate_and_score_completions` as a replayed rollout (TRL's public
    `rollout_func` hook, set for that one call), so padding, old/reference log-probs, vLLM importance ratios, the loss
    inputs and TRL's logs are TRL's. `_calculate_rewards` returns the rewards already computed in the rounds, and the
@@ -15,7 +16,7 @@ One generation batch, per process:
 4) Each process's trained rows are padded to one count (a multiple of lcm(num_generations, steps_per_generation)),
    TRL's gathers need equal shapes: padding rows carry a zero loss mask (`env_mask`), NaN rewards and zero advantage.
    They leave token-normalised losses (`dapo`, the default, `bnpo`, `cispo`) exact; sequence-mean losses (`grpo`,
-   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform and seq (n rows per prompt) never pad.
+   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform and seq (M >= n: n rows a prompt) never pad.
 5) The ledger is reduced over processes and logged under `ada/`; strategy state is written into every checkpoint
    (`reinforce_ada/state_rank{r}.json`) and read back by `train(resume_from_checkpoint=...)`.
 Departures: the std floor is TRL's 1e-4 (our trainer's is 1e-6), so uniform reproduces stock GRPOTrainer; TRL's
@@ -28,7 +29,7 @@ import hashlib
 import inspect
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def check_trl(trainer_cls: type = GRPOTrainer) -> None:
 
 
 def prompt_key(prompt: Any) -> str:
-    """A stable id for a dataset prompt (text or messages): Est's pass-rate tracker follows it across steps."""
+    """A stable id for a dataset prompt (text or messages): the prompt memory follows it across steps."""
     return hashlib.sha1(json.dumps(prompt, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -139,11 +140,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         self.ada_strategy = build_strategy(self.ada_config)
         self.ada_engine = TRLEngine(self, chunk=config.per_device_train_batch_size * config.steps_per_generation)
         self.ada_order: PromptOrder | None = None
-        if self.ada_config.name == "dynamic":  # DAPO refills draw fresh rows from the dataset
-            if not hasattr(self.train_dataset, "__getitem__"):
-                raise ConfigError("strategy='dynamic' needs a map-style train_dataset (it refills from its rows)")
-            stubs = [Prompt(id=str(i), text="") for i in range(len(self.train_dataset))]
-            self.ada_order = PromptOrder(stubs, seed=config.seed * 1000 + 17 + rank)
+        """Where refills and admission candidates come from (built on first use: DAPO, MoPPS, GRESO, eviction)."""
         self.ada_history: list[dict[str, dict[str, Any]]] = []
         """Per generation batch: this process's ledger ("local") and the one reduced over processes ("total")."""
         self._ada_replay: Replay | None = None
@@ -187,8 +184,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         prompts = self._ada_prompts(rows)
         engine, strategy = self.ada_engine, self.ada_strategy
         engine.start(prompts, rows)
-        more = self._ada_more if self.ada_order is not None else None
-        batch = collect(strategy, engine, prompts, more_prompts=more)
+        batch = collect(strategy, engine, prompts, more_prompts=self._ada_more)
         engine.drain()
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
@@ -203,8 +199,8 @@ class AdaGRPOTrainer(GRPOTrainer):
                 eps=TRL_STD_FLOOR,
             )
         batch.ledger.verifier_errors += engine.errors
-        if hasattr(strategy, "tracker") and self.accelerator.num_processes > 1:
-            self._ada_sync_tracker()
+        if self.accelerator.num_processes > 1:
+            self._ada_sync_memory()
         kept = [
             (engine.scored[id(s)], float(a * w))
             for g, adv_R, w in zip(batch.groups, advs, weights, strict=True)
@@ -214,7 +210,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         self.ada_history.append({"local": local, "total": total})
         log_ledger(self._metrics["train"], total)
         replay = self._ada_replay_rows(kept, target, padded_anywhere=total["padded_rows"] > 0)
-        strategy.begin([])  # drop the step's pools: the state that outlives a step is rng, tracker (and refills)
+        strategy.begin([])  # drop the step's pools: what outlives a step is the rng and the prompt memory
         return replay, batch.groups
 
     def _ada_prompts(self, rows: list[dict[str, Any]]) -> list[Prompt]:
@@ -228,11 +224,16 @@ class AdaGRPOTrainer(GRPOTrainer):
         return prompts
 
     def _ada_more(self, k: int) -> list[Prompt]:
-        """DAPO refills: k fresh dataset rows not already in the step (each process draws its own)."""
-        assert self.ada_order is not None
+        """k fresh dataset rows not already in the step, for DAPO refills and admission candidates (each process
+        draws its own, from a seeded epoch order that is checkpointed). An iterable dataset has none to give."""
+        if not hasattr(self.train_dataset, "__getitem__"):
+            warnings.warn(
+                "the strategy asked for more prompts; an iterable train_dataset cannot give them", stacklevel=2
+            )
+            return []
         out: list[Prompt] = []
         rows: list[dict[str, Any]] = []
-        for stub in self.ada_order.take(k):
+        for stub in self._ada_prompt_order().take(k):
             row = self.train_dataset[int(stub.id)]
             p = Prompt(id=prompt_key(row["prompt"]), text=json.dumps(row["prompt"], default=str))
             if p.id not in self.ada_strategy.prompts and p.id not in {q.id for q in out}:
@@ -240,12 +241,27 @@ class AdaGRPOTrainer(GRPOTrainer):
         self.ada_engine.add(out, rows)
         return out
 
-    def _ada_sync_tracker(self) -> None:
-        """Est's pass-rate tracker: each prompt was visited on one process; share its new counts with all."""
-        tracker = self.ada_strategy.tracker  # type: ignore[attr-defined]
-        visited = {pid: tracker.counts[pid] for pid in self.ada_strategy.prompts if pid in tracker.counts}
-        for part in gather_object([visited]):
-            tracker.counts.update(part)
+    def _ada_prompt_order(self) -> PromptOrder:
+        if self.ada_order is None:
+            stubs = [Prompt(id=str(i), text="") for i in range(len(self.train_dataset))]
+            self.ada_order = PromptOrder(stubs, seed=self.args.seed * 1000 + 17 + self.accelerator.process_index)
+        return self.ada_order
+
+    def _ada_sync_memory(self) -> None:
+        """The strategy's prompt memory (pass-rate tracker, visit history, evictions, predictor) learns from every
+        process's visits: each process sends the visits it recorded this step and records the others'. A prompt is
+        visited by one process per step (its group lives on one process), so every memory ends the step the same;
+        the predictor's pending visits are put in rank order, so its updates agree too."""
+        s = self.ada_strategy
+        th = s.cfg.threshold
+        mine = [(asdict(s.prompts[pid]), [float(x.reward) > th for x in pool]) for pid, pool in s.pools.items() if pool]
+        everyone = gather_object([mine])
+        memory, rank = s.memory, self.accelerator.process_index
+        for r, visits in enumerate(everyone):
+            for p, outcomes in visits if r != rank else []:
+                memory.record(Prompt(**p), outcomes)
+        if memory.predictor is not None:
+            memory.pending = [(Prompt(**p), sum(o), len(o)) for visits in everyone for p, o in visits if o]
 
     def _ada_replay_rows(self, kept: list, target: int, *, padded_anywhere: bool) -> Replay:
         e = self.ada_engine
@@ -309,8 +325,10 @@ class AdaGRPOTrainer(GRPOTrainer):
             if not path.exists():
                 warnings.warn(f"{checkpoint} has no reinforce-ada state: the strategy starts fresh", stacklevel=2)
                 return
-            warnings.warn(f"{checkpoint}: no state for this process; loading rank 0's (tracker shared)", stacklevel=2)
+            warnings.warn(
+                f"{checkpoint}: no state for this process; loading rank 0's (the prompt memory is shared)", stacklevel=2
+            )
         state = json.loads(path.read_text())
         self.ada_strategy.load_state_dict(state["strategy"])
-        if self.ada_order is not None and state["order"] is not None:
-            self.ada_order.load_state_dict(state["order"])
+        if state["order"] is not None:
+            self._ada_prompt_order().load_state_dict(state["order"])
