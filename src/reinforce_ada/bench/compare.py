@@ -305,6 +305,7 @@ def goals_for_summary(results: dict[str, Any], pool: str) -> dict[str, Any]:
         entry = {**{k: v for k, v in g.items() if k != "per_seed"}, "pool": pool}
         entry["testbed_sha256"] = tb["sha256"]
         entry["testbed_is_shipped"] = tb["matches"]
+        entry["testbed_exact_pass_rates"] = tb["exact_pass_rates"]
         for other, s in results["by_pool"].items():
             if other != pool:
                 og = s["goals"][key]
