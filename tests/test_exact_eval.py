@@ -48,7 +48,7 @@ def test_matches_the_product_of_next_token_probabilities(tiny_llama, char_tokeni
                 logits = model(torch.tensor([seq])).logits[0, -1].double() / 0.7
             total += float(torch.log_softmax(logits, -1)[t])
             seq.append(t)
-        assert lp == pytest.approx(total, abs=1e-5)
+        assert lp == pytest.approx(total, abs=1e-4)  # float32 batched vs one-at-a-time: ~1e-5 apart on some CPUs
 
 
 def test_agrees_with_sampled_accuracy_within_monte_carlo_error(warm):

@@ -138,7 +138,7 @@ def test_local_engine_choice(tiny_llama, char_tokenizer):
         ({"name": "dynamic"}, {}, False),
         ({"name": "seq"}, {"streaming": False}, False),
         ({"name": "uniform"}, {"streaming": True}, True),
-        ({"name": "seq"}, {"engine": "vllm"}, False),
+        ({"name": "seq"}, {"engine": "vllm"}, True),  # vLLM streams too (submit/poll/cancel)
     ],
 )
 def test_streaming_is_the_default_for_seq_and_est(strategy, generation, expected):
