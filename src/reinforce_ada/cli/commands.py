@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.cli.flags import strategy_from_args, train_config_from_args
+from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 
 
@@ -124,20 +124,67 @@ def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from reinforce_ada.models.load import resolve_device
+    from reinforce_ada.training import checkpoint
+    from reinforce_ada.training.config import load_toml
     from reinforce_ada.training.report import make_report
-    from reinforce_ada.training.trainer import Trainer
+    from reinforce_ada.training.trainer import Interrupted, Trainer
 
     cfg = train_config_from_args(args)
     cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
-    trainer = Trainer(cfg)
-    if args.resume and trainer.resume():
-        print(f"resumed {cfg.run.run_dir} at step {trainer.step}")
-    last = trainer.fit()
-    report = make_report(Path(cfg.run.run_dir), title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
+    resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
+    run_dir = Path(cfg.run.run_dir)
+    if args.resume:
+        changed = changed_run_fields(load_toml(run_dir / "config.toml"), cfg)
+        if changed:
+            raise ConfigError(
+                f"--resume {run_dir}: these fields define the run and differ from its config.toml: {'; '.join(changed)}"
+                ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
+                "change), or start a new run with --run-dir"
+            )
+        ckpt = checkpoint.latest(run_dir)
+        reached = _checkpoint_step(ckpt) if ckpt else None
+        if reached is not None and reached >= cfg.run.steps:
+            print(
+                f"{run_dir} already reached step {reached} (run.steps={cfg.run.steps}): nothing to do. "
+                f"To train further: reinforce-ada train --resume {run_dir} --steps N (N > {reached})"
+            )
+            return 0
+    existed = run_dir.exists()
+    try:
+        trainer = Trainer(cfg)
+        if args.resume and trainer.resume():
+            print(f"resumed {cfg.run.run_dir} at step {trainer.step}")
+        last = trainer.fit()
+    except Interrupted as e:
+        print(f"interrupted at step {e.step}; continue with: reinforce-ada train --resume {run_dir}")
+        return 130
+    except BaseException:
+        if not existed:
+            _remove_if_empty_run(run_dir)
+        raise
+    report = make_report(run_dir, title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
     keys = ("step", "eval_accuracy", "reward_first_round", "zero_adv_prompt_share", "samples_generated")
     print("final:", json.dumps({k: last.get(k) for k in keys}))
     print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
     return 0
+
+
+def _checkpoint_step(ckpt: Path) -> int | None:
+    try:
+        return int(json.loads((ckpt / "manifest.json").read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove_if_empty_run(run_dir: Path) -> None:
+    """A run that failed before its first step leaves no folder behind (it holds no metrics or checkpoints)."""
+    import shutil
+
+    metrics = run_dir / "metrics.jsonl"
+    has_steps = metrics.exists() and any('"step": ' in ln and '"step": 0,' not in ln for ln in metrics.open())
+    if not has_steps and not any((run_dir / "checkpoints").glob("step_*")):
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @dataclasses.dataclass

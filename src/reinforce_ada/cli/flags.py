@@ -86,7 +86,35 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
             overrides.setdefault(sec, {})[name] = value
     cfg = apply_overrides(cfg, overrides, "command line")
     strategy = strategy_from_args(args, cfg.strategy)
-    return dataclasses.replace(cfg, strategy=strategy)
+    cfg = dataclasses.replace(cfg, strategy=strategy)
+    if args.resume:  # the folder given is the run, wherever it was made or moved to
+        cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(args.resume)))
+    return cfg
+
+
+RESUME_MAY_CHANGE = {
+    "run": ("steps", "eval_every", "eval_samples", "save_every", "keep_checkpoints", "progress", "run_dir"),
+    "model": ("threads", "device"),
+    "task": ("verifier_timeout_s",),
+}
+"""Fields a resumed run may change: how long, how often it evaluates and saves, where it runs. Anything else would
+make the folder hold two different runs."""
+
+
+def changed_run_fields(saved: Any, new: Any) -> list[str]:
+    """`section.field: old -> new` for every field that defines the run and differs between the two configs."""
+    out = []
+    for sec in dataclasses.fields(saved):
+        a, b = getattr(saved, sec.name), getattr(new, sec.name)
+        if not dataclasses.is_dataclass(a):
+            continue
+        for f in dataclasses.fields(a):
+            if f.name in RESUME_MAY_CHANGE.get(sec.name, ()) or (sec.name == "strategy" and f.name == "seed"):
+                continue
+            va, vb = getattr(a, f.name), getattr(b, f.name)
+            if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
+                out.append(f"{sec.name}.{f.name}: {va!r} -> {vb!r}")
+    return out
 
 
 def _escape(text: str) -> str:

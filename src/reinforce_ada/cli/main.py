@@ -7,6 +7,7 @@ Strategy flags are generated from `StrategyConfig`, so they carry the same names
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from reinforce_ada.cli.commands import (
@@ -167,6 +168,16 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except ConfigError as e:
         parser.exit(2, f"reinforce-ada {args.command}: error: {e}\n")
+    except KeyboardInterrupt:
+        print(f"\nreinforce-ada {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT):
+            why = {errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only"}.get(
+                e.errno, "permission denied"
+            )
+            parser.exit(1, f"reinforce-ada {args.command}: error: {why}: {e.filename or e}\n")
+        raise
     return 0
 
 

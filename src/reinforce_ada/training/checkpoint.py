@@ -1,23 +1,133 @@
-"""Atomic checkpoints: everything needed to continue a run bit for bit.
+"""Atomic, verified checkpoints: everything needed to continue a run bit for bit, and nothing that can run code.
 
-A checkpoint folder holds `state.pt` (optimizer, scheduler, strategy + tracker, data order, every RNG, step) and
-`model/` (a loadable Hugging Face folder, or the LoRA adapter). It is written to a temporary folder and renamed into
+A checkpoint folder holds the trainer state (optimizer, strategy + memory, data order, every RNG, step) as
+`state.json` (plain JSON) + `state.safetensors` (its tensors), `model/` (a loadable Hugging Face folder, or the LoRA
+adapter) and `manifest.json` (the sha256 of every file). Nothing is unpickled: a crafted run folder cannot run code
+on `--resume` (the pre-0.3 `state.pt` is refused, not loaded). It is written to a temporary folder and renamed into
 place, and `latest` is replaced atomically afterwards, so a run killed at any moment resumes from the last complete
-checkpoint.
+checkpoint; `verify` re-hashes every file, so a truncated or bit-flipped checkpoint is detected, and the trainer
+falls back to the previous good one.
 """
 
 from __future__ import annotations
 
+import base64
+import errno
+import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.config import load_toml
+
+STATE_JSON, STATE_TENSORS, MANIFEST = "state.json", "state.safetensors", "manifest.json"
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint that cannot be used as it is (damaged, written by an unsafe older format, or another run's)."""
+
+
+def pack(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    """A JSON-able copy of `obj`; tensors (and numpy arrays) go to `tensors` under a key the JSON points at."""
+    if isinstance(obj, torch.Tensor):
+        key = f"t{len(tensors)}"
+        tensors[key] = obj.detach().cpu().contiguous()
+        return {"__tensor__": key}
+    if isinstance(obj, np.ndarray):
+        key = f"t{len(tensors)}"
+        tensors[key] = torch.from_numpy(np.ascontiguousarray(obj).copy())
+        return {"__ndarray__": key}
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) for k in obj) and not any(k.startswith("__") and k.endswith("__") for k in obj):
+            return {k: pack(v, tensors) for k, v in obj.items()}
+        return {"__items__": [[pack(k, tensors), pack(v, tensors)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [pack(v, tensors) for v in obj]}
+    if isinstance(obj, list):
+        return [pack(v, tensors) for v in obj]
+    if isinstance(obj, bytes):
+        return {"__bytes__": base64.b64encode(obj).decode()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    raise TypeError(f"checkpoint state holds a {type(obj).__name__}; only JSON values, tuples and tensors are stored")
+
+
+def unpack(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(obj, list):
+        return [unpack(v, tensors) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if "__tensor__" in obj:
+        return tensors[obj["__tensor__"]].clone()
+    if "__ndarray__" in obj:
+        return tensors[obj["__ndarray__"]].numpy().copy()
+    if "__items__" in obj:
+        return {_hashable(unpack(k, tensors)): unpack(v, tensors) for k, v in obj["__items__"]}
+    if "__tuple__" in obj:
+        return tuple(unpack(v, tensors) for v in obj["__tuple__"])
+    if "__bytes__" in obj:
+        return base64.b64decode(obj["__bytes__"])
+    return {k: unpack(v, tensors) for k, v in obj.items()}
+
+
+def _hashable(k: Any) -> Any:
+    return tuple(k) if isinstance(k, list) else k
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def write_state(folder: Path, state: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    doc = pack(state, tensors)
+    save_file(tensors, str(folder / STATE_TENSORS))
+    (folder / STATE_JSON).write_text(json.dumps(doc))
+
+
+def verify(ckpt: Path) -> None:
+    """Raise CheckpointError unless every file the manifest lists is there with its recorded sha256."""
+    ckpt = Path(ckpt)
+    if (ckpt / "state.pt").exists() and not (ckpt / STATE_JSON).exists():
+        raise CheckpointError(
+            f"{ckpt}: state.pt is the pickle format of reinforce-ada < 0.3; it is not loaded, because unpickling a "
+            "file from a run folder can run arbitrary code. Start a new run (or resume with the version that wrote it)"
+        )
+    manifest = ckpt / MANIFEST
+    if not manifest.exists():
+        raise CheckpointError(f"{ckpt}: no {MANIFEST} (an incomplete or foreign checkpoint)")
+    try:
+        listed = json.loads(manifest.read_text())["sha256"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{ckpt}: {MANIFEST} is damaged ({e})") from None
+    for rel, digest in listed.items():
+        f = ckpt / rel
+        if not f.is_file():
+            raise CheckpointError(f"{ckpt}: {rel} is missing")
+        if sha256(f) != digest:
+            raise CheckpointError(f"{ckpt}: {rel} does not match its checksum (damaged: truncated or bit-flipped)")
+    for needed in (STATE_JSON, STATE_TENSORS):
+        if needed not in listed:
+            raise CheckpointError(f"{ckpt}: the manifest does not list {needed}")
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -36,37 +146,81 @@ def write_atomic(path: Path, text: str) -> None:
 def save(run_dir: Path, step: int, state: dict[str, Any], model: Any, tokenizer: Any, keep: int = 2) -> Path:
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
+    clean_partial(root)
     final = root / f"step_{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=root))
     try:
-        torch.save(state, tmp / "state.pt")
+        write_state(tmp, state)
         model.save_pretrained(tmp / "model")
         tokenizer.save_pretrained(tmp / "model")
+        digests = {str(p.relative_to(tmp)): sha256(p) for p in _files(tmp)}
+        (tmp / MANIFEST).write_text(json.dumps({"step": step, "sha256": digests}, indent=1))
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
+    except OSError as e:
+        raise CheckpointError(_os_message(e, root, f"writing the checkpoint of step {step}")) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write_atomic(root / "latest", final.name + "\n")
+    try:
+        write_atomic(root / "latest", final.name + "\n")
+    except OSError as e:
+        raise CheckpointError(_os_message(e, root, "updating checkpoints/latest")) from None
     for old in sorted(p for p in root.glob("step_*") if p.is_dir())[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
-def latest(run_dir: Path) -> Path | None:
+def _os_message(e: OSError, where: Path, doing: str) -> str:
+    why = {
+        errno.ENOSPC: "the disk is full",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EDQUOT: "the disk quota is exceeded",
+    }.get(e.errno or 0, e.strerror or str(e))
+    return (
+        f"{doing} in {where} failed: {why}. The folder is unchanged (earlier checkpoints and metrics are intact); "
+        "free space or fix permissions, then resume"
+    )
+
+
+def clean_partial(root: Path) -> None:
+    """Remove the temporary folders of checkpoint writes that were killed half-way (`.step_*`)."""
+    for p in Path(root).glob(".step_*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def complete(run_dir: Path) -> list[Path]:
+    """The run's checkpoints that were written to the end, newest first (`latest` first when it names one)."""
     root = checkpoint_dir(run_dir)
+    done = sorted(
+        (p for p in root.glob("step_*") if p.is_dir() and ((p / MANIFEST).exists() or (p / "state.pt").exists())),
+        reverse=True,
+    )
     marker = root / "latest"
     if marker.exists():
-        p = root / marker.read_text().strip()
-        if (p / "state.pt").exists():
-            return p
-    done = sorted(p for p in root.glob("step_*") if (p / "state.pt").exists())
-    return done[-1] if done else None
+        named = root / marker.read_text().strip()
+        if named in done:
+            done.remove(named)
+            done.insert(0, named)
+    return done
+
+
+def latest(run_dir: Path) -> Path | None:
+    found = complete(run_dir)
+    return found[0] if found else None
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:
-    # our own file: it holds numpy generator states and plain Python objects besides tensors
-    return torch.load(ckpt / "state.pt", weights_only=False)
+    """The trainer state of a verified checkpoint (JSON + safetensors; never unpickled)."""
+    from safetensors.torch import load_file
+
+    verify(ckpt)
+    try:
+        tensors = load_file(str(Path(ckpt) / STATE_TENSORS))
+        return unpack(json.loads((Path(ckpt) / STATE_JSON).read_text()), tensors)
+    except (ValueError, KeyError, OSError) as e:
+        raise CheckpointError(f"{ckpt}: the state cannot be read ({e})") from None
 
 
 def model_folder(path: Path) -> Path:
@@ -93,11 +247,18 @@ def load_model_weights(model: Any, folder: Path) -> None:
         return
     if not (folder / "model.safetensors").exists():
         raise FileNotFoundError(f"{folder} holds no model.safetensors or adapter_model.safetensors")
-    result = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+    try:
+        result = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+    except RuntimeError as e:  # shapes differ: another model size
+        first = str(e).strip().splitlines()[-1].strip() if str(e).strip() else str(e)
+        raise CheckpointError(f"checkpoint {folder} holds another model than this run's ({first})") from None
     # tied output embeddings are not saved separately; anything else missing means a different model
     missing = [k for k in result.missing_keys if "lm_head" not in k]
     if missing or result.unexpected_keys:
-        raise RuntimeError(f"checkpoint {folder} does not match the model: {(missing + result.unexpected_keys)[:3]}")
+        raise CheckpointError(
+            f"checkpoint {folder} does not match the model (full model vs LoRA adapter, or another architecture): "
+            f"{(missing + result.unexpected_keys)[:3]}"
+        )
 
 
 def model_folder_for(checkpoint: str | None, model: str | None) -> Path:

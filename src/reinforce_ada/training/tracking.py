@@ -19,11 +19,18 @@ class Tracker:
             self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"))
 
     def truncate_after(self, step: int) -> None:
-        """Drop lines of steps after `step` (resuming from a checkpoint repeats them)."""
+        """Keep one line per step up to `step` (resuming from a checkpoint repeats the later ones); a half-written
+        line (a kill mid-write) and repeated steps (a kill before the first checkpoint) are dropped. Atomic."""
         if not self.path.exists():
             return
-        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] <= step]
-        self.path.write_text("".join(k + "\n" for k in keep))
+        keep: dict[int, str] = {}
+        for ln in self.path.read_text(errors="replace").splitlines():
+            row = _parse(ln)
+            if row is not None and isinstance(row.get("step"), int) and row["step"] <= step:
+                keep[row["step"]] = ln  # the last line of a step wins: it is the one the checkpoint followed
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text("".join(keep[k] + "\n" for k in sorted(keep)))
+        tmp.replace(self.path)
 
     def log(self, metrics: dict[str, Any]) -> None:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
@@ -40,6 +47,17 @@ class Tracker:
             self.writer.close()
 
 
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's metric lines; a half-written line (a run killed mid-write) is skipped."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.exists() else []
+    if not path.exists():
+        return []
+    return [row for ln in path.read_text(errors="replace").splitlines() if (row := _parse(ln)) is not None]

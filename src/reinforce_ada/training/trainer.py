@@ -162,8 +162,18 @@ class Trainer:
                     self.opt.zero_grad(set_to_none=True)
                     out["skipped_update"] += 1
                     continue
+                before = [p.detach().clone() for p in self.params]
                 self.opt.step()
                 self.opt.zero_grad(set_to_none=True)
+                if not all(bool(torch.isfinite(p).all()) for p in self.params):
+                    # a finite gradient can still give non-finite weights (lr or weight decay too large): roll the
+                    # weights back so the next step does not start from NaN (Adam's moments keep this gradient)
+                    with torch.no_grad():
+                        for p, old in zip(self.params, before, strict=True):
+                            p.copy_(old)
+                    out["skipped_update"] += 1
+                    out["rolled_back_update"] = out.get("rolled_back_update", 0) + 1
+                    continue
                 losses.append(loss), entropies.append(ent), norms.append(float(norm)), clip.append(cf)
         mean = lambda x: float(np.mean(x)) if x else float("nan")  # noqa: E731
         return {
@@ -280,21 +290,50 @@ class Trainer:
         )
 
     def resume(self) -> bool:
-        """Load the latest checkpoint of the run folder, if any; returns whether one was loaded."""
-        ckpt = checkpoint.latest(self.run_dir)
-        if ckpt is None:
+        """Load the newest good checkpoint of the run folder; returns whether one was loaded.
+
+        A checkpoint that fails its checksums, cannot be read, does not fit the model or holds non-finite weights is
+        skipped with a warning and the one before it is tried; when none is good, a CheckpointError names why each
+        failed. Metrics of steps after the loaded checkpoint are dropped (resuming repeats them)."""
+        found = checkpoint.complete(self.run_dir)
+        if not found:
+            self.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
             return False
+        errors = []
+        for ckpt in found:
+            try:
+                self._load(ckpt)
+            except checkpoint.CheckpointError as e:
+                errors.append(str(e))
+                print(f"warning: skipping checkpoint {ckpt.name}: {e}")
+                continue
+            self.tracker.truncate_after(self.step)
+            return True
+        raise checkpoint.CheckpointError("no usable checkpoint in " + str(self.run_dir) + ":\n  " + "\n  ".join(errors))
+
+    def _load(self, ckpt: Path) -> None:
         state = checkpoint.load_state(ckpt)
-        checkpoint.load_model_weights(self.model, ckpt / "model")
-        self.opt.load_state_dict(state["optimizer"])
-        self.strategy.load_state_dict(state["strategy"])
-        self.order.load_state_dict(state["order"])
-        self.engine.load_state_dict(state["engine"])
-        self.rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(state["torch_rng"])
-        self.step = state["step"]
-        self.tracker.truncate_after(self.step)
-        return True
+        snapshot = [p.detach().clone() for p in self.model.parameters()]
+        try:
+            checkpoint.load_model_weights(self.model, ckpt / "model")
+            if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
+                raise checkpoint.CheckpointError(f"{ckpt}: the model weights hold NaN or inf")
+            self.opt.load_state_dict(state["optimizer"])
+            self.strategy.load_state_dict(state["strategy"])
+            self.order.load_state_dict(state["order"])
+            self.engine.load_state_dict(state["engine"])
+            self.rng.bit_generator.state = state["rng"]
+            torch.set_rng_state(state["torch_rng"])
+        except (KeyError, ValueError, TypeError, RuntimeError) as e:
+            with torch.no_grad():
+                for p, old in zip(self.model.parameters(), snapshot, strict=True):
+                    p.copy_(old)
+            if isinstance(e, checkpoint.CheckpointError):
+                raise
+            raise checkpoint.CheckpointError(
+                f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})"
+            ) from None
+        self.step = int(state["step"])
 
     def fit(self) -> dict[str, Any]:
         r = self.cfg.run
@@ -303,16 +342,24 @@ class Trainer:
             last = {"step": 0, **self.evaluate(), **self.warm_start_metrics()}
             self.tracker.log(last)
         bar = _progress(r.progress, total=r.steps, initial=self.step)
-        while self.step < r.steps:
-            m = self.train_step()
-            if (r.eval_every and self.step % r.eval_every == 0) or self.step == r.steps:
-                m.update(self.evaluate())
-            self.tracker.log(m)
-            if self.step % r.save_every == 0 or self.step == r.steps:
-                self.save()
-            bar.update(1)
-            bar.set_postfix(_postfix(m))
-            last = m
+        with StopAtStepBoundary() as stop:
+            while self.step < r.steps:
+                m = self.train_step()
+                if (r.eval_every and self.step % r.eval_every == 0) or self.step == r.steps:
+                    m.update(self.evaluate())
+                self.tracker.log(m)
+                saved = self.step % r.save_every == 0 or self.step == r.steps
+                if saved:
+                    self.save()
+                bar.update(1)
+                bar.set_postfix(_postfix(m))
+                last = m
+                if stop.requested and self.step < r.steps:
+                    if not saved:
+                        self.save()
+                    bar.close()
+                    self.tracker.close()
+                    raise Interrupted(self.step)
         bar.close()
         self.tracker.close()
         return last
@@ -320,6 +367,43 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
+
+
+class Interrupted(Exception):
+    """Ctrl-C was pressed: the run stopped at a step boundary after saving a checkpoint of `step`."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"interrupted at step {step}")
+        self.step = step
+
+
+class StopAtStepBoundary:
+    """While active (main thread only), the first SIGINT asks the loop to stop after the current step; a second one
+    raises KeyboardInterrupt at once (nothing is saved then)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._old: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\nCtrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop now, unsaved)")
+
+    def __enter__(self) -> StopAtStepBoundary:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 class Drift:
