@@ -91,7 +91,7 @@ def test_plan_help_lists_only_options_that_change_its_answer(capsys, monkeypatch
     text = _help(capsys, monkeypatch, "plan")
     for used in ("--n ", "--exit ", "--k-pos ", "--budget ", "--max-samples "):
         assert used in text
-    for unused in ("--selection", "--decay", "--prior-alpha", "--residual", "--advantage", "--predictor-lr"):
+    for unused in ("--selection", "--decay", "--residual", "--advantage", "--predictor-lr"):
         assert unused not in text
 
 

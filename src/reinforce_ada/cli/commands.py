@@ -358,10 +358,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     from reinforce_ada.extras import require
     from reinforce_ada.models.gguf import fetch_smollm2, gguf_to_hf
 
-    require("gguf", f"models {args.name}")  # a missing package fails now, not after the download
     out = Path(args.out)
     if (out / "config.json").exists() and not args.force:
         raise ConfigError(f"{out} already holds a model; pass --force to rebuild it")
+    require("gguf", f"models {args.name}")  # a missing package fails now, not after the download
     path = gguf_to_hf(Path(args.gguf), out) if args.name == "gguf" else fetch_smollm2(out)
     print(f"wrote {path} (plain fp32 Hugging Face folder); train it with --model.path {path}")
     return 0

@@ -38,6 +38,9 @@ PLAN_OPTIONS = (
     "give_up",
     "select",
     "zero_variance_target",
+    "estimator",
+    "prior_alpha",
+    "prior_beta",
     "seed",
 )
 """The strategy options that change `plan`'s answer (closed forms or --monte-carlo); the others (downsampling,
