@@ -24,6 +24,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,7 +162,9 @@ def run_step(step: Step, line: str, cwd: Path, env: dict[str, str], log: Path) -
     last_change, last_size, longest_silence = t0, 0, 0.0
     timed_out = False
     with log.open("w") as fh:
-        proc = subprocess.Popen(["bash", "-c", line], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            ["bash", "-c", line], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
         while proc.poll() is None:
             time.sleep(0.5)
             now = time.perf_counter()
@@ -171,7 +174,7 @@ def run_step(step: Step, line: str, cwd: Path, env: dict[str, str], log: Path) -
                 longest_silence = max(longest_silence, now - last_change)
                 last_change, last_size = now, size
             if now - t0 > step.limit_s:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # bash and what it started
                 timed_out = True
                 break
         rc = proc.wait()
@@ -195,6 +198,29 @@ def run_step(step: Step, line: str, cwd: Path, env: dict[str, str], log: Path) -
         "longest_silence_s": round(longest_silence, 1),
         "tail": tail,
     }
+
+
+def record(args, venv, listing, results, failed, t_all) -> dict:
+    """Write the result file (after every step too, so a killed walk-through still leaves its record)."""
+    ran = [r for r in results if r["status"] != "skipped"]
+    ok = not failed and not listing["unlisted"] and not listing["stale"] and len(results) == len(STEPS)
+    out = {
+        "command": "python benchmarks/newcomer.py " + " ".join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
+        "venv": "reused " + str(venv) if args.reuse_venv else "fresh",
+        "ok": ok,
+        "complete": len(results) == len(STEPS),
+        "ran": len(ran),
+        "failed": sorted(failed),
+        "skipped": len(results) - len(ran),
+        "total_s": round(time.perf_counter() - t_all, 1),
+        "readme_listing": listing,
+        "steps": results,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    return out
 
 
 def main() -> int:
@@ -257,29 +283,14 @@ def main() -> int:
         print(f"    {res['status']} in {res['seconds']} s {res['why']}", flush=True)
         for ln in res["tail"][-3:]:
             print(f"    | {ln[:150]}", flush=True)
-    ran = [r for r in results if r["status"] != "skipped"]
-    ok = not failed and not listing["unlisted"] and not listing["stale"]
-    out = {
-        "command": "python benchmarks/newcomer.py " + " ".join(sys.argv[1:]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
-        "venv": "reused " + str(venv) if args.reuse_venv else "fresh",
-        "ok": ok,
-        "ran": len(ran),
-        "failed": sorted(failed),
-        "skipped": len(results) - len(ran),
-        "total_s": round(time.perf_counter() - t_all, 1),
-        "readme_listing": listing,
-        "steps": results,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+        record(args, venv, listing, results, failed, t_all)
+    out = record(args, venv, listing, results, failed, t_all)
     for key, cmds in listing.items():
         for c in cmds:
             print(f"{key}: {c}")
-    print(
-        f"{'ok' if ok else 'FAILED'}: {len(ran)} run, {len(failed)} failed, {out['skipped']} skipped; wrote {args.out}"
-    )
+    ok = out["ok"]
+    summary = f"{out['ran']} run, {len(failed)} failed, {out['skipped']} skipped; wrote {args.out}"
+    print(f"{'ok' if ok else 'FAILED'}: {summary}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     else:

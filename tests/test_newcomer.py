@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -163,3 +164,30 @@ def test_simulate_shows_progress(capsys, tmp_path):
                  "--pool-size", "50", "--out", str(tmp_path / "s")]) == 0  # fmt: skip
     err = capsys.readouterr().err
     assert "4/4" in err and "seq seed 1" in err
+
+
+# --- the README walk-through script ------------------------------------------------------------------------------
+
+
+def _newcomer_module():
+    spec = importlib.util.spec_from_file_location("newcomer", ROOT / "benchmarks" / "newcomer.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("newcomer", mod)  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_readme_command_is_listed_in_the_walk_through():
+    nc = _newcomer_module()
+    commands = nc.readme_commands((ROOT / "README.md").read_text())
+    assert "reinforce-ada train" in commands and len(commands) > 20
+    assert nc.check_listing(commands) == {"unlisted": [], "stale": []}
+    assert nc.check_listing([*commands, "reinforce-ada new-thing"])["unlisted"] == ["reinforce-ada new-thing"]
+
+
+def test_walk_through_parsing_and_reused_venv_lines():
+    nc = _newcomer_module()
+    text = "```bash\n# a comment\nreinforce-ada train --a 1 \\\n    --b 2     # why\n\npip install x && y z\n```\n"
+    assert nc.readme_commands(text) == ["reinforce-ada train --a 1 --b 2", "pip install x && y z"]
+    assert nc.to_run("pip install x && y z", reuse=True) == "y z"
+    assert nc.to_run("pip install x && y z", reuse=False) == "pip install x && y z"
