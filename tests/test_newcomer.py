@@ -13,7 +13,7 @@ import pytest
 
 from reinforce_ada import extras
 from reinforce_ada.cli.main import build_parser, main
-from reinforce_ada.cpu_load import oversubscription
+from reinforce_ada.cpu_load import oversubscription, runs_on_cpu, warn_if_oversubscribed
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.report import make_report, summary_lines
 
@@ -115,6 +115,21 @@ def test_oversubscription_warns_only_when_threads_do_not_fit():
     assert msg is not None and "load average 3.7 on 2 cores" in msg
     assert "--model.threads 1" in msg and "--threads 1" in msg
     assert "--model.threads 4" in oversubscription(8, load=12.0, cores=16)
+
+
+def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
+    import torch
+
+    from reinforce_ada import cpu_load
+
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (7.1, 6.7, 5.9))  # what this project's box showed
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    assert warn_if_oversubscribed(2) is not None
+    assert warn_if_oversubscribed(2) is None  # once per process
+    assert capsys.readouterr().err.count("load average 7.1 on 2 cores") == 1
+    assert runs_on_cpu("cpu") and not runs_on_cpu("cuda")
+    assert runs_on_cpu("auto") == (not torch.cuda.is_available())  # the default [model] device
 
 
 # --- 9. the run's closing lines and report.png ------------------------------------------------------------------

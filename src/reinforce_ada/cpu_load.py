@@ -36,3 +36,12 @@ def warn_if_oversubscribed(threads: int) -> str | None:
         _warned = True
         print(msg, file=sys.stderr, flush=True)
     return msg
+
+
+def runs_on_cpu(device: str) -> bool:
+    """Whether a `device` setting (cpu, cuda..., auto) puts the model on the CPU here: `auto` does without CUDA."""
+    if device == "auto":
+        import torch
+
+        return not torch.cuda.is_available()
+    return device == "cpu"

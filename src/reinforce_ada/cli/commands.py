@@ -126,13 +126,13 @@ def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from reinforce_ada.cpu_load import warn_if_oversubscribed
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.training.report import make_report, summary_lines
     from reinforce_ada.training.tracking import read_metrics
     from reinforce_ada.training.trainer import Trainer
 
     cfg = train_config_from_args(args)
-    if cfg.model.device == "cpu":
+    if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
         warn_if_oversubscribed(cfg.model.threads)
     cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
     trainer = Trainer(cfg)
@@ -170,7 +170,7 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
 
     if args.samples < 1 or (args.limit is not None and args.limit < 1):
         raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
-    from reinforce_ada.cpu_load import warn_if_oversubscribed
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
 
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
@@ -178,7 +178,7 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
-    if args.device == "cpu":
+    if runs_on_cpu(args.device):
         warn_if_oversubscribed(args.threads)
     t0 = time.perf_counter()
     print(f"loading {folder}", file=sys.stderr, flush=True)
