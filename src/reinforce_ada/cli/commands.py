@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         pool_size=args.pool_size,
         base=base,
         sim=SimConfig(lr=args.sim_lr),
+        progress=True,
     )
     res["command"] = "reinforce-ada simulate " + " ".join(sys.argv[2:])
     res["date"] = datetime.date.today().isoformat()
@@ -124,13 +126,17 @@ def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.models.load import resolve_device
     from reinforce_ada.training import checkpoint
     from reinforce_ada.training.config import load_toml
-    from reinforce_ada.training.report import make_report
+    from reinforce_ada.training.report import make_report, summary_lines
+    from reinforce_ada.training.tracking import read_metrics
     from reinforce_ada.training.trainer import Interrupted, Trainer
 
     cfg = train_config_from_args(args)
+    if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
+        warn_if_oversubscribed(cfg.model.threads)
     cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
     resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
     run_dir = Path(cfg.run.run_dir)
@@ -164,8 +170,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             _remove_if_empty_run(run_dir)
         raise
     report = make_report(run_dir, title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
-    keys = ("step", "eval_accuracy", "reward_first_round", "zero_adv_prompt_share", "samples_generated")
-    print("final:", json.dumps({k: last.get(k) for k in keys}))
+    for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
+        print(line)
     print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
     return 0
 
@@ -211,12 +217,18 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
 
     if args.samples < 1 or (args.limit is not None and args.limit < 1):
         raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
+
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
     cfg = run_cfg or TrainConfig()
     kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    if runs_on_cpu(args.device):
+        warn_if_oversubscribed(args.threads)
+    t0 = time.perf_counter()
+    print(f"loading {folder}", file=sys.stderr, flush=True)
     tok, eng, greedy = load_engines(
         folder,
         engine=args.engine,
@@ -228,6 +240,7 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
         seed=args.seed,
         batch_size=args.batch_size,
     )
+    print(f"loaded in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
 
 
@@ -250,10 +263,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         prompts = apply_template(ds.prompts, e.template, e.tokenizer)
         benches.append((ds.name, prompts, verifiers.get(args.verifier or ds.verifier)))
     results = {}
-    for name, prompts, verifier in benches:
-        print(f"{name}: {len(prompts)} prompts x {args.samples} samples", file=sys.stderr)
+    for i, (name, prompts, verifier) in enumerate(benches, start=1):
+        greedy = " (+1 greedy)" if e.greedy is not None else ""
+        print(
+            f"[{i}/{len(benches)}] {name}: sampling {len(prompts)} prompts x {args.samples}{greedy}, up to "
+            f"{e.max_new_tokens} new tokens each...",
+            file=sys.stderr,
+            flush=True,
+        )
+        t0 = time.perf_counter()
         ks = pass_ks(args.samples)
         results[name] = evaluate(e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks)
+        print(f"[{i}/{len(benches)}] {name}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     average = weighted_average(results)
     settings = {
         "samples": args.samples,
@@ -381,11 +402,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from reinforce_ada.extras import require
     from reinforce_ada.models.gguf import fetch_smollm2, gguf_to_hf
 
     out = Path(args.out)
     if (out / "config.json").exists() and not args.force:
         raise ConfigError(f"{out} already holds a model; pass --force to rebuild it")
+    require("gguf", f"models {args.name}")  # a missing package fails now, not after the download
     path = gguf_to_hf(Path(args.gguf), out) if args.name == "gguf" else fetch_smollm2(out)
     print(f"wrote {path} (plain fp32 Hugging Face folder); train it with --model.path {path}")
     return 0

@@ -16,21 +16,56 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import STRATEGY_NAMES, StrategyConfig, coerce_value
 from reinforce_ada.training.config import SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
+PLAN_OPTIONS = (
+    "n",
+    "samples_per_round",
+    "max_samples",
+    "exit",
+    "k_pos",
+    "k_neg",
+    "threshold",
+    "unresolved",
+    "budget",
+    "min_samples",
+    "allocation",
+    "objective",
+    "alpha",
+    "eps",
+    "max_gen_batches",
+    "pilot",
+    "commit_lo",
+    "commit_hi",
+    "give_up",
+    "select",
+    "zero_variance_target",
+    "estimator",
+    "prior_alpha",
+    "prior_beta",
+    "seed",
+)
+"""The strategy options that change `plan`'s answer (closed forms or --monte-carlo); the others (downsampling,
+baselines, weights, trackers across steps) shape what a step teaches, not how many samples it draws."""
 
-def add_strategy_flags(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    g = p.add_argument_group("strategy options (same names as the config fields)")
-    g.add_argument("--strategy", dest="name", default=None, help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)")
+
+def add_strategy_flags(
+    p: argparse.ArgumentParser, skip: tuple[str, ...] = (), only: tuple[str, ...] | None = None
+) -> None:
+    """One flag per StrategyConfig field (`only`: just those, e.g. PLAN_OPTIONS for `plan`)."""
+    title = "strategy options (same names as the config fields; each help says which strategies read it)"
+    g = p.add_argument_group(title)
+    g.add_argument(
+        "--strategy",
+        dest="name",
+        default=None,
+        choices=STRATEGY_NAMES,
+        metavar="NAME",
+        help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)",
+    )
     for f in fields(StrategyConfig):
-        if f.name == "name" or f.name in skip:
+        if f.name == "name" or f.name in skip or (only is not None and f.name not in only):
             continue
         flag = "--" + f.name.replace("_", "-")
-        g.add_argument(
-            flag,
-            dest=f.name,
-            default=None,
-            metavar=str(f.type).split(" ")[0].upper(),
-            help=_escape(f"{f.metadata.get('help', '')} (default {f.default})"),
-        )
+        g.add_argument(flag, dest=f.name, default=None, metavar=metavar(str(f.type)), help=help_text(f, f.default))
 
 
 def strategy_from_args(args: argparse.Namespace, base: StrategyConfig | None = None) -> StrategyConfig:
@@ -65,8 +100,8 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                 *flags,
                 dest=f"{sec}.{f.name}",
                 default=None,
-                metavar=str(f.type).split(" ")[0].upper(),
-                help=_escape(f"{docs.get(f.name, '')} (default {getattr(cls, f.name)})"),
+                metavar=metavar(str(f.type)),
+                help=help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
 
 
@@ -115,6 +150,24 @@ def changed_run_fields(saved: Any, new: Any) -> list[str]:
             if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
                 out.append(f"{sec.name}.{f.name}: {va!r} -> {vb!r}")
     return out
+
+
+def metavar(type_name: str) -> str:
+    """`int | None` -> INT, `tuple[float, ...]` -> FLOAT,FLOAT,... (the comma-separated form the parser reads)."""
+    base = type_name.split(" | ")[0].strip()
+    if base.startswith("tuple[") or base.startswith("list["):
+        inner = base[base.index("[") + 1 :].split(",")[0].strip(" ]")
+        return f"{inner.upper()},{inner.upper()},..."
+    return base.upper()
+
+
+def help_text(f: dataclasses.Field, default: Any, doc: str | None = None) -> str:
+    """The field's help plus its default, unless the help already states the default (`k_pos`)."""
+    text = f.metadata.get("help", "") if doc is None else doc
+    if "default" not in text:
+        shown = ",".join(str(x) for x in default) if isinstance(default, tuple) else default
+        text = f"{text} (default {shown})"
+    return _escape(text)
 
 
 def _escape(text: str) -> str:

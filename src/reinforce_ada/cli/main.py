@@ -19,7 +19,7 @@ from reinforce_ada.cli.commands import (
     cmd_simulate,
     cmd_train,
 )
-from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags
+from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags
 from reinforce_ada.errors import ConfigError
 
 
@@ -41,8 +41,8 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None, help="longest answer (default: the run's, else 512)")
     p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
     p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0, help="seeds the sampling and the --limit subset (default 0)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="hf (CPU or GPU) or vllm (GPU; unverified)")
 
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--pass-rates-file", help="JSONL or CSV of pass rates (one step's batch); prints per-step totals")
     pl.add_argument("--monte-carlo", type=int, default=0, metavar="REPS", help="estimate by simulation instead")
     pl.add_argument("--json", action="store_true", help="print JSON: a list of {p, zero_signal, expected_samples, ...}")
-    add_strategy_flags(pl)
+    add_strategy_flags(pl, only=PLAN_OPTIONS)
     pl.set_defaults(fn=cmd_plan)
 
     si = sub.add_parser("simulate", help="run strategies on the simulated policy; write curves (JSON + PNG)")
@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument(
         "--arms",
         default=None,
+        metavar="ARMS",
         help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs), comma-separated "
         "(';' when a spec has commas); default: every arm in the table (those that do not parse yet are skipped)",
     )

