@@ -79,8 +79,8 @@ class OptimConfig:
                 f"optim.is_correction={self.is_correction!r} needs optim.old_logprobs='recompute' (with the sampler's "
                 "log-probs as the old policy, the PPO ratio already carries the sampler/learner mismatch)"
             )
-        if not self.lr > 0:
-            raise ConfigError(f"optim.lr={self.lr} must be > 0")
+        if not 0 < self.lr < float("inf"):
+            raise ConfigError(f"optim.lr={self.lr} must be a finite number > 0")
         for name in ("epochs", "minibatches", "micro_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"optim.{name}={getattr(self, name)} must be >= 1")

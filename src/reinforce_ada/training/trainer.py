@@ -163,9 +163,15 @@ class Trainer:
                     out["skipped_update"] += 1
                     continue
                 before = [p.detach().clone() for p in self.params]
-                self.opt.step()
+                try:
+                    self.opt.step()
+                    finite = all(bool(torch.isfinite(p).all()) for p in self.params)
+                except RuntimeError as e:  # torch refuses a step size that overflows float32 (lr far too large)
+                    if "overflow" not in str(e):
+                        raise
+                    finite = False
                 self.opt.zero_grad(set_to_none=True)
-                if not all(bool(torch.isfinite(p).all()) for p in self.params):
+                if not finite:
                     # a finite gradient can still give non-finite weights (lr or weight decay too large): roll the
                     # weights back so the next step does not start from NaN (Adam's moments keep this gradient)
                     with torch.no_grad():

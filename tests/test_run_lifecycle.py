@@ -1,0 +1,307 @@
+"""A run's life on disk: checkpoints that cannot run code and are verified before use (a damaged one falls back to
+the one before), resume that refuses to mix two runs, metrics that survive kills mid-write, an update that would
+leave NaN weights rolled back, Ctrl-C that stops at a step boundary with a checkpoint, and disk errors that name
+what failed and lose nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from reinforce_ada.cli import main
+from reinforce_ada.training import checkpoint
+from reinforce_ada.training.checkpoint import CheckpointError
+from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.tracking import Tracker, read_metrics
+from reinforce_ada.training.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
+    d = tmp_path_factory.mktemp("tiny_model")
+    tiny_llama.save_pretrained(d)
+    char_tokenizer.save_pretrained(d)
+    return d
+
+
+def cfg_for(model_dir: Path, run_dir: Path, *, steps: int = 2, **optim) -> TrainConfig:
+    return apply_overrides(
+        TrainConfig(),
+        {
+            "model": {"path": str(model_dir), "threads": 1},
+            "task": {"train_size": 64, "eval_size": 2},
+            "generation": {"max_new_tokens": 4},
+            "strategy": {"name": "uniform", "n": 4},
+            "optim": optim,
+            "run": {
+                "run_dir": str(run_dir),
+                "steps": steps,
+                "batch_size": 2,
+                "eval_every": 0,
+                "save_every": 1,
+                "progress": False,
+            },
+        },
+        "test",
+    )
+
+
+def cli_flags(model_dir: Path) -> list[str]:
+    return [
+        "--model.path",
+        str(model_dir),
+        "--model.threads",
+        "1",
+        "--task.train_size",
+        "64",
+        "--task.eval_size",
+        "2",
+        "--generation.max_new_tokens",
+        "4",
+        "--strategy",
+        "uniform",
+        "--n",
+        "4",
+        "--batch-size",
+        "2",
+        "--eval-every",
+        "0",
+        "--save-every",
+        "1",
+        "--run.progress",
+        "false",
+    ]
+
+
+@pytest.fixture(scope="module")
+def two_step_run(model_dir, tmp_path_factory) -> Path:
+    """A finished 2-step run with a checkpoint after each step (kept: 2)."""
+    run = tmp_path_factory.mktemp("runs") / "two"
+    Trainer(cfg_for(model_dir, run), tensorboard=False).fit()
+    return run
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_checkpoints_hold_json_safetensors_and_a_manifest(two_step_run):
+    found = checkpoint.complete(two_step_run)
+    assert [p.name for p in found] == ["step_000002", "step_000001"]
+    for ckpt in found:
+        checkpoint.verify(ckpt)
+        names = {p.name for p in ckpt.iterdir()}
+        assert {"state.json", "state.safetensors", "manifest.json", "model"} <= names and "state.pt" not in names
+        listed = json.loads((ckpt / "manifest.json").read_text())["sha256"]
+        assert "model/model.safetensors" in listed and len(listed) >= 4
+
+
+def test_state_pack_round_trips_every_kind_of_value():
+    state = {
+        "t": torch.arange(6.0).reshape(2, 3),
+        "nested": {"a": [1, 2.5, None, True], "tup": (1, "x")},
+        "int_keys": {3: "three", 4: torch.ones(2)},
+        "__dunder__": 1,
+        "b": b"\x00\xff",
+    }
+    tensors: dict = {}
+    back = checkpoint.unpack(json.loads(json.dumps(checkpoint.pack(state, tensors))), tensors)
+    assert torch.equal(back["t"], state["t"]) and back["nested"] == state["nested"] and back["b"] == state["b"]
+    assert back["int_keys"][3] == "three" and torch.equal(back["int_keys"][4], torch.ones(2))
+    assert back["__dunder__"] == 1
+    with pytest.raises(TypeError, match="set"):
+        checkpoint.pack({"x": {1, 2}}, {})
+
+
+class _RunsCode:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickled_state_is_refused_not_unpickled(model_dir, two_step_run, tmp_path):
+    run = copy_run(two_step_run, tmp_path / "run")
+    marker = tmp_path / "pwned"
+    for ckpt in checkpoint.complete(run):
+        for name in ("state.json", "state.safetensors", "manifest.json"):
+            (ckpt / name).unlink()
+        (ckpt / "state.pt").write_bytes(pickle.dumps({"x": _RunsCode(marker)}))
+    tr = Trainer(cfg_for(model_dir, run), tensorboard=False)
+    with pytest.raises(CheckpointError, match=r"state.pt.*arbitrary code"):
+        tr.resume()
+    assert not marker.exists()
+
+
+def test_a_bit_flipped_checkpoint_falls_back_to_the_previous_one(model_dir, two_step_run, tmp_path, capsys):
+    run = copy_run(two_step_run, tmp_path / "run")
+    newest = run / "checkpoints" / "step_000002" / "state.safetensors"
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    newest.write_bytes(bytes(data))
+    tr = Trainer(cfg_for(model_dir, run), tensorboard=False)
+    assert tr.resume() and tr.step == 1
+    assert "skipping checkpoint step_000002" in capsys.readouterr().out
+    assert [m["step"] for m in read_metrics(run)] == [0, 1]  # step 2 is repeated, so its line is dropped
+    tr.fit()  # and the run completes from there
+    assert [m["step"] for m in read_metrics(run)] == [0, 1, 2]
+
+
+def test_every_checkpoint_damaged_is_an_error_naming_each(model_dir, two_step_run, tmp_path):
+    run = copy_run(two_step_run, tmp_path / "run")
+    (run / "checkpoints" / "step_000002" / "model" / "model.safetensors").write_bytes(b"truncated")
+    (run / "checkpoints" / "step_000001" / "manifest.json").write_text("{not json")
+    tr = Trainer(cfg_for(model_dir, run), tensorboard=False)
+    with pytest.raises(CheckpointError, match=r"(?s)no usable checkpoint.*model.safetensors.*checksum.*damaged"):
+        tr.resume()
+
+
+def test_a_checkpoint_of_another_model_size_is_named_as_such(char_tokenizer, two_step_run, tmp_path):
+    bigger = tmp_path / "bigger"
+    tok = char_tokenizer
+    LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=48,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+            tie_word_embeddings=True,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    ).save_pretrained(bigger)
+    tok.save_pretrained(bigger)
+    run = copy_run(two_step_run, tmp_path / "run")
+    tr = Trainer(cfg_for(bigger, run), tensorboard=False)
+    before = [p.detach().clone() for p in tr.model.parameters()]
+    with pytest.raises(CheckpointError, match="another model"):
+        tr.resume()
+    # the failed load left this model's own weights in place
+    assert all(torch.equal(a, b) for a, b in zip(before, tr.model.parameters(), strict=True))
+
+
+def test_resume_refuses_a_changed_strategy_and_names_the_fields(model_dir, two_step_run, tmp_path, capsys):
+    run = copy_run(two_step_run, tmp_path / "run")
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--resume", str(run), "--strategy", "seq", "--steps", "3"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "strategy.name: 'uniform' -> 'seq'" in err and "--run-dir" in err
+    assert [m["step"] for m in read_metrics(run)] == [0, 1, 2]  # nothing was touched
+
+
+def test_resume_of_a_finished_run_says_so(two_step_run, tmp_path, capsys):
+    run = copy_run(two_step_run, tmp_path / "run")
+    assert main(["train", "--resume", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "already reached step 2" in out and f"--resume {run} --steps N" in out
+
+
+def test_resume_of_a_moved_folder_continues_in_that_folder(two_step_run, tmp_path, monkeypatch):
+    moved = copy_run(two_step_run, tmp_path / "elsewhere" / "moved")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["train", "--resume", "moved", "--steps", "3"]) == 0
+    assert [m["step"] for m in read_metrics(moved)] == [0, 1, 2, 3]
+    assert checkpoint.latest(moved).name == "step_000003"
+    assert [m["step"] for m in read_metrics(two_step_run)] == [0, 1, 2]  # the original run folder is untouched
+
+
+def test_metrics_survive_a_half_written_line_and_repeated_steps(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [{"step": 0, "a": 1}, {"step": 1, "a": 2}, {"step": 2, "a": 3}, {"step": 1, "a": 4}, {"step": 2, "a": 5}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"step": 3, "a"')
+    assert [m["a"] for m in read_metrics(run)] == [1, 2, 3, 4, 5]  # the half line is skipped, not an error
+    tracker = Tracker(run, tensorboard=False)
+    tracker.truncate_after(1)
+    assert read_metrics(run) == [{"step": 0, "a": 1}, {"step": 1, "a": 4}]
+    tracker.truncate_after(-1)
+    assert read_metrics(run) == []
+
+
+def test_an_update_to_non_finite_weights_is_rolled_back(model_dir, tmp_path):
+    tr = Trainer(cfg_for(model_dir, tmp_path / "run", lr=1e39), tensorboard=False)
+    tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)  # signal in every group
+    m = tr.train_step()
+    assert m["rolled_back_update"] >= 1 and m["skipped_update"] >= m["rolled_back_update"]
+    assert all(bool(torch.isfinite(p).all()) for p in tr.model.parameters())
+
+
+def test_a_failed_checkpoint_write_names_the_cause_and_keeps_the_last_good_one(
+    model_dir, two_step_run, tmp_path, monkeypatch
+):
+    run = copy_run(two_step_run, tmp_path / "run")
+    tr = Trainer(cfg_for(model_dir, run, steps=3), tensorboard=False)
+    assert tr.resume() and tr.step == 2
+
+    def disk_full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "write_state", disk_full)
+    tr.train_step()
+    with pytest.raises(CheckpointError, match="the disk is full.*earlier checkpoints and metrics are intact"):
+        tr.save()
+    assert not list((run / "checkpoints").glob(".step_*"))  # no half-written folder left behind
+    assert checkpoint.latest(run).name == "step_000002"
+    checkpoint.verify(checkpoint.latest(run))
+
+
+def test_a_new_run_that_fails_before_its_first_step_leaves_no_folder(tmp_path):
+    bad_model = tmp_path / "bad_model"
+    bad_model.mkdir()
+    (bad_model / "config.json").write_text("{not json")
+    run = tmp_path / "new_run"
+    with pytest.raises(Exception):  # noqa: B017 - whichever error transformers raises for the broken folder
+        main(["train", "--model.path", str(bad_model), "--run-dir", str(run), "--steps", "1"])
+    assert not run.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_at_a_step_boundary_with_a_checkpoint(model_dir, tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reinforce_ada.cli", "train", *cli_flags(model_dir), "--steps", "100000"]
+        + ["--save-every", "1000", "--run-dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and len(read_metrics(run)) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    steps = [m["step"] for m in read_metrics(run)]
+    assert steps == list(range(len(steps))) and steps[-1] >= 2
+    # save_every is 1000, so this checkpoint exists only because Ctrl-C asked for one at the step boundary
+    assert checkpoint.latest(run).name == f"step_{steps[-1]:06d}"
+    assert f"interrupted at step {steps[-1]}; continue with: reinforce-ada train --resume {run}" in out
+
+
+def test_cli_resume_runs_with_the_run_config_and_new_step_count(model_dir, tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", *cli_flags(model_dir), "--steps", "1", "--run-dir", str(run)]) == 0
+    assert main(["train", "--resume", str(run), "--steps", "2", "--eval-every", "0"]) == 0
+    assert [m["step"] for m in read_metrics(run)] == [0, 1, 2]
+    saved = json.loads((checkpoint.latest(run) / "manifest.json").read_text())
+    assert saved["step"] == 2
+    assert dataclasses.asdict(checkpoint.run_config(checkpoint.latest(run) / "model"))["run"]["steps"] == 2
