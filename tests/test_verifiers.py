@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import json
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from reinforce_ada.tasks.verifiers import extract_answer
 from reinforce_ada.types import Prompt, Sample
 
 HUGE = 1_000_000
+ADVERSARIAL = Path(__file__).parent / "adversarial"
 
 
 def test_doctests():
@@ -184,3 +187,13 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "if __name__ == '__main__':" in out.stderr
+
+
+HACKS = [json.loads(line) for line in (ADVERSARIAL / "answers" / "math_reward_hacks.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+@needs_math
+@pytest.mark.parametrize("case", HACKS, ids=[c["completion"] for c in HACKS])
+def test_math_reward_hacks_from_the_corpus(math, case):
+    assert math(case["completion"], case["answer"]) == case["reward"], case["why"]

@@ -9,6 +9,12 @@ math-verify (`parse` both, `verify(gold, pred)`), which knows that `\\frac{1}{2}
 "5 cm" is 5. math-verify bounds its own work with SIGALRM, which only works in a main thread, and sympy can hang on a
 hostile expression; so the comparison runs in a reused worker process with a wall-clock limit, and a call that runs
 past it raises `TimeoutError` (`sampling.ledger.score` turns that into reward 0 and counts it in `verifier_errors`).
+
+math-verify's LaTeX reader stops at what it cannot read and keeps the prefix: `10**2`, `10**99`, `10<<2`, `10|2`,
+`10&2` and `10)(` all parse as 10, so a model could write any of them and score against gold 10. `malformed()` rejects
+an extracted answer with a programming operator (`**`, `//`, `<<`, `>>`, a bare `&`), an unpaired `|`, or brackets
+that close before they open or never close (intervals such as `[0, 1)` are fine); such an answer scores 0 without
+being parsed. Gold answers are not checked (they come from the dataset).
 """
 
 from __future__ import annotations
@@ -98,6 +104,44 @@ def _last_box(text: str) -> str | None:
     for start in reversed(starts):
         if start in close_of:
             return text[start + 1 : close_of[start]]
+    return None
+
+
+_PROGRAMMING_OPS = re.compile(r"\*\*|//|<<|>>|(?<!\\)&")
+
+
+def malformed(ans: str) -> str | None:
+    """Why `ans` is not a complete math answer (math-verify would read only a prefix of it), else None.
+
+    >>> malformed("10**2"), malformed("10 | 2"), malformed("10)("), malformed("\\frac{1}{2")
+    ('operator **', "an unpaired '|'", "')' before its opening bracket", 'unbalanced braces')
+    >>> [malformed(a) for a in ("[0, 1)", "|-3|", "\\{1, 2\\}", "10\\%", "2^{10}", "\\left( 1, 2 \\right]")]
+    [None, None, None, None, None, None]
+    """
+    op = _PROGRAMMING_OPS.search(ans)
+    if op:
+        return f"operator {op.group()}"
+    plain = re.sub(r"\\[{}|]|\\[a-zA-Z]+", " ", ans)  # escaped braces/bars and commands (\left, \mid) aside
+    if plain.count("|") % 2:
+        return "an unpaired '|'"
+    depth = braces = 0
+    for ch in plain:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth < 0:
+                return f"'{ch}' before its opening bracket"
+        elif ch == "{":
+            braces += 1
+        elif ch == "}":
+            braces -= 1
+            if braces < 0:
+                return "unbalanced braces"
+    if braces:
+        return "unbalanced braces"
+    if depth:
+        return "an unclosed bracket"
     return None
 
 
@@ -233,7 +277,7 @@ def make_math_verifier(*, timeout_s: float = MATH_TIMEOUT_S, last_number: bool =
     def math_answer(completion: str, answer: str) -> float:
         pred = extract_answer(completion, last_number=last_number)
         gold = extract_answer(answer, last_number=False) or answer.strip()
-        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS:
+        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS or malformed(pred):
             return 0.0
         executor, future = _POOL.submit(_clean(gold), pred)
         try:
