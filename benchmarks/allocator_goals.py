@@ -47,54 +47,51 @@ def paired(a: dict[int, float], b: dict[int, float]) -> tuple[list[float], list[
 
 def best_adaptive(alloc: dict[str, Any], dapo_file: dict[str, Any] | None) -> dict[str, Any]:
     runs = alloc["runs"]["main"]
-    out: dict[str, Any] = {}
+    out = {}
     for pool, data in alloc["by_pool"].items():
-        table = data["table"]
-        arms = [a for a in table if a not in REFERENCE]
-        goals: dict[str, Any] = {}
-
-        vs_matched = {a: table[a]["k_tokens_vs_matched"] for a in arms}
-        a2 = max(arms, key=lambda a: vs_matched[a]["value"] or 0)
-        goals["P2_best"] = {"arm": a2, **{k: vs_matched[a2][k] for k in ("value", "lo", "hi")}}
-
-        if dapo_file is not None and "dapo-n4" in dapo_file["by_pool"].get(pool, {}).get("table", {}):
-            dapo = dapo_file["by_pool"][pool]["table"]["dapo-n4"]["k_tokens"]
-            dapo_k = dict(zip(dapo["seeds"], dapo["per_seed"], strict=True))
-
-            def vs_dapo(arm: str) -> dict[str, Any]:
-                k = table[arm]["k_tokens"]
-                mine = dict(zip(k["seeds"], k["per_seed"], strict=True))
-                shared = sorted(s for s in set(mine) & set(dapo_k) if mine[s] and dapo_k[s])
-                return {"seeds": shared, **paired_factor([mine[s] / dapo_k[s] for s in shared])}
-
-            by_arm = {a: vs_dapo(a) for a in arms}
-            a2b = max(arms, key=lambda a: by_arm[a]["value"] or 0)
-            goals["P2b_best"] = {"arm": a2b, **{k: by_arm[a2b][k] for k in ("value", "lo", "hi", "seeds")}}
-
-        def share(arm: str) -> dict[int, float]:
-            return per_seed(runs, pool, arm, "no_signal_share", np.mean)
-
-        p3 = {a: ratio_of_means(*paired(share(a), share("grpo-n4"))) for a in arms}
-        a3 = min(arms, key=lambda a: p3[a]["value"])
-        goals["P3_best"] = {"arm": a3, **p3[a3]}
-
-        def step_s(arm: str) -> dict[int, float]:
-            return per_seed(runs, pool, arm, "time_step_s", np.median)
-
-        p4 = {a: ratio_of_means(*paired(step_s(a), step_s("grpo-n4"))) for a in arms}
-        a4 = min(arms, key=lambda a: p4[a]["value"])
-        goals["P4_best"] = {"arm": a4, **p4[a4]}
-        goals["all_arms"] = {
-            a: {
-                "P2_vs_matched": _round(vs_matched[a]["value"]),
-                "P3": _round(p3[a]["value"]),
-                "P4": _round(p4[a]["value"]),
-                **({"P2b_vs_dapo": _round(by_arm[a]["value"])} if dapo_file is not None else {}),
-            }
-            for a in arms
-        }
-        out[pool] = goals
+        dapo = (dapo_file or {}).get("by_pool", {}).get(pool, {}).get("table", {}).get("dapo-n4")
+        out[pool] = pool_goals(pool, data["table"], runs, dapo)
     return out
+
+
+def pool_goals(pool: str, table: dict[str, Any], runs: list[dict[str, Any]], dapo: dict[str, Any] | None) -> dict:
+    arms = [a for a in table if a not in REFERENCE]
+    goals: dict[str, Any] = {}
+
+    vs_matched = {a: table[a]["k_tokens_vs_matched"] for a in arms}
+    a2 = max(arms, key=lambda a: vs_matched[a]["value"] or 0)
+    goals["P2_best"] = {"arm": a2, **{k: vs_matched[a2][k] for k in ("value", "lo", "hi")}}
+
+    by_arm: dict[str, Any] = {}
+    if dapo is not None:
+        dapo_k = dict(zip(dapo["k_tokens"]["seeds"], dapo["k_tokens"]["per_seed"], strict=True))
+        for arm in arms:
+            k = table[arm]["k_tokens"]
+            mine = dict(zip(k["seeds"], k["per_seed"], strict=True))
+            shared = sorted(s for s in set(mine) & set(dapo_k) if mine[s] and dapo_k[s])
+            by_arm[arm] = {"seeds": shared, **paired_factor([mine[s] / dapo_k[s] for s in shared])}
+        a2b = max(arms, key=lambda a: by_arm[a]["value"] or 0)
+        goals["P2b_best"] = {"arm": a2b, **{k: by_arm[a2b][k] for k in ("value", "lo", "hi", "seeds")}}
+
+    share = {a: per_seed(runs, pool, a, "no_signal_share", np.mean) for a in [*arms, "grpo-n4"]}
+    p3 = {a: ratio_of_means(*paired(share[a], share["grpo-n4"])) for a in arms}
+    a3 = min(arms, key=lambda a: p3[a]["value"])
+    goals["P3_best"] = {"arm": a3, **p3[a3]}
+
+    step_s = {a: per_seed(runs, pool, a, "time_step_s", np.median) for a in [*arms, "grpo-n4"]}
+    p4 = {a: ratio_of_means(*paired(step_s[a], step_s["grpo-n4"])) for a in arms}
+    a4 = min(arms, key=lambda a: p4[a]["value"])
+    goals["P4_best"] = {"arm": a4, **p4[a4]}
+    goals["all_arms"] = {
+        a: {
+            "P2_vs_matched": _round(vs_matched[a]["value"]),
+            "P3": _round(p3[a]["value"]),
+            "P4": _round(p4[a]["value"]),
+            **({"P2b_vs_dapo": _round(by_arm[a]["value"])} if by_arm else {}),
+        }
+        for a in arms
+    }
+    return goals
 
 
 GOALS = {

@@ -261,7 +261,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
     for ds in e.datasets:
         prompts = apply_template(ds.prompts, e.template, e.tokenizer)
-        benches.append((ds.name, prompts, verifiers.get(args.verifier or ds.verifier)))
+        benches.append((ds.name, prompts, verifiers.build(args.verifier or ds.verifier)))
     results = {}
     for i, (name, prompts, verifier) in enumerate(benches, start=1):
         greedy = " (+1 greedy)" if e.greedy is not None else ""
@@ -318,7 +318,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     check_bounds(args.lo, args.hi)
     e = eval_setup(args, [args.dataset])
     ds = e.datasets[0]
-    verifier = verifiers.get(args.verifier or ds.verifier)
+    verifier = verifiers.build(args.verifier or ds.verifier)
     prompts = apply_template(ds.prompts, e.template, e.tokenizer)
     print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
     correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)

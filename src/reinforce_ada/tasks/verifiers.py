@@ -204,6 +204,20 @@ def _warm_up() -> bool:
     return _math_verify_worker("1", "1")
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker within a second of its parent's death (even a SIGKILL, which gives
+    the pool no chance to stop its workers)."""
+    import os
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 class _Pool:
     """One lazily started process pool, shared by every math verifier and rebuilt after a timeout or a crash.
 
@@ -224,7 +238,14 @@ class _Pool:
             return self._executor, self._executor.submit(_math_verify_worker, gold, pred)
 
     def _start(self) -> cf.ProcessPoolExecutor:
-        ex = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        import os
+
+        ex = cf.ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
         try:
             # start-up (interpreter, sympy, math-verify: seconds on a busy CPU) is not charged to a call's time limit
             for f in [ex.submit(_warm_up) for _ in range(self.workers)]:
@@ -307,30 +328,109 @@ def math_answer(completion: str, answer: str) -> float:
 
 _DEFAULT_MATH: Verifier | None = None
 
+
+def code_answer(completion: str, answer: str) -> float:
+    """The `code` verifier (`tasks.code`): model-written code run against the answer's tests in a sandbox."""
+    from reinforce_ada.tasks.code import code_answer as run
+
+    return run(completion, answer)
+
+
 VERIFIERS: dict[str, Verifier] = {
     "exact": exact,
     "numeric": numeric,
     "arithmetic": arithmetic.verify,
     "math": math_answer,
+    "code": code_answer,
 }
+"""Built-in verifiers. Each bounds its own work: exact/numeric/arithmetic are linear in the completion, math runs in a
+process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits."""
 _REQUIRES = {"math": ("math_verify", _MISSING_MATH)}
 """Registered verifiers that need an optional package: `get` checks for it so a run fails at start, not with 0s."""
 
+CUSTOM_TIMEOUT_S = 10.0
+"""Wall-clock limit of one call of a user verifier (`module:function`) when `task.verifier_timeout_s` is unset."""
+
 
 def get(name: str) -> Verifier:
-    """A registered verifier, or `package.module:function` imported on demand."""
+    """A registered verifier, or a user's `package.module:function` / `path/to/file.py:function`, checked now.
+
+    A user verifier must be a function of yours, callable as `fn(completion, answer)`: a standard-library or
+    built-in callable (`os:system`) is refused, so is one whose signature cannot take two arguments. What it returns
+    is checked on every call (`sampling.ledger.score`: not a finite number -> scored 0 and counted).
+    """
     if name in VERIFIERS:
         module, message = _REQUIRES.get(name, (None, ""))
         if module is not None and importlib.util.find_spec(module) is None:
             raise ConfigError(message)
+        if name == "code":
+            from reinforce_ada.tasks.code import require_sandbox
+
+            require_sandbox()
         return VERIFIERS[name]
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            fn = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
-            raise ConfigError(f"verifier {name!r} could not be imported: {e}") from None
-        if not callable(fn):
-            raise ConfigError(f"verifier {name!r} is not callable")
-        return fn
-    raise ConfigError(f"unknown verifier {name!r}; choose one of {sorted(VERIFIERS)} or give module:function")
+        return _custom(name)
+    raise ConfigError(
+        f"unknown verifier {name!r}; choose one of {sorted(VERIFIERS)} or give module:function or file.py:function"
+    )
+
+
+def _custom(name: str) -> Verifier:
+    import inspect
+    import sys
+
+    where, _, attr = name.rpartition(":")
+    if not where or not attr.isidentifier():
+        raise ConfigError(f"verifier {name!r}: expected module:function or path/to/file.py:function")
+    try:
+        if where.endswith(".py"):
+            from pathlib import Path
+
+            path = Path(where)
+            if not path.is_file():
+                raise ConfigError(f"verifier {name!r}: {path} is not a file")
+            spec = importlib.util.spec_from_file_location(f"reinforce_ada_user_verifier_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        else:
+            top = where.split(".")[0]
+            if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+                raise ConfigError(
+                    f"verifier {name!r}: {top!r} is a standard-library module; a verifier must be a function of "
+                    "yours (module:function or path/to/file.py:function)"
+                )
+            module = importlib.import_module(where)
+        fn = getattr(module, attr)
+    except ConfigError:
+        raise
+    except (ImportError, AttributeError, OSError, SyntaxError) as e:
+        raise ConfigError(f"verifier {name!r} could not be imported: {e}") from None
+    if not callable(fn) or inspect.isclass(fn) or inspect.isbuiltin(fn):
+        raise ConfigError(f"verifier {name!r} is not a Python function (got {type(fn).__name__})")
+    try:
+        inspect.signature(fn).bind("completion", "answer")
+    except (TypeError, ValueError):
+        raise ConfigError(f"verifier {name!r} cannot be called as {attr}(completion, answer)") from None
+    return fn
+
+
+def build(name: str, *, timeout_s: float | None = None, sandbox: str = "auto") -> Verifier:
+    """The verifier a run uses: `get(name)`, bounded in time on every call, whichever path calls it (train, eval).
+
+    `timeout_s` set: math gets it as its process-pool limit, code keeps its sandbox limits, the others run on a
+    daemon thread with that limit. Unset: built-ins keep their own bounds, a user verifier gets `CUSTOM_TIMEOUT_S`.
+    A call past its limit raises TimeoutError, which the scorer turns into reward 0 and counts.
+    """
+    from reinforce_ada.timeouts import bounded
+
+    if name == "math":
+        get(name)
+        return make_math_verifier(timeout_s=timeout_s) if timeout_s is not None else math_answer
+    if name == "code":
+        from reinforce_ada.tasks.code import make_code_verifier
+
+        return make_code_verifier(sandbox=sandbox)
+    fn = get(name)
+    if timeout_s is not None:
+        return bounded(fn, timeout_s)
+    return fn if name in VERIFIERS else bounded(fn, CUSTOM_TIMEOUT_S)

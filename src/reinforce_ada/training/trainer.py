@@ -109,8 +109,7 @@ class Trainer:
         common = dict(
             verifier=self.verifier,
             more_prompts=lambda k: self.order.take(k, exclude=self.strategy.prompts),
-            verifier_timeout_s=self.cfg.task.verifier_timeout_s,
-        )
+        )  # the verifier from tasks.build is already bounded in time (task.verifier_timeout_s)
         if self.cfg.streaming:
             batch = collect_streaming(
                 self.strategy, self.engine, prompts, in_flight=g.in_flight, prefetch=g.prefetch, **common
