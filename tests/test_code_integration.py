@@ -130,3 +130,15 @@ def test_code_task_config_is_validated():
         TaskConfig(name="code", sandbox="chroot")
     with pytest.raises(ConfigError, match="task.name"):
         TaskConfig(name="python")
+
+
+def test_code_task_with_eval_path_and_a_named_tests_column(tmp_path):
+    rows = [{"q": f"Write f{i}() returning {i}.", "checks": [f"assert f{i}() == {i}"]} for i in range(3)]
+    train_f, eval_f = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+    train_f.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    eval_f.write_text(json.dumps(rows[2]) + "\n")
+    cfg = TaskConfig(name="code", path=str(train_f), eval_path=str(eval_f), prompt_key="q", answer_key="checks")
+    if not _has_sandbox():
+        pytest.skip("no sandbox tool works here")
+    train, held_out, _ = build(cfg)
+    assert [p.text for p in train] == [r["q"] for r in rows[:2]] and held_out[0].text == rows[2]["q"]

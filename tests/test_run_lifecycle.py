@@ -22,6 +22,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from reinforce_ada.cli import main
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.training import checkpoint
 from reinforce_ada.training.checkpoint import CheckpointError
 from reinforce_ada.training.config import TrainConfig, apply_overrides
@@ -305,3 +306,29 @@ def test_cli_resume_runs_with_the_run_config_and_new_step_count(model_dir, tmp_p
     saved = json.loads((checkpoint.latest(run) / "manifest.json").read_text())
     assert saved["step"] == 2
     assert dataclasses.asdict(checkpoint.run_config(checkpoint.latest(run) / "model"))["run"]["steps"] == 2
+
+
+def test_prompts_longer_than_the_context_are_left_out_and_counted(model_dir, tmp_path, capsys):
+    # the tiny model's context is 128 positions; with 4 new tokens a prompt may have at most 124 tokens
+    rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "9" * 100_000 + "+1=", "answer": "x"}]
+    rows += [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(2, 12)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = cfg_for(model_dir, tmp_path / "run")
+    cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, name="file", path=str(data), eval_size=2))
+    tr = Trainer(cfg, tensorboard=False)
+    assert "9" * 1000 not in "".join(p.text for p in tr.train_prompts + tr.eval_prompts)
+    assert len(tr.train_prompts) + len(tr.eval_prompts) == 11
+    assert "1 of" in capsys.readouterr().out
+    tr.fit()
+    first = read_metrics(tmp_path / "run")[0]
+    assert first["prompts_too_long_train"] + first["prompts_too_long_eval"] == 1
+
+
+def test_a_task_of_only_too_long_prompts_is_an_error(model_dir, tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": "7" * 500 + str(i), "answer": "1"}) + "\n" for i in range(4)))
+    cfg = cfg_for(model_dir, tmp_path / "run")
+    cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, name="file", path=str(data), eval_size=0))
+    with pytest.raises(ConfigError, match="every training prompt is longer than 124 tokens"):
+        Trainer(cfg, tensorboard=False)

@@ -44,6 +44,10 @@ class GenerationConfig:
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1 or self.batch_size < 1:
             raise ConfigError("generation.max_new_tokens and generation.batch_size must be >= 1")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"generation.top_p={self.top_p} must be in (0, 1] (1 = off)")
+        if self.top_k < 0:
+            raise ConfigError(f"generation.top_k={self.top_k} must be >= 0 (0 = off)")
         if not self.temperature > 0:
             raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
         if self.in_flight not in IN_FLIGHT:

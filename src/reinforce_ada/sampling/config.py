@@ -163,8 +163,19 @@ def _at_least(name: str, value: Any, lo: float) -> None:
         raise ConfigError(f"{name}={value!r} is out of range; it must be >= {lo}")
 
 
+def _finite(c: StrategyConfig) -> None:
+    """No float field may be NaN or infinite (`evict` aside: None or > 1 turns eviction off)."""
+    import math
+
+    for f in fields(c):
+        value = getattr(c, f.name)
+        if f.name != "evict" and isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{f.name}={value!r} must be a finite number")
+
+
 def validate(c: StrategyConfig) -> None:
     """Check every field; the message names the field and the valid range."""
+    _finite(c)
     _choice("name", c.name, STRATEGY_NAMES)
     _choice("exit", c.exit, EXITS)
     _choice("selection", c.selection, SELECTIONS)
@@ -187,13 +198,25 @@ def validate(c: StrategyConfig) -> None:
         _at_least("k_pos", c.k_pos, 0)
     if c.k_neg is not None:
         _at_least("k_neg", c.k_neg, 0)
+    if c.resolved_k_pos + c.resolved_k_neg < 1:
+        raise ConfigError(
+            f"k_pos + k_neg = 0 (exit={c.exit!r}): every prompt would retire before its first sample; "
+            "set k_pos >= 1 (or k_neg >= 1)"
+        )
     if c.resolved_k_pos + c.resolved_k_neg > c.max_samples:
         raise ConfigError(
             f"k_pos + k_neg = {c.resolved_k_pos + c.resolved_k_neg} exceeds max_samples={c.max_samples}: "
             "no prompt could ever retire"
         )
     if c.budget is not None:
-        _at_least("budget", c.budget, 0)
+        _at_least("budget", c.budget, 2)  # a budget below 2 samples cannot give any prompt a group
+    if not 0.0 <= c.threshold < 1.0:
+        raise ConfigError(
+            f"threshold={c.threshold} is out of range; it must be in [0, 1) (a sample is correct iff reward > "
+            "threshold; the built-in verifiers give 0 or 1)"
+        )
+    if c.seed < 0:
+        raise ConfigError(f"seed={c.seed} is out of range; it must be >= 0")
     if not 0.0 < c.decay <= 1.0:
         raise ConfigError(f"decay={c.decay} is out of range; it must be in (0, 1]")
     for name in ("prior_alpha", "prior_beta", "eps"):

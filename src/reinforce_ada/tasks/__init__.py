@@ -56,8 +56,16 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
     elif task.name == "code":
         from reinforce_ada.tasks import code
 
-        prompts = code.load_code_prompts(task.path, prompt_key=task.prompt_key) if task.path else code.load_humaneval()
-        train, held_out = code.split(prompts, task.eval_size, task.seed)
+        tests_key = task.answer_key if task.answer_key != "answer" else None  # else: tests / test_list / test
+
+        def load(path: str | None) -> list:
+            return code.load_code_prompts(path, prompt_key=task.prompt_key, tests_key=tests_key)
+
+        prompts = load(task.path) if task.path else code.load_humaneval()
+        if task.eval_path:
+            train, held_out = prompts, load(task.eval_path)
+        else:
+            train, held_out = code.split(prompts, task.eval_size, task.seed)
     else:
         prompts = load_prompts(task.path, prompt_key=task.prompt_key, answer_key=task.answer_key)
         if task.eval_path:

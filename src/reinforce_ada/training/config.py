@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import tomllib
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -72,7 +73,7 @@ class OptimConfig:
             raise ConfigError(
                 f"optim.is_correction={self.is_correction!r} is not valid; choose one of {list(IS_CORRECTIONS)}"
             )
-        if not self.is_cap > 1.0:
+        if not 1.0 < self.is_cap < float("inf"):
             raise ConfigError(f"optim.is_cap={self.is_cap} must be > 1 (a finite cap on the importance weight)")
         if self.old_logprobs == "sampler" and self.is_correction not in ("none", "auto"):
             raise ConfigError(
@@ -84,8 +85,18 @@ class OptimConfig:
         for name in ("epochs", "minibatches", "micro_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"optim.{name}={getattr(self, name)} must be >= 1")
-        if self.warmup_steps < 0 or self.grad_clip <= 0:
-            raise ConfigError("optim.warmup_steps must be >= 0 and optim.grad_clip > 0")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"optim.warmup_steps={self.warmup_steps} must be >= 0")
+        for name in ("weight_decay", "grad_clip", "clip_low", "clip_high", "dual_clip", "entropy_coef", "kl_coef"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"optim.{name}={value!r} must be a finite number >= 0")
+        if self.grad_clip <= 0:
+            raise ConfigError(f"optim.grad_clip={self.grad_clip} must be > 0")
+        if self.clip_low >= 1:
+            raise ConfigError(f"optim.clip_low={self.clip_low} must be < 1 (the ratio is clipped from 1 - clip_low)")
+        if self.dual_clip <= 1:
+            raise ConfigError(f"optim.dual_clip={self.dual_clip} must be > 1")
         from reinforce_ada.training.losses import AGGREGATIONS
 
         if self.agg not in AGGREGATIONS:
@@ -119,6 +130,10 @@ class RunConfig:
                 raise ConfigError(f"run.{name}={getattr(self, name)} must be >= 1")
         if self.eval_every < 0:
             raise ConfigError(f"run.eval_every={self.eval_every} must be >= 0")
+        if self.seed < 0:
+            raise ConfigError(f"run.seed={self.seed} must be >= 0")
+        if not str(self.run_dir).strip():
+            raise ConfigError("run.run_dir is empty; give the folder the run writes to (default runs/default)")
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,14 @@ class TrainConfig:
         if g.streaming is not None:
             return g.streaming
         return self.strategy.name in STREAMING_BY_DEFAULT
+
+    def __post_init__(self) -> None:
+        s = self.strategy
+        if s.budget is not None and s.name in ("est", "knapsack") and s.budget < self.run.batch_size * s.min_samples:
+            raise ConfigError(
+                f"strategy.budget={s.budget} is below run.batch_size x strategy.min_samples = "
+                f"{self.run.batch_size} x {s.min_samples}: not every prompt of a step could get its minimum"
+            )
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]

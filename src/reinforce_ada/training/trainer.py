@@ -31,6 +31,7 @@ import torch
 
 from reinforce_ada import tasks
 from reinforce_ada.engines import local_engine
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import evaluate
 from reinforce_ada.models.forward import right_pad, sequence_logprobs
 from reinforce_ada.models.load import load_policy
@@ -44,6 +45,7 @@ from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
+from reinforce_ada.types import Prompt
 
 
 @dataclasses.dataclass
@@ -68,6 +70,23 @@ class Trainer:
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
+        self.too_long = {}
+        limit = context_limit(self.model, cfg.generation.max_new_tokens)
+        for split in ("train", "eval"):
+            kept, dropped = fit_context(getattr(self, f"{split}_prompts"), self.tokenizer, limit)
+            if dropped:
+                print(
+                    f"warning: {len(dropped)} of {len(kept) + len(dropped)} {split} prompts are longer than the model "
+                    f"can take with generation.max_new_tokens={cfg.generation.max_new_tokens} ({limit} prompt "
+                    f"tokens); they are left out (first: {dropped[0]!r})"
+                )
+            if split == "train" and not kept:
+                raise ConfigError(
+                    f"every training prompt is longer than {limit} tokens (the model's context minus "
+                    "generation.max_new_tokens); shorten the prompts or lower generation.max_new_tokens"
+                )
+            setattr(self, f"{split}_prompts", kept)
+            self.too_long[f"prompts_too_long_{split}"] = len(dropped)
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation
@@ -344,7 +363,7 @@ class Trainer:
         r = self.cfg.run
         last: dict[str, Any] = {}
         if self.step == 0:
-            last = {"step": 0, **self.evaluate(), **self.warm_start_metrics()}
+            last = {"step": 0, **self.evaluate(), **self.warm_start_metrics(), **self.too_long}
             self.tracker.log(last)
         bar = _progress(r.progress, total=r.steps, initial=self.step)
         with StopAtStepBoundary() as stop:
@@ -372,6 +391,31 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
+
+
+MAX_PROMPT_TOKENS = 32_768
+"""Prompt-token limit for a model that states no context length (`max_position_embeddings`)."""
+
+
+def context_limit(model: Any, max_new_tokens: int) -> int:
+    """The longest prompt, in tokens, that leaves room for `max_new_tokens` in the model's context."""
+    config = getattr(model, "config", None)
+    context = getattr(config, "max_position_embeddings", None) or MAX_PROMPT_TOKENS + max_new_tokens
+    return max(int(context) - max_new_tokens, 0)
+
+
+def fit_context(prompts: list[Prompt], tokenizer: Any, limit: int) -> tuple[list[Prompt], list[str]]:
+    """(prompts whose token count is at most `limit`, ids of the others). A prompt is never cut: cutting would change
+    the question. The UTF-8 length bounds the token count from above (byte-level BPE, SentencePiece with byte
+    fallback and character tokenizers all cover at least one byte per token), so only prompts longer than `limit`
+    bytes are tokenized."""
+    kept, dropped = [], []
+    for p in prompts:
+        if len(p.text.encode()) > limit and len(tokenizer(p.text, add_special_tokens=False)["input_ids"]) > limit:
+            dropped.append(p.id)
+        else:
+            kept.append(p)
+    return kept, dropped
 
 
 class Interrupted(Exception):

@@ -1,0 +1,44 @@
+"""Every config in tests/adversarial/configs/ is refused with a ConfigError naming what is wrong (its `# expect:`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reinforce_ada.cli import main
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.training.config import load_toml
+
+CASES = sorted((Path(__file__).parent / "adversarial" / "configs").glob("*.toml"))
+
+
+def expected(path: Path) -> str:
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# expect: "), f"{path.name}: the first line must be '# expect: REGEX'"
+    return first.removeprefix("# expect: ")
+
+
+def test_the_corpus_is_there():
+    assert len(CASES) >= 20
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_bad_config_is_a_clear_error(path):
+    with pytest.raises(ConfigError) as e:
+        cfg = load_toml(path)
+        # some checks need the built task (the verifier is imported only then)
+        from reinforce_ada.tasks import verifiers
+
+        if cfg.task.verifier:
+            verifiers.build(cfg.task.verifier)
+    assert re.search(expected(path), str(e.value)), str(e.value)
+
+
+@pytest.mark.parametrize("path", CASES[:3], ids=[p.stem for p in CASES[:3]])
+def test_the_cli_says_it_in_one_line(path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--config", str(path), "--steps", "1"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err and re.search(expected(path), err)
