@@ -38,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import smollm2_run  # noqa: E402
-from speed import OtherCpu, PeakRss, engine_call, generate_call, wait_for_idle  # noqa: E402
+from speed import OtherCpu, PeakRss, engine_call, generate_call, machine, wait_for_idle  # noqa: E402
 
 from reinforce_ada.engines import local_engine  # noqa: E402
 from reinforce_ada.engines.hf import HFEngine  # noqa: E402
@@ -199,6 +199,7 @@ def main() -> int:
         "command": "python benchmarks/engine_race.py " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "cpu": machine(),
         "waited_for_idle_s": waited,
         "other_cpu_cores_before": idle_reading,
         "model": "SmolLM2-135M-Instruct",
@@ -252,11 +253,12 @@ def paired_interval(a: list[float], b: list[float], draws: int = 10_000, seed: i
 
 
 def summary_entry(results: dict[str, Any]) -> dict[str, Any] | None:
-    """P8 for summary.json: the Seq-like workload, the best dtype for vLLM on this CPU (bf16) and fp32 beside it."""
+    """P8 for summary.json: the Seq-like workload in fp32 (the trainer's CPU default, and the dtype every CPU runs
+    natively; bf16 is emulated on CPUs without avx512_bf16/AMX), every other dtype and workload beside it."""
     rows = {(r["dtype"], r["workload"]): r for r in results["table"] if "P8_engine_over_vllm" in r}
     if not rows:
         return None
-    head = rows.get(("bfloat16", "seq-like")) or next(r for (d, w), r in rows.items() if w == "seq-like")
+    head = rows.get(("float32", "seq-like")) or next(r for (d, w), r in rows.items() if w == "seq-like")
     return {
         "value": round(head["P8_engine_over_vllm"], 4),
         "interval_95": [round(x, 4) for x in head["P8_interval_95"]],

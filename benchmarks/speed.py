@@ -531,9 +531,15 @@ def machine() -> dict[str, Any]:
     cpu = ""
     if Path("/proc/cpuinfo").exists():
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    flags: set[str] = set()
+    if Path("/proc/cpuinfo").exists():
+        line = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), ":")
+        flags = set(line.split(":", 1)[1].split())
     return {
         "platform": platform.platform(),
         "cpu": cpu or platform.processor(),
+        # what decides bf16 speed on a CPU: without avx512_bf16 / amx_bf16, bf16 matmuls are emulated
+        "cpu_flags": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile"}),
         "logical_cpus": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
