@@ -138,6 +138,37 @@ def test_weights_reach_every_worker_before_the_next_chunk(model_dir, tiny_llama,
         pool.close()
 
 
+def test_lora_publishes_only_the_adapter(model_dir, char_tokenizer):
+    """With LoRA the learner's trainable parameters are the adapter: only it is published, and the workers (which
+    load the same frozen base) then sample exactly what the learner's model samples."""
+    import torch
+
+    from reinforce_ada.models.load import load_policy
+
+    cfg = ModelConfig(path=str(model_dir), threads=1, device="cpu", lora_r=4)
+    model, tok = load_policy(model_dir, cfg)
+    gen = GenerationConfig(max_new_tokens=6, temperature=1e-6, slots=64, batch_size=64)
+    pool = RayRolloutPool(
+        model, tok, model_path=str(model_dir), model_cfg=cfg, rollout=ROLLOUT, generation=gen, seed=3
+    )  # fmt: skip
+    try:
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if "lora_B" in n:
+                    p.add_(0.5 * torch.randn_like(p))  # a non-zero adapter changes what the model samples
+        pool.sync_weights(model)
+        published = ray.get(pool._weights_ref)
+        assert published and all("lora_" in n for n in published)
+        local = local_engine(
+            model, tok, decode="auto", streaming=False, slots=64, batch_size=64, seed=0, max_new_tokens=6,
+            temperature=1e-6,
+        )  # fmt: skip
+        tokens = lambda b: [[s.token_ids for s in g.samples] for g in b.groups]  # noqa: E731
+        assert tokens(run(UNIFORM, pool, False)) == tokens(run(UNIFORM, local, False))
+    finally:
+        pool.close()
+
+
 # -- determinism and faults ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(model_dir, tiny_llama, char_tokenizer):
