@@ -10,7 +10,9 @@
    70% of a 1-GPU step (the issue's figure); it is data-parallel over the same GPUs (time / GPUs) or stays on one
    GPU (`learner_gpus = 1`). Publishing the weights: a 1.5B-parameter model in bf16 (3 GB) copied once to each
    node's object store: 0 s inside one node (shared memory), 3 GB / bandwidth across nodes (100 and 25 Gbit/s).
-3) Times are in the latency model's seconds (1 s = one mean-length sample on one slot), so only ratios carry over.
+3) Weak scaling: the same with prompts per step = 256 x GPUs (each GPU keeps the 1-GPU load); the speed-up is in
+   samples generated per unit of generation time (samples per step vary with the strategy's draws).
+4) Times are in the latency model's seconds (1 s = one mean-length sample on one slot), so only ratios carry over.
 """
 
 from __future__ import annotations
@@ -67,6 +69,29 @@ def main() -> int:
                         "weight_sync_s": sync,
                     }
                 )
+    # weak scaling: prompts per step grow with the GPUs (the way to use them: the per-GPU load stays 256 prompts)
+    weak = {g: makespan_study(arms, prompts_per_step=PROMPTS * g, slots=g * SLOTS_PER_GPU, steps=4, latency=latency)
+            for g in GPUS}  # fmt: skip
+    weak_rows = [
+        {
+            "arm": a,
+            "gpus": g,
+            "prompts_per_step": PROMPTS * g,
+            "generation_makespan": weak[g][a]["makespan"],
+            "samples": weak[g][a]["samples"],
+            "throughput_speedup": (weak[g][a]["samples"] / weak[g][a]["makespan"])
+            / (weak[1][a]["samples"] / weak[1][a]["makespan"]),
+            "utilisation": weak[g][a]["utilisation"],
+        }
+        for a in weak[1]
+        for g in GPUS
+    ]
+    for r in weak_rows:
+        print(
+            f"weak {r['arm']:20s} {r['gpus']:3d} GPU {r['prompts_per_step']:5d} prompts  "
+            f"gen {r['generation_makespan']:7.2f}  throughput x{r['throughput_speedup']:.2f}  "
+            f"util {r['utilisation']:.2f}"
+        )
     out = {
         "command": "python benchmarks/ray_plan.py " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
@@ -74,6 +99,7 @@ def main() -> int:
         "slots_per_gpu": SLOTS_PER_GPU,
         "latency": {"mean_tokens": latency.mean_tokens, "sigma": latency.sigma, "token_time": latency.token_time},
         "rows": rows,
+        "weak_scaling": weak_rows,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "ray_plan.json").write_text(json.dumps(out, indent=1) + "\n")
