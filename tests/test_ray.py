@@ -225,7 +225,7 @@ def test_worker_killed_mid_step_is_restarted_and_the_step_is_unchanged(pool, str
         got = run(SEQ, pool, streaming)
     t.join()
     m = pool.step_metrics()
-    assert m["worker_restarts"] == 1 and m["rollout_workers"] == 2
+    assert m["worker_restarts"] == m["workers_lost"] == 1 and m["rollout_workers"] == 2
     assert ledger(got) == ledger(ref) and samples_of(got) == samples_of(ref)
     pool.wait_ready()
     assert pool.workers[0].pid not in (old_pid, -1)  # a new process took its place
@@ -310,7 +310,7 @@ def test_trainer_runs_repeat_and_a_lost_cluster_saves_a_checkpoint(model_dir, tm
         c.engine.close()
 
 
-def test_rollout_config_errors_name_the_field():
+def test_rollout_config_errors_name_the_field(capsys):
     with pytest.raises(ConfigError, match="rollout.workers"):
         RolloutConfig(workers=-1)
     with pytest.raises(ConfigError, match="rollout.address.*ray://"):
@@ -319,6 +319,11 @@ def test_rollout_config_errors_name_the_field():
         RolloutConfig(engine="sglang")
     with pytest.raises(ConfigError, match="rollout.timeout_s"):
         RolloutConfig(timeout_s=0)
+    from reinforce_ada.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--rollout-workers", "-1"])
+    assert e.value.code == 2 and "rollout.workers=-1" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="at least one worker"):
         RayRolloutPool(None, None, model_path="", model_cfg=None, rollout=RolloutConfig(), generation=None)
 

@@ -136,7 +136,7 @@ class RayRolloutPool:
         self.dropped: set[int] = set()
         """Tickets cancelled while their chunk was out."""
         self.restarts_total = 0
-        self._step = dict(worker_restarts=0, wasted_samples=0)
+        self._step = dict(worker_restarts=0, workers_lost=0, wasted_samples=0)
         self._versions: set[int] = set()
         self._weights_ref: Any = None
         self._published: int | None = None
@@ -269,7 +269,11 @@ class RayRolloutPool:
 
     def step_metrics(self) -> dict[str, Any]:
         """This step's rollout metrics (then reset): per-worker samples and busy seconds, restarts, versions."""
-        m: dict[str, Any] = {"worker_restarts": self._step["worker_restarts"], "rollout_workers": len(self._live())}
+        m: dict[str, Any] = {
+            "worker_restarts": self._step["worker_restarts"],
+            "workers_lost": self._step["workers_lost"],
+        }
+        m["rollout_workers"] = sum(w.alive for w in self.workers)
         m["rollout_wasted_samples"] = self._step["wasted_samples"]
         busy = [w.step["busy_s"] for w in self.workers]
         for w in self.workers:
@@ -280,7 +284,7 @@ class RayRolloutPool:
         if self._versions:
             m["policy_version_min"], m["policy_version_max"] = min(self._versions), max(self._versions)
         self._versions = set()
-        self._step = dict(worker_restarts=0, wasted_samples=0)
+        self._step = dict(worker_restarts=0, workers_lost=0, wasted_samples=0)
         return m
 
     def worker_pids(self) -> list[int]:
@@ -407,9 +411,10 @@ class RayRolloutPool:
 
         self.ray.kill(w.handle, no_restart=True)
         w.alive, w.ready_ref = False, None
-        self._step["worker_restarts"] += 1
-        self.restarts_total += 1
+        self._step["workers_lost"] += 1
         if w.restarts < self.cfg.max_restarts:
+            self._step["worker_restarts"] += 1
+            self.restarts_total += 1
             w.restarts += 1
             w.alive = True
             self._start(w)
