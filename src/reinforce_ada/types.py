@@ -52,6 +52,8 @@ class Sample:
     """Sampling round the sample was drawn in (0-based)."""
     index: int = 0
     """Arrival order within the prompt's pool for this step (0-based)."""
+    policy_version: int | None = None
+    """Learner updates applied to the weights that drew it (set by Ray rollout workers; None in-process)."""
 
 
 @dataclass

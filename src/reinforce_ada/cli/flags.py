@@ -1,7 +1,8 @@
 """Command-line flags generated from the config dataclasses: every field gets a flag with its help text.
 
 Strategy options are flags with dashes (`--samples-per-round`); training fields are `--section.field`
-(`--optim.lr`), and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`).
+(`--optim.lr`), and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`,
+`--rollout-workers`, `--rollout-address`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_sampl
 
 
 def add_train_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run])")
+    p.add_argument(
+        "--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run], [rollout])"
+    )
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
     add_strategy_flags(p, skip=("seed",))  # the run's --seed seeds the strategy too
     for sec, factory in SECTIONS.items():
@@ -96,6 +99,8 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
             flags = [f"--{sec}.{f.name}"]
             if sec == "run" and f.name in RUN_FLAGS:
                 flags.insert(0, "--" + f.name.replace("_", "-"))
+            if sec == "rollout" and f.name in ("workers", "address"):
+                flags.insert(0, f"--rollout-{f.name}")
             g.add_argument(
                 *flags,
                 dest=f"{sec}.{f.name}",
@@ -131,6 +136,7 @@ RESUME_MAY_CHANGE = {
     "run": ("steps", "eval_every", "eval_samples", "save_every", "keep_checkpoints", "progress", "run_dir"),
     "model": ("threads", "device"),
     "task": ("verifier_timeout_s",),
+    "rollout": ("address", "cpus_per_worker", "gpus_per_worker", "threads", "timeout_s", "max_restarts", "local_cpus"),
 }
 """Fields a resumed run may change: how long, how often it evaluates and saves, where it runs. Anything else would
 make the folder hold two different runs."""

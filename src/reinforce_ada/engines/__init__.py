@@ -2,7 +2,8 @@
 `generate(requests)`, `sampling.streaming.StreamingEngine`'s submit/poll/cancel).
 
 Owns: `HFEngine` (batched decode loop), `ContinuousEngine` with its two layouts `HFStreamEngine` and `SlotEngine`
-(continuous batching), `VLLMEngine`, the `[generation]` config and `local_engine` (the trainer's choice).
+(continuous batching), `VLLMEngine`, the `[generation]` config and `local_engine` (the trainer's choice), and the
+`[rollout]` config with `RayRolloutPool` (`ray_pool`, `ray_worker`: Ray rollout workers, `ray` imported lazily).
 May import: `types`, `errors`, `sampling` (the protocols and option names), `models` (forward helpers). Heavy
 backends are imported lazily from a string table, so `import reinforce_ada` never imports them.
 """

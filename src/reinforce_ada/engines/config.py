@@ -1,4 +1,5 @@
-"""`[generation]`: how rollouts are sampled -- settings, engine, decode step, and which driver runs the strategy."""
+"""`[generation]`: how rollouts are sampled -- settings, engine, decode step, and which driver runs the strategy.
+`[rollout]`: where they are sampled -- in this process, or on Ray rollout workers (`engines.ray_pool`)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,52 @@ class GenerationConfig:
             raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
         if self.slots < 1:
             raise ConfigError(f"generation.slots={self.slots} must be >= 1")
+
+
+ROLLOUT_ENGINES = ("hf", "vllm")
+"""Engines a rollout worker may hold (`rollout.engine`)."""
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    workers: int = 0
+    """Ray rollout workers (actors, each with an engine and a copy of the weights); 0 = sample in this process."""
+    address: str = ""
+    """Ray cluster: empty starts a local Ray; `auto` joins the cluster of this node (`ray start`); `ray://host:port`
+    connects through Ray Client."""
+    cpus_per_worker: float = 1.0
+    """CPUs Ray reserves for each worker (fractions allowed)."""
+    gpus_per_worker: float = 0.0
+    """GPUs Ray reserves for each worker (fractions allowed; a worker with a GPU samples on it)."""
+    engine: str = "hf"
+    """Each worker's engine: hf (`[generation]` decode, slots and batch size, as in-process) or vllm (untested: no
+    GPU was available)."""
+    threads: int = 1
+    """torch threads per worker."""
+    chunk_samples: int = 0
+    """Most samples per chunk sent to one worker (0 = split each submission evenly over the workers)."""
+    timeout_s: float = 600.0
+    """A worker that returns nothing for this long while it has work is treated as dead (killed and restarted)."""
+    max_restarts: int = 3
+    """Restarts per worker before it is given up; the run fails (after a checkpoint) when no worker is left."""
+    local_cpus: int = 0
+    """CPUs of a local Ray started by the run (0 = all of this machine's)."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ConfigError(f"rollout.workers={self.workers} must be >= 0 (0 = sample in this process)")
+        if not (self.address in ("", "auto") or self.address.startswith("ray://")):
+            raise ConfigError(
+                f"rollout.address={self.address!r} is not valid; use '' (local Ray), 'auto' or 'ray://host:port'"
+            )
+        if self.engine not in ROLLOUT_ENGINES:
+            raise ConfigError(f"rollout.engine={self.engine!r} is not valid; choose one of {list(ROLLOUT_ENGINES)}")
+        if self.cpus_per_worker < 0 or self.gpus_per_worker < 0:
+            raise ConfigError("rollout.cpus_per_worker and rollout.gpus_per_worker must be >= 0")
+        if self.threads < 1:
+            raise ConfigError(f"rollout.threads={self.threads} must be >= 1")
+        for name in ("chunk_samples", "max_restarts", "local_cpus"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"rollout.{name}={getattr(self, name)} must be >= 0")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"rollout.timeout_s={self.timeout_s} must be > 0 seconds")

@@ -1,9 +1,9 @@
 """The training config tree: one frozen dataclass per concern, a docstring under every field.
 
 `TrainConfig` nests the strategy (`sampling.config.StrategyConfig`), the model (`models.config`), the task
-(`tasks.config`), generation (`engines.config`), the optimiser and the run (both here). TOML presets under
-`configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI flags override single fields. Defaults are the
-embedded CPU testbed: a warm-started tiny Llama on built-in arithmetic, trained with Ada-Seq-balance.
+(`tasks.config`), generation and rollout workers (`engines.config`), the optimiser and the run (both here). TOML
+presets under `configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI flags override single fields.
+Defaults are the embedded CPU testbed: a warm-started tiny Llama on built-in arithmetic, trained with Ada-Seq-balance.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig
+from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig, RolloutConfig
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig, coerce_value
@@ -144,6 +144,7 @@ class TrainConfig:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
 
     @property
     def old_logprobs(self) -> str:
@@ -257,6 +258,7 @@ __all__ = [
     "GenerationConfig",
     "ModelConfig",
     "OptimConfig",
+    "RolloutConfig",
     "RunConfig",
     "TaskConfig",
     "TrainConfig",

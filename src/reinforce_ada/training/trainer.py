@@ -2,7 +2,8 @@
 
 1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
    streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
-   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM.
+   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM, in
+   this process, or a pool of Ray rollout workers (`[rollout] workers > 0`, `training.rollout`).
 2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs, its advantage and
    its prompt's weight. The PPO "old" policy is the sampler's log-probs (`optim.old_logprobs="sampler"`, exact when
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
@@ -43,6 +44,7 @@ from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.losses import importance_weights, policy_loss
+from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 from reinforce_ada.types import Prompt
@@ -91,7 +93,9 @@ class Trainer:
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         g = cfg.generation
         sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
-        if g.engine == "vllm":
+        if cfg.rollout.workers > 0:  # Ray rollout workers (docs/ray.md)
+            self.engine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
+        elif g.engine == "vllm":
             from reinforce_ada.engines.vllm import VLLMEngine
 
             dtype = "bfloat16" if cfg.model.bf16 else "float32"  # vLLM's "auto" downcasts fp32 checkpoints on CPU
@@ -135,6 +139,8 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
+        if hasattr(self.engine, "step_metrics"):  # Ray rollout workers: per-worker samples and busy time, restarts
+            batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
         if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
@@ -368,7 +374,7 @@ class Trainer:
         bar = _progress(r.progress, total=r.steps, initial=self.step)
         with StopAtStepBoundary() as stop:
             while self.step < r.steps:
-                m = self.train_step()
+                m = guarded_step(self) if self.cfg.rollout.workers else self.train_step()
                 if (r.eval_every and self.step % r.eval_every == 0) or self.step == r.steps:
                     m.update(self.evaluate())
                 self.tracker.log(m)
