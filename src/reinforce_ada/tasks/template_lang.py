@@ -13,7 +13,9 @@ after), and breaking one raises `TemplateLimitError` (a ValueError) naming the e
    `|b| <= MAX_EXPONENT` and is refused before computing when `bits(a) * |b|` would pass `MAX_INT_BITS`;
 3) lists and tuples hold at most `MAX_ITEMS` items (`range_list`, `range_str`, `sample_sequential`, `list` are
    refused before building more) and any value prints in at most about `MAX_CHARS` characters, strings included;
-4) `round(x, n)` needs `|n| <= MAX_ROUND_DIGITS`; sequence repetition (`3 * "x"`, `[0] * n`) is not allowed at all.
+4) `round(x, n)` needs `|n| <= MAX_ROUND_DIGITS`.
+Sequence repetition (`3 * "x"`, `[0] * n`) is not allowed at all: a plain ValueError, which `generate` counts as a
+rejected draw like any other expression that fails (the real template 24 does this by accident).
 A draw costs at most a few of these limits' worth of work; `gsm_symbolic.generate` multiplies that by `max_tries`.
 """
 
@@ -192,8 +194,9 @@ def evaluate(node: ast.AST, env: dict[str, Any], functions: dict[str, Callable],
         case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINOPS:
             a, b = ev(left), ev(right)
             if isinstance(op, ast.Mult) and (isinstance(a, str | list | tuple) or isinstance(b, str | list | tuple)):
-                # `n * "x"` is never arithmetic, and refusing it outright needs no size estimate
-                raise TemplateLimitError(f"sequence repetition is not allowed: {_src(node)!r}")
+                # `n * "x"` is never arithmetic: a plain ValueError (a rejected draw), not a limit, since one real
+                # template (24) multiplies by `Fraction(...)`, which gives a string; refused before anything is built
+                raise ValueError(f"sequence repetition is not allowed: {_src(node)!r}")
             if isinstance(op, ast.Pow):
                 _check_pow(a, b, node)
             # operands are within the limits, so one +, -, *, / builds at most twice a limit before this check
