@@ -159,9 +159,10 @@ def load_templates(templates_dir: str | Path) -> tuple[list[Template], dict[str,
             if data.get("ignore"):
                 continue
             templates.append(parse_template(data, i))
-        # deliberate: a broken template is reported by file; RecursionError from tomllib on deeply nested TOML
-        except (ValueError, SyntaxError, KeyError, RecursionError) as e:
+        except (ValueError, SyntaxError, KeyError) as e:  # deliberate: a broken template is reported by file
             raise ConfigError(f"{f}: {e}") from None
+        except RecursionError:  # deliberate: tomllib recurses once per nesting level of an array or table
+            raise ConfigError(f"{f}: nested too deeply to read as TOML") from None
     return templates, replacements
 
 

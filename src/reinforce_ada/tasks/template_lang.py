@@ -7,13 +7,13 @@ access, no `eval`. `tasks/gsm_symbolic.py` parses the templates and samples thei
 Limits. A template is untrusted input, so no expression may build a value big enough to exhaust memory or time. Each
 is checked before the work is done (or, where the result is at most a small multiple of checked operands, right
 after), and breaking one raises `TemplateLimitError` (a ValueError) naming the expression and the limit:
-1) source: an expression is at most `MAX_EXPR_CHARS` characters and nests at most `MAX_DEPTH` levels (so no
-   RecursionError can escape, in `parse` or `evaluate`);
-2) integers (and a Fraction's numerator plus denominator) hold at most `MAX_INT_BITS` bits; `a ** b` needs
-   `|b| <= MAX_EXPONENT` and is refused before computing when `bits(a) * |b|` would pass `MAX_INT_BITS`;
-3) lists and tuples hold at most `MAX_ITEMS` items (`range_list`, `range_str`, `sample_sequential`, `list` are
-   refused before building more) and any value prints in at most about `MAX_CHARS` characters, strings included;
-4) `round(x, n)` needs `|n| <= MAX_ROUND_DIGITS`.
+1) source: an expression is at most `MAX_EXPR_CHARS` (10,000) characters and nests at most `MAX_DEPTH` (100)
+   levels, in `parse` and again in `evaluate`, so no RecursionError can escape;
+2) integers (and a Fraction's numerator plus denominator) hold at most `MAX_INT_BITS` (4,096) bits; `a ** b` needs
+   |b| <= `MAX_EXPONENT` (64) and is refused before computing when bits(a) * |b| would pass `MAX_INT_BITS`;
+3) lists and tuples hold at most `MAX_ITEMS` (10,000) items (`range_list`, `range_str`, `sample_sequential` and `list`
+   check before building), and a string, or any value as printed, is at most `MAX_CHARS` (100,000) characters;
+4) `round(x, n)` needs |n| <= `MAX_ROUND_DIGITS` (100).
 Sequence repetition (`3 * "x"`, `[0] * n`) is not allowed at all: a plain ValueError, which `generate` counts as a
 rejected draw like any other expression that fails (the real template 24 does this by accident).
 A draw costs at most a few of these limits' worth of work; `gsm_symbolic.generate` multiplies that by `max_tries`.
@@ -178,7 +178,8 @@ def evaluate(node: ast.AST, env: dict[str, Any], functions: dict[str, Callable],
     ValueError: call to __import__ is not allowed
     """
     if _depth > MAX_DEPTH:
-        raise TemplateLimitError(f"expression {_src(node)!r} nests deeper than {MAX_DEPTH} levels")
+        # not unparsed: ast.unparse of the rest of a too-deep tree would itself recurse too deep
+        raise TemplateLimitError(f"expression nests deeper than {MAX_DEPTH} levels (at a {type(node).__name__})")
     ev = lambda n: evaluate(n, env, functions, _depth + 1)  # noqa: E731
     match node:
         case ast.Constant(value=v) if isinstance(v, int | float | str | bool) or v is None:
