@@ -32,6 +32,7 @@ import math
 import numbers
 import re
 import warnings
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,10 @@ def _as_text(value: Any, where: str) -> str:
     """A non-empty text or finite number as the text the `exact` verifier compares (`4.0` -> "4"; rule 2)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Decimal):  # Parquet decimal columns; not a numbers.Real
+        if not value.is_finite():
+            raise ConfigError(f"{where} must be a finite number, got {value}")
+        return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"{where} must be text or a number, got {type(value).__name__} {_short(value)}")
     if not math.isfinite(value):
