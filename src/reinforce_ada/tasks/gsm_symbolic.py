@@ -255,8 +255,9 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
 
     Ids read `gsm-symbolic-<template>-<k>`; `meta` holds `template`, `id_orig` and the worked `solution`. A draw
     whose expressions fail to evaluate counts as a rejected draw, so a broken template yields no instances; but a
-    draw that breaks one of the template language's size limits is a ConfigError naming the template, the expression
-    and the limit (such a template is hostile or wrong, and retrying it would only waste `max_tries` draws).
+    draw that breaks one of the template language's size limits, or a solution `{hole}` that does not parse, is a
+    ConfigError naming the template (and the expression and limit): such a template is hostile or wrong, and
+    retrying it would only waste `max_tries` draws.
     """
     templates, replacements = load_templates(templates_dir)
     prompts = []
@@ -268,7 +269,7 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
                 break
             try:
                 got = instance(t, rng, replacements)
-            except TemplateLimitError as e:
+            except (TemplateLimitError, SyntaxError) as e:  # a solution `{hole}` is parsed only when first drawn
                 raise ConfigError(f"GSM-Symbolic template {t.id} (id_orig {t.id_orig}): {e}") from None
             except _BAD_DRAW:  # deliberate: a draw the expressions cannot handle is rejected like a failed condition
                 got = None
