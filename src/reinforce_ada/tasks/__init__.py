@@ -67,9 +67,10 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
         else:
             train, held_out = code.split(prompts, task.eval_size, task.seed)
     else:
-        prompts = load_prompts(task.path, prompt_key=task.prompt_key, answer_key=task.answer_key)
+        keys = dict(prompt_key=task.prompt_key, answer_key=task.answer_key, max_prompt_chars=task.max_prompt_chars)
+        prompts = load_prompts(task.path, **keys)
         if task.eval_path:
-            held_out = load_prompts(task.eval_path, prompt_key=task.prompt_key, answer_key=task.answer_key)
+            held_out = load_prompts(task.eval_path, **keys)
             train = prompts
         else:
             order = np.random.default_rng(task.seed).permutation(len(prompts))

@@ -26,6 +26,9 @@ class TaskConfig:
     """file task: column holding the prompt text."""
     answer_key: str = "answer"
     """file task: column holding the reference answer."""
+    max_prompt_chars: int = 32_000
+    """file task: a row whose prompt is longer than this many characters is an error naming it (prompts longer than
+    the model's context are also left out at start, counted)."""
     verifier: str | None = None
     """Verifier name (exact, numeric, math, arithmetic, code), or a function of yours as module:function or
     path/to/file.py:function; default: the task's own (arithmetic; exact for files; math for gsm_symbolic; code)."""
@@ -60,6 +63,8 @@ class TaskConfig:
             raise ConfigError("task.verifier is empty; leave it unset for the task's own verifier")
         if self.seed < 0:
             raise ConfigError(f"task.seed={self.seed} must be >= 0")
+        if self.max_prompt_chars < 1:
+            raise ConfigError(f"task.max_prompt_chars={self.max_prompt_chars} must be >= 1")
         if self.template not in TEMPLATES:
             raise ConfigError(f"task.template={self.template!r} is not valid; choose one of {sorted(TEMPLATES)}")
         if self.name == "file" and not self.path:

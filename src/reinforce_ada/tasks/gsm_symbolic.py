@@ -151,7 +151,14 @@ def load_templates(templates_dir: str | Path) -> tuple[list[Template], dict[str,
     replacements_file = next(
         (p for p in (sym / "replacements.json", sym.parent / "replacements.json") if p.exists()), None
     )
-    replacements = json.loads(replacements_file.read_text()) if replacements_file else {}
+    try:
+        replacements = json.loads(replacements_file.read_text()) if replacements_file else {}
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{replacements_file}: not valid JSON ({e})") from None
+    if not isinstance(replacements, dict):
+        raise ConfigError(
+            f"{replacements_file}: expected a JSON object of word lists, got {type(replacements).__name__}"
+        )
     templates = []
     for i, f in enumerate(files):
         try:
