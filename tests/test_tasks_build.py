@@ -31,30 +31,23 @@ def test_task_config_errors():
 
 
 def test_task_max_prompt_chars_reaches_the_file_loader(tmp_path):
-    import json as _json
-
-    from reinforce_ada.errors import ConfigError as _ConfigError
-    from reinforce_ada.tasks import build as _build
-    from reinforce_ada.tasks.config import TaskConfig as _TaskConfig
-
     f = tmp_path / "d.jsonl"
-    f.write_text("".join(_json.dumps({"prompt": "x" * (50 + i), "answer": str(i)}) + "\n" for i in range(4)))
-    train, held_out, _ = _build(_TaskConfig(name="file", path=str(f), eval_size=1, max_prompt_chars=100))
+    f.write_text("".join(json.dumps({"prompt": "x" * (50 + i), "answer": str(i)}) + "\n" for i in range(4)))
+    train, held_out, _ = build(TaskConfig(name="file", path=str(f), eval_size=1, max_prompt_chars=100))
     assert len(train) + len(held_out) == 4
-    with pytest.raises(_ConfigError, match="row 2, column 'prompt'.*limit is 50"):
-        _build(_TaskConfig(name="file", path=str(f), eval_size=1, max_prompt_chars=50))
-    with pytest.raises(_ConfigError, match="task.max_prompt_chars"):
-        _TaskConfig(max_prompt_chars=0)
+    with pytest.raises(ConfigError, match="row 2, column 'prompt'.*limit is 50"):
+        build(TaskConfig(name="file", path=str(f), eval_size=1, max_prompt_chars=50))
+    with pytest.raises(ConfigError, match="task.max_prompt_chars"):
+        TaskConfig(max_prompt_chars=0)
 
 
 def test_a_broken_replacements_file_is_a_config_error(tmp_path):
-    from reinforce_ada.errors import ConfigError as _ConfigError
-    from reinforce_ada.tasks import gsm_symbolic
-
     import shutil
+
+    from reinforce_ada.tasks import gsm_symbolic
 
     real = sorted((gsm_symbolic.fetch_templates() / "symbolic").glob("*.toml"))[0]
     shutil.copy(real, tmp_path / real.name)
     (tmp_path / "replacements.json").write_text("{not json")
-    with pytest.raises(_ConfigError, match="replacements.json: not valid JSON"):
+    with pytest.raises(ConfigError, match="replacements.json: not valid JSON"):
         gsm_symbolic.load_templates(tmp_path)
