@@ -332,3 +332,27 @@ def test_a_task_of_only_too_long_prompts_is_an_error(model_dir, tmp_path):
     cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, name="file", path=str(data), eval_size=0))
     with pytest.raises(ConfigError, match="every training prompt is longer than 124 tokens"):
         Trainer(cfg, tensorboard=False)
+
+
+def test_the_report_shows_rollout_worker_imbalance(tmp_path):
+    from reinforce_ada.training.report import make_report, summary_lines
+
+    rows = [{"step": 0, "eval_accuracy": 0.1}]
+    rows += [
+        {
+            "step": i,
+            "reward_first_round": 0.2,
+            "loss": 0.1,
+            "zero_adv_prompt_share": 0.5,
+            "samples_generated": 10,
+            "samples_trained": 8,
+            "worker0_busy_s": 1.0,
+            "worker1_busy_s": 0.5,
+            "worker_busy_imbalance": 4 / 3,
+            "worker_restarts": int(i == 2),
+        }
+        for i in (1, 2, 3)
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert make_report(tmp_path).exists()
+    assert "rollout workers: median busy-time imbalance (max/mean) 1.33, 1 restarts" in summary_lines(rows)

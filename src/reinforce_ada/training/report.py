@@ -34,6 +34,10 @@ def summary_lines(rows: list[dict]) -> list[str]:
         if levels:
             per = "  ".join(f"{k[14:]} {first.get(k, float('nan')):.2f}->{last[k]:.2f}" for k in levels)
             lines.append(f"per level: {per}")
+    if train and any("worker_busy_imbalance" in r for r in train):
+        imb = np.nanmedian([r.get("worker_busy_imbalance", np.nan) for r in train])
+        restarts = sum(r.get("worker_restarts", 0) or 0 for r in train)
+        lines.append(f"rollout workers: median busy-time imbalance (max/mean) {imb:.2f}, {restarts} restarts")
     if train:
         gen = np.mean([r["samples_generated"] for r in train])
         zero = np.mean([r["zero_adv_prompt_share"] for r in train])
@@ -54,7 +58,11 @@ def make_report(run_dir: Path, title: str = "") -> Path:
     rows = read_metrics(run_dir)
     train = [r for r in rows if r.get("reward_first_round") is not None and "loss" in r]
     evals = [r for r in rows if "eval_accuracy" in r]
-    fig, ax = plt.subplots(1, 4, figsize=(19, 4.2))
+    workers = sorted(
+        {k for r in train for k in r if k.startswith("worker") and k.endswith("_busy_s") and k[6:-7].isdigit()},
+        key=lambda k: int(k[6:-7]),
+    )
+    fig, ax = plt.subplots(1, 5 if workers else 4, figsize=(24 if workers else 19, 4.2))
     if train:
         s = np.array([r["step"] for r in train])
         rew = np.array([r["reward_first_round"] for r in train], dtype=float)
@@ -82,6 +90,17 @@ def make_report(run_dir: Path, title: str = "") -> Path:
         )
         ax[2].plot(s, [r["samples_generated"] for r in train], label="generated")
         ax[2].plot(s, [r["samples_trained"] for r in train], label="trained")
+    if workers:  # Ray rollout workers: busy time per worker and step, so imbalance and restarts are visible
+        for k in workers:
+            ax[4].plot(s, [r.get(k, np.nan) for r in train], lw=1, label=k.removesuffix("_busy_s"))
+        restarts = sum(r.get("worker_restarts", 0) or 0 for r in train)
+        imbalance = np.nanmedian([r.get("worker_busy_imbalance", np.nan) for r in train])
+        ax[4].set(
+            xlabel="step",
+            ylabel="busy s",
+            title=f"rollout workers (median max/mean busy {imbalance:.2f}, {restarts} restarts)",
+        )
+        ax[4].legend(fontsize=7)
     if evals:
         ax[0].plot(
             [r["step"] for r in evals],
