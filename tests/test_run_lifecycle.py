@@ -310,7 +310,7 @@ def test_cli_resume_runs_with_the_run_config_and_new_step_count(model_dir, tmp_p
 
 def test_prompts_longer_than_the_context_are_left_out_and_counted(model_dir, tmp_path, capsys):
     # the tiny model's context is 128 positions; with 4 new tokens a prompt may have at most 124 tokens
-    rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "9" * 100_000 + "+1=", "answer": "x"}]
+    rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "9" * 2_000 + "+1=", "answer": "x"}]
     rows += [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(2, 12)]
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
