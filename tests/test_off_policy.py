@@ -134,3 +134,31 @@ def test_bf16_recomputes_old_logprobs_and_corrects(model_dir, tmp_path):
     expected = np.mean(np.concatenate([np.exp(np.subtract(r.old_logp, r.sampler_logp)) for r in rows]) > 1.001)
     assert m["is_affected_token_share"] == pytest.approx(expected, abs=1e-6)
     assert np.isfinite(m["loss"]) and m["skipped_update"] == 0
+
+
+def test_engine_auto_picks_vllm_only_when_installed_and_on_cuda(monkeypatch):
+    import importlib.util
+
+    import torch
+
+    from reinforce_ada.engines.config import resolve_engine
+
+    assert TrainConfig().generation.engine == "auto"
+    real_find = importlib.util.find_spec
+    for installed, cuda, device, want in [
+        (False, True, "auto", "hf"),
+        (True, False, "auto", "hf"),
+        (True, True, "auto", "vllm"),
+        (True, True, "cuda", "vllm"),
+        (True, True, "cpu", "hf"),
+    ]:
+        monkeypatch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda n, *a, i=installed: (object() if i else None) if n == "vllm" else real_find(n, *a),
+        )
+        monkeypatch.setattr(torch.cuda, "is_available", lambda c=cuda: c)
+        assert resolve_engine("auto", device) == want
+        cfg = apply_overrides(TrainConfig(), {"model": {"device": device}}, "t")
+        assert cfg.engine == want and cfg.old_logprobs == ("recompute" if want == "vllm" else "sampler")
+    assert resolve_engine("hf", "cuda") == "hf" and resolve_engine("vllm", "cpu") == "vllm"

