@@ -5,6 +5,7 @@ what failed and lose nothing."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import errno
 import json
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
@@ -172,25 +173,12 @@ def test_every_checkpoint_damaged_is_an_error_naming_each(model_dir, two_step_ru
         tr.resume()
 
 
-def test_a_checkpoint_of_another_model_size_is_named_as_such(char_tokenizer, two_step_run, tmp_path):
+def test_a_checkpoint_of_another_model_size_is_named_as_such(tiny_llama, char_tokenizer, two_step_run, tmp_path):
     bigger = tmp_path / "bigger"
-    tok = char_tokenizer
-    LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=len(tok),
-            hidden_size=48,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=128,
-            tie_word_embeddings=True,
-            pad_token_id=tok.pad_token_id,
-            bos_token_id=tok.bos_token_id,
-            eos_token_id=tok.eos_token_id,
-        )
-    ).save_pretrained(bigger)
-    tok.save_pretrained(bigger)
+    config = copy.deepcopy(tiny_llama.config)
+    config.hidden_size = 48  # the session's tiny Llama, one size up
+    LlamaForCausalLM(config).save_pretrained(bigger)
+    char_tokenizer.save_pretrained(bigger)
     run = copy_run(two_step_run, tmp_path / "run")
     tr = Trainer(cfg_for(bigger, run), tensorboard=False)
     before = [p.detach().clone() for p in tr.model.parameters()]

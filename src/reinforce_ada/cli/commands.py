@@ -130,9 +130,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from reinforce_ada.models.load import resolve_device
     from reinforce_ada.training import checkpoint
     from reinforce_ada.training.config import load_toml
+    from reinforce_ada.training.interrupt import Interrupted
     from reinforce_ada.training.report import make_report, summary_lines
     from reinforce_ada.training.tracking import read_metrics
-    from reinforce_ada.training.trainer import Interrupted, Trainer
+    from reinforce_ada.training.trainer import Trainer
 
     cfg = train_config_from_args(args)
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA

@@ -43,11 +43,12 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
 from reinforce_ada.training.config import TrainConfig, to_toml
+from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
-from reinforce_ada.types import Prompt
 
 
 @dataclasses.dataclass
@@ -397,68 +398,6 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
-
-
-MAX_PROMPT_TOKENS = 32_768
-"""Prompt-token limit for a model that states no context length (`max_position_embeddings`)."""
-
-
-def context_limit(model: Any, max_new_tokens: int) -> int:
-    """The longest prompt, in tokens, that leaves room for `max_new_tokens` in the model's context."""
-    config = getattr(model, "config", None)
-    context = getattr(config, "max_position_embeddings", None) or MAX_PROMPT_TOKENS + max_new_tokens
-    return max(int(context) - max_new_tokens, 0)
-
-
-def fit_context(prompts: list[Prompt], tokenizer: Any, limit: int) -> tuple[list[Prompt], list[str]]:
-    """(prompts whose token count is at most `limit`, ids of the others). A prompt is never cut: cutting would change
-    the question. The UTF-8 length bounds the token count from above (byte-level BPE, SentencePiece with byte
-    fallback and character tokenizers all cover at least one byte per token), so only prompts longer than `limit`
-    bytes are tokenized."""
-    kept, dropped = [], []
-    for p in prompts:
-        if len(p.text.encode()) > limit and len(tokenizer(p.text, add_special_tokens=False)["input_ids"]) > limit:
-            dropped.append(p.id)
-        else:
-            kept.append(p)
-    return kept, dropped
-
-
-class Interrupted(Exception):
-    """Ctrl-C was pressed: the run stopped at a step boundary after saving a checkpoint of `step`."""
-
-    def __init__(self, step: int) -> None:
-        super().__init__(f"interrupted at step {step}")
-        self.step = step
-
-
-class StopAtStepBoundary:
-    """While active (main thread only), the first SIGINT asks the loop to stop after the current step; a second one
-    raises KeyboardInterrupt at once (nothing is saved then)."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._old: Any = None
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\nCtrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop now, unsaved)")
-
-    def __enter__(self) -> StopAtStepBoundary:
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        import signal
-
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
 
 
 class Drift:
