@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig, RolloutConfig, resolve_engine
+from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig, coerce_value
+from reinforce_ada.sampling.strategies import strategy_class
 from reinforce_ada.tasks.config import TaskConfig
 
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
@@ -168,15 +169,16 @@ class TrainConfig:
 
     @property
     def streaming(self) -> bool:
-        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies."""
+        """`generation.streaming` resolved: None means the strategy's declared default (`traits.streams`)."""
         g = self.generation
         if g.streaming is not None:
             return g.streaming
-        return self.strategy.name in STREAMING_BY_DEFAULT
+        return strategy_class(self.strategy.name).traits.streams
 
     def __post_init__(self) -> None:
         s = self.strategy
-        if s.budget is not None and s.name in ("est", "knapsack") and s.budget < self.run.batch_size * s.min_samples:
+        spends = strategy_class(s.name).traits.spends_budget
+        if s.budget is not None and spends and s.budget < self.run.batch_size * s.min_samples:
             raise ConfigError(
                 f"strategy.budget={s.budget} is below run.batch_size x strategy.min_samples = "
                 f"{self.run.batch_size} x {s.min_samples}: not every prompt of a step could get its minimum"

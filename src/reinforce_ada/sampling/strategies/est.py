@@ -29,6 +29,7 @@ from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 Predictor = Callable[[Prompt], float]
@@ -112,6 +113,19 @@ def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.n
 
 
 class Est(PoolStrategy):
+    traits = Traits(
+        baseline="global",
+        streams=True,
+        spends_budget=True,
+        planner="allocation",
+        reads=("budget", "min_samples", "max_samples", "allocation", "residual"),
+        takes_predictor=True,
+    )
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+        return allocate_counts(rates, cfg, budget)
+
     def __init__(self, cfg: StrategyConfig, predictor: Predictor | None = None):
         self.predictor = predictor
         super().__init__(cfg)

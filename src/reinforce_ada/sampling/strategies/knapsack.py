@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.strategies.est import Est, knapsack_allocate
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 CONFIDENCE = 0.9
@@ -76,6 +78,19 @@ def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int) ->
 
 
 class Knapsack(Est):
+    traits = Traits(
+        baseline="group",
+        streams=False,
+        spends_budget=True,
+        planner="allocation",
+        reads=("budget", "min_samples", "max_samples", "history"),
+        takes_predictor=True,
+    )
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+        return knapsack_budget([float(p) for p in rates], budget, cfg.min_samples, cfg.max_samples)
+
     def on_add(self, ids: list[str]) -> None:
         p_hat: list[float | None] = []
         for pid in ids:

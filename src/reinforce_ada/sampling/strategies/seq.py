@@ -33,6 +33,7 @@ from math import exp, lgamma
 from typing import Any
 
 from reinforce_ada.sampling.protocol import PoolStrategy, downsample, split_correct
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 
@@ -58,6 +59,14 @@ def resolve_chance(n_pos: int, n_neg: int, remaining: int, a: float, b: float, *
 
 
 class Seq(PoolStrategy):
+    traits = Traits(
+        baseline="global",
+        streams=True,
+        spends_budget=False,
+        planner="sequential",
+        reads=("n", "samples_per_round", "max_samples", "exit", "k_pos", "k_neg", "selection", "unresolved", "give_up"),
+    )
+
     def _reset(self) -> None:
         super()._reset()
         self.prior: dict[str, tuple[float, float]] = {}
