@@ -58,6 +58,23 @@ RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_sampl
 """Run fields that also get a short flag (`--steps`); every field has its dotted form (`--run.steps`)."""
 
 
+def verifier_names() -> str:
+    from reinforce_ada.tasks.verifiers import VERIFIERS
+
+    return ", ".join(VERIFIERS)
+
+
+def table_help() -> dict[str, str]:
+    """Help texts generated from the registries (task table, verifiers), so they never go stale."""
+    from reinforce_ada.tasks.registry import help_lines
+
+    return {
+        "task.name": f"one of: {help_lines(trainable=True)} (default arithmetic)",
+        "task.verifier": f"{verifier_names()}, or a function of yours as module:function or path/to/file.py:function "
+        "(default: the task's own, listed under --task.name)",
+    }
+
+
 def add_train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run], [rollout])"
@@ -70,6 +87,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group(f"[{sec}]")
         cls = factory()
         docs = field_docs(type(cls))
+        generated = table_help()
         for f in fields(cls):
             flags = [f"--{sec}.{f.name}"]
             if sec == "run" and f.name in RUN_FLAGS:
@@ -81,7 +99,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                 dest=f"{sec}.{f.name}",
                 default=None,
                 metavar=metavar(str(f.type)),
-                help=help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
+                help=generated.get(f"{sec}.{f.name}") or help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
 
 

