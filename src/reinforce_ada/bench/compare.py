@@ -79,7 +79,9 @@ class CompareConfig:
     """The adaptive arm P2 reads against budget-matched GRPO, named before the run."""
     pool_size: int | None = None
     """Cap every pool at this many prompts (quick runs)."""
-    out: str = "benchmarks/results/convergence"
+    out: str = "runs/compare/convergence"
+    """Where OUT.json and OUT.png go (the user's choice; this repository's benchmarks/convergence.py writes its
+    committed results under benchmarks/results/)."""
     run_root: str = "runs/compare"
 
     def __post_init__(self) -> None:

@@ -147,9 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
     co.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
-    co.add_argument("--quick", action="store_true", help="a few minutes, every arm; writes to runs/compare-quick only")
-    co.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/convergence)")
-    co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
+    co.add_argument("--quick", action="store_true", help="a few minutes, every arm (runs under runs/compare-quick)")
+    co.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix: OUT.json and OUT.png (default runs/compare/convergence; --quick: "
+        "runs/compare-quick/convergence)",
+    )
     co.add_argument(
         "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
     )
@@ -169,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reinforce_ada.sampling.strategies import load_strategy_plugins
+
+    try:  # strategies other packages declare (entry points `reinforce_ada.strategies`), before the flags are built
+        load_strategy_plugins()
+    except ConfigError as e:
+        print(f"reinforce-ada: error: {e}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
