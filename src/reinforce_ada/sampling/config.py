@@ -109,6 +109,17 @@ class StrategyConfig:
     predictor_dim: int = _f(
         4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)", plan=False
     )
+    knapsack_value: str = _f(
+        "total",
+        "knapsack (and est allocation=knapsack): total (the paper's objective, sum of each prompt's value) or "
+        "reference (the released code's DP: a prompt given nothing beyond min_samples scores 0)",
+    )
+    knapsack_estimate: str = _f(
+        "recent",
+        "knapsack p_hat: recent (mean of the last `history` outcomes, the paper) or last_visit (the released code: the "
+        "latest visit alone once it has >= history samples)",
+        plan=False,
+    )
     history: int = _f(
         16, "knapsack: recent rewards remembered per prompt (paper 16); an estimate needs half of them", plan=False
     )
@@ -286,6 +297,8 @@ def _validate_allocators(c: StrategyConfig) -> None:
         raise ConfigError(f"predictor_lr={c.predictor_lr} is out of range; it must be > 0")
     _at_least("predictor_dim", c.predictor_dim, 0)
     _at_least("history", c.history, 2)
+    _choice("knapsack_value", c.knapsack_value, ("total", "reference"))
+    _choice("knapsack_estimate", c.knapsack_estimate, ("recent", "last_visit"))
     _unit("give_up", c.give_up, open_hi=True)
     _at_least("pilot", c.pilot, 1)
     if c.pilot > c.max_samples:
