@@ -25,6 +25,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run(argv: list[str]) -> int:
+    if "--quick" in argv and "--out" in argv:
+        out = Path(argv[argv.index("--out") + 1]).resolve()
+        if out.is_relative_to(RESULTS):
+            raise SystemExit(f"--quick writes scratch results only; --out {out} is under {RESULTS}")
     summary = "--no-summary" not in argv and "--quick" not in argv
     argv = [a for a in argv if a != "--no-summary"]
     if "--out" not in argv and "--quick" not in argv:
