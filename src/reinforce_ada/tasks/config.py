@@ -41,7 +41,8 @@ class TaskConfig:
     train_size: int = 4096
     """Prompts in the training pool."""
     eval_size: int = 256
-    """Held-out prompts per difficulty level."""
+    """Held-out prompts: arithmetic, per difficulty level; file and code without eval_path, rows of `path` held out
+    (at most half the file, with a warning saying how many); gsm_symbolic, held-out instances kept (0: all)."""
     level_weights: tuple[float, ...] = ArithmeticConfig().level_weights
     """Share of the training pool per level (levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits)."""
     seed: int = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -103,6 +104,13 @@ def _file(task: Any) -> tuple[list[Prompt], list[Prompt]]:
         return prompts, load_prompts(task.eval_path, **keys)
     order = np.random.default_rng(task.seed).permutation(len(prompts))
     n_eval = min(task.eval_size, len(prompts) // 2)
+    if n_eval:
+        warnings.warn(
+            f"task.eval_path is unset: {n_eval} of the {len(prompts)} rows of {task.path} are held out for evaluation "
+            f"and not trained on (task.eval_size={task.eval_size}, at most half the file); set task.eval_path to "
+            "a held-out file of your own, or task.eval_size to hold out fewer",
+            stacklevel=2,
+        )
     held_out = [prompts[i] for i in sorted(order[:n_eval])]
     return [prompts[i] for i in sorted(order[n_eval:])], held_out
 
