@@ -476,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", action="store_true", help="also generation on SmolLM2-1.7B's shape (bf16)")
     ap.add_argument("--budget-s", type=float, default=None, help="skip sections starting after this (default 420)")
     args = ap.parse_args(argv)
+    if args.budget_s is not None and args.budget_s < 0:
+        ap.error(f"--budget-s must be >= 0, got {args.budget_s}")
     s = TINY if args.tiny else Settings()
     s = dataclasses.replace(s, budget_s=args.budget_s if args.budget_s is not None else s.budget_s)
     start = time.perf_counter()
@@ -495,7 +497,15 @@ def main(argv: list[str] | None = None) -> int:
         print(res["error"])
         return 2
     torch.set_num_threads(s.threads)
-    env = environment(args.device)
+    from reinforce_ada.errors import ConfigError
+
+    try:
+        env = environment(args.device)
+    except ConfigError as e:  # --device cuda without a GPU: the reason, not a traceback
+        res["error"] = str(e)
+        out_path.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"gpu_check: {e}", file=sys.stderr)
+        return 2
     res["env"] = {k: v for k, v in env.items() if k != "device_obj"}
     # soft deadlines: generation cells start within the first half of the budget, timed training steps within 85%
     at = lambda share: start + share * s.budget_s  # noqa: E731

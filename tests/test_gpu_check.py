@@ -79,3 +79,14 @@ def test_tiny_run_measures_every_section(gpu_check, tmp_path):
         and paths["resume_and_step"]["result"]["weights_equal_after_resume"]
     )
     assert paths["evaluate"]["result"]["eval_prompts"] > 0
+
+
+def test_no_cuda_or_no_transformers_is_a_clear_exit(gpu_check, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: False)
+    assert gpu_check.main(["--tiny", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    res = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert "CUDA is not available" in res["error"] and "generation" not in res
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
+    assert gpu_check.main(["--tiny", "--out", str(tmp_path)]) == 2
+    assert "transformers is not installed" in json.loads((tmp_path / "gpu_check.json").read_text())["error"]
+    assert "transformers is not installed" in capsys.readouterr().out
