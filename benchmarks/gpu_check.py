@@ -422,7 +422,8 @@ def table(res: dict) -> str:
         lines.append(
             f"train {arm:24} step {m['time_step_s']:.3f} s (gen {m['time_generate_s']:.3f}, train "
             f"{m['time_train_s']:.3f})  samples/step {m['samples_generated']:.0f}  "
-            f"x{t['ratio_step_vs_grpo_n4'].get(arm, float('nan')):.2f} of GRPO-n4"
+            f"x{t['ratio_step_vs_grpo_n4'].get(arm, float('nan')):.2f} of GRPO-n4  "
+            f"|logp sampler - learner| max {m['mismatch_logp_abs_max']:.1e}"
         )
     for name, p in t.get("paths", {}).items():
         lines.append(f"path {name}: {'ok' if p['ok'] else p['error']}")
