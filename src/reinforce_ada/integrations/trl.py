@@ -224,26 +224,28 @@ class AdaGRPOTrainer(GRPOTrainer):
         return prompts
 
     def _ada_more(self, k: int) -> list[Prompt]:
-        """k fresh dataset rows not already in the step, for DAPO refills and admission candidates (each process
-        draws its own, from a seeded epoch order that is checkpointed). An iterable dataset has none to give."""
+        """Up to k fresh dataset rows whose prompts are not already in the step, for DAPO refills, Pilot-Commit's
+        deficit and admission candidates; fewer (or none: the protocol's "exhausted") only when the dataset has no
+        other prompt. Each process draws its own, from a seeded epoch order that is checkpointed. An iterable
+        dataset has none to give."""
         if not hasattr(self.train_dataset, "__getitem__"):
             warnings.warn(
                 "the strategy asked for more prompts; an iterable train_dataset cannot give them", stacklevel=2
             )
             return []
-        out: list[Prompt] = []
-        rows: list[dict[str, Any]] = []
-        for stub in self._ada_prompt_order().take(k):
-            row = self.train_dataset[int(stub.id)]
-            p = Prompt(id=prompt_key(row["prompt"]), text=json.dumps(row["prompt"], default=str))
-            if p.id not in self.ada_strategy.prompts and p.id not in {q.id for q in out}:
-                out.append(p), rows.append(row)
+        stubs = self._ada_prompt_order().take(k, exclude=self.ada_strategy.prompts)
+        rows = [self.train_dataset[s.meta["row"]] for s in stubs]
+        out = [Prompt(id=s.id, text=json.dumps(r["prompt"], default=str)) for s, r in zip(stubs, rows, strict=True)]
         self.ada_engine.add(out, rows)
         return out
 
     def _ada_prompt_order(self) -> PromptOrder:
+        """The dataset's rows in seeded epochs, keyed by `prompt_key` so that `take` can skip the step's prompts
+        (and a prompt the dataset holds twice is drawn once per step). Built on first use: one hash per row."""
         if self.ada_order is None:
-            stubs = [Prompt(id=str(i), text="") for i in range(len(self.train_dataset))]
+            ds = self.train_dataset
+            column = ds["prompt"] if hasattr(ds, "column_names") else (ds[i]["prompt"] for i in range(len(ds)))
+            stubs = [Prompt(id=prompt_key(p), text="", meta={"row": i}) for i, p in enumerate(column)]
             self.ada_order = PromptOrder(stubs, seed=self.args.seed * 1000 + 17 + self.accelerator.process_index)
         return self.ada_order
 
