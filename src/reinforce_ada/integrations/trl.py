@@ -29,7 +29,7 @@ import hashlib
 import inspect
 import json
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.trl_config import AdaGRPOConfig
 from reinforce_ada.integrations.trl_engine import TRLEngine
 from reinforce_ada.integrations.trl_ledger import log_ledger, reduce_ledger
+from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.sampling.advantages import compute_advantages
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
@@ -184,8 +185,14 @@ class AdaGRPOTrainer(GRPOTrainer):
         prompts = self._ada_prompts(rows)
         engine, strategy = self.ada_engine, self.ada_strategy
         engine.start(prompts, rows)
-        batch = collect(strategy, engine, prompts, more_prompts=self._ada_more)
-        engine.drain()
+        log = VisitLog(strategy.memory) if self.accelerator.num_processes > 1 else None
+        try:
+            batch = collect(strategy, engine, prompts, more_prompts=self._ada_more)
+            engine.drain()
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
         if c.resolved_scale_std:  # the same advantages with TRL's std floor (only the floor differs)
@@ -199,8 +206,8 @@ class AdaGRPOTrainer(GRPOTrainer):
                 eps=TRL_STD_FLOOR,
             )
         batch.ledger.verifier_errors += engine.errors
-        if self.accelerator.num_processes > 1:
-            self._ada_sync_memory()
+        if log is not None:  # every process's visits, in one order on every process (trl_memory)
+            share_visits(log, gather_object)
         kept = [
             (engine.scored[id(s)], float(a * w))
             for g, adv_R, w in zip(batch.groups, advs, weights, strict=True)
@@ -248,22 +255,6 @@ class AdaGRPOTrainer(GRPOTrainer):
             stubs = [Prompt(id=prompt_key(p), text="", meta={"row": i}) for i, p in enumerate(column)]
             self.ada_order = PromptOrder(stubs, seed=self.args.seed * 1000 + 17 + self.accelerator.process_index)
         return self.ada_order
-
-    def _ada_sync_memory(self) -> None:
-        """The strategy's prompt memory (pass-rate tracker, visit history, evictions, predictor) learns from every
-        process's visits: each process sends the visits it recorded this step and records the others'. A prompt is
-        visited by one process per step (its group lives on one process), so every memory ends the step the same;
-        the predictor's pending visits are put in rank order, so its updates agree too."""
-        s = self.ada_strategy
-        th = s.cfg.threshold
-        mine = [(asdict(s.prompts[pid]), [float(x.reward) > th for x in pool]) for pid, pool in s.pools.items() if pool]
-        everyone = gather_object([mine])
-        memory, rank = s.memory, self.accelerator.process_index
-        for r, visits in enumerate(everyone):
-            for p, outcomes in visits if r != rank else []:
-                memory.record(Prompt(**p), outcomes)
-        if memory.predictor is not None:
-            memory.pending = [(Prompt(**p), sum(o), len(o)) for visits in everyone for p, o in visits if o]
 
     def _ada_replay_rows(self, kept: list, target: int, *, padded_anywhere: bool) -> Replay:
         e = self.ada_engine
