@@ -44,8 +44,9 @@ from trl import GRPOTrainer
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.trl_config import AdaGRPOConfig
 from reinforce_ada.integrations.trl_engine import TRLEngine
-from reinforce_ada.integrations.trl_ledger import log_ledger, reduce_ledger
+from reinforce_ada.integrations.trl_ledger import check_verifier_errors, log_ledger, reduce_ledger
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
+from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import compute_advantages
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
@@ -215,6 +216,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         ]
         local, total, target = reduce_ledger(self, batch, strategy, engine, len(kept))
         self.ada_history.append({"local": local, "total": total})
+        check_verifier_errors(total, self.args.max_verifier_error_share, self.args.output_dir, self.state.global_step)
         log_ledger(self._metrics["train"], total)
         replay = self._ada_replay_rows(kept, target, padded_anywhere=total["padded_rows"] > 0)
         strategy.begin([])  # drop the step's pools: what outlives a step is the rng and the prompt memory
@@ -305,23 +307,10 @@ class AdaGRPOTrainer(GRPOTrainer):
         }
 
     def save_ada_state(self, checkpoint: Path) -> None:
-        folder = checkpoint / "reinforce_ada"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"state_rank{self.accelerator.process_index}.json"
-        path.write_text(json.dumps(self.ada_state()))
+        write_state(checkpoint, self.accelerator.process_index, self.ada_state())
 
     def load_ada_state(self, checkpoint: Path) -> None:
-        folder = checkpoint / "reinforce_ada"
-        path = folder / f"state_rank{self.accelerator.process_index}.json"
-        if not path.exists():
-            path = folder / "state_rank0.json"
-            if not path.exists():
-                warnings.warn(f"{checkpoint} has no reinforce-ada state: the strategy starts fresh", stacklevel=2)
-                return
-            warnings.warn(
-                f"{checkpoint}: no state for this process; loading rank 0's (the prompt memory is shared)", stacklevel=2
-            )
-        state = json.loads(path.read_text())
-        self.ada_strategy.load_state_dict(state["strategy"])
-        if state["order"] is not None:
-            self._ada_prompt_order().load_state_dict(state["order"])
+        """Read this process's state from a TRL checkpoint; a damaged or foreign file is refused (`trl_state`)."""
+        found = read_state(checkpoint, self.accelerator.process_index, self.ada_config)
+        if found is not None:
+            load_into(*found, self.ada_strategy, self._ada_prompt_order)
