@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -57,12 +58,24 @@ def _has_type(value: Any, name: str) -> bool:
     return isinstance(value, str)
 
 
-def check_types(config: Any, names: list[str], annotations: dict[str, str]) -> None:
+def _type_names(annotation: Any) -> list[str]:
+    """["int", "None"] for "int | None", int | None or Optional[int] (HfArgumentParser swaps strings for types)."""
+    if isinstance(annotation, str):
+        return [t.strip() for t in annotation.split("|")]
+    args = typing.get_args(annotation)
+    return (
+        [n for a in args for n in _type_names(a)]
+        if args
+        else ["None" if annotation is type(None) else annotation.__name__]
+    )
+
+
+def check_types(config: Any, names: list[str], annotations: dict[str, Any]) -> None:
     """Each strategy field's value has its annotated type (`"int | None"`, ...), else a ConfigError naming the field,
     the value and what would be valid. Dataclasses do not check types; `StrategyConfig`'s comparisons would fail with a
     bare TypeError (`k_pos="2"`) or accept a wrong number silently (`max_samples=2.5`)."""
     for name in names:
-        value, allowed = getattr(config, name), [t.strip() for t in str(annotations[name]).split("|")]
+        value, allowed = getattr(config, name), _type_names(annotations[name])
         if not any(_has_type(value, t) for t in allowed):
             want = " or ".join(TYPE_NAMES.get(t, t) for t in allowed)
             raise ConfigError(f"{name}={value!r} ({type(value).__name__}) is not valid: {name} must be {want}")
@@ -114,8 +127,8 @@ class AdaGRPOConfig(GRPOConfig):
                 f"per_device_train_batch_size * steps_per_generation = {local} must be a multiple of "
                 f"num_generations={self.num_generations}: each process must hold whole prompt groups"
             )
-        copied = [f.name for f in fields(StrategyConfig) if f.name not in NOT_COPIED]
-        check_types(self, ["strategy", *copied], {f.name: f.type for f in fields(self)})
+        types = {RENAMED.get(f.name, f.name): f.type for f in fields(StrategyConfig) if f.name not in ("n", "seed")}
+        check_types(self, list(types), types)
         share = self.max_verifier_error_share
         if not (_has_type(share, "float") and 0 <= share <= 1):
             raise ConfigError(
