@@ -5,8 +5,9 @@ One generation batch, per process:
    times); we keep one row per prompt, as our `Prompt`s (id: a hash of the row's prompt, stable across steps).
 2) `sampling.rounds.collect` runs the strategy (any in the registry) over `TRLEngine` (`trl_engine`), whose rounds
    call TRL's own generation path and reward functions, agreed across processes; `drain()` keeps a finished process
-   in the rounds until every process is done. Refills and admission candidates come from the dataset's rows; the
-   strategy's prompt memory records every process's visits, so it is the same on all processes.
+   in the rounds until every process is done. Refills and admission candidates come from dataset rows whose prompts
+   are not already in the step (`_ada_more`). After the step every process's visits are replayed from the pre-step
+   memory in one order on every process (`trl_memory`), so the prompt memory is the same on all processes.
 3) The kept samples go through TRL's own `_generate_and_score_completions` as a replayed rollout (TRL's public
    `rollout_func` hook, set for that one call), so padding, old/reference log-probs, vLLM importance ratios, the loss
    inputs and TRL's logs are TRL's. `_calculate_rewards` returns the rewards already computed in the rounds, and the
@@ -16,9 +17,13 @@ One generation batch, per process:
 4) Each process's trained rows are padded to one count (a multiple of lcm(num_generations, steps_per_generation)),
    TRL's gathers need equal shapes: padding rows carry a zero loss mask (`env_mask`), NaN rewards and zero advantage.
    They leave token-normalised losses (`dapo`, the default, `bnpo`, `cispo`) exact; sequence-mean losses (`grpo`,
-   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform and seq (M >= n: n rows a prompt) never pad.
-5) The ledger is reduced over processes and logged under `ada/`; strategy state is written into every checkpoint
-   (`reinforce_ada/state_rank{r}.json`) and read back by `train(resume_from_checkpoint=...)`.
+   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform never pads; seq (n rows a prompt) pads only
+   with `unresolved="drop"` (processes then keep different numbers of prompts, or one keeps none); Est pads when its
+   budget is uneven, dynamic when processes keep different numbers of groups.
+5) The ledger is reduced over processes and logged under `ada/`; a step in which more than
+   `max_verifier_error_share` of the samples had no usable reward stops the run (`trl_ledger.check_verifier_errors`).
+   Strategy state is written into every checkpoint (`reinforce_ada/state_rank{r}.json`) and read back by
+   `train(resume_from_checkpoint=...)`, refusing a damaged or foreign file (`trl_state`).
 Departures: the std floor is TRL's 1e-4 (our trainer's is 1e-6), so uniform reproduces stock GRPOTrainer; TRL's
 `reward`, `frac_reward_zero_std` and `completions/*` logs describe the trained rows, `ada/*` the whole step.
 """
@@ -44,7 +49,12 @@ from trl import GRPOTrainer
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.trl_config import AdaGRPOConfig
 from reinforce_ada.integrations.trl_engine import TRLEngine
-from reinforce_ada.integrations.trl_ledger import check_verifier_errors, log_ledger, reduce_ledger
+from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFailedError: what a user catches
+    RewardsFailedError,
+    check_verifier_errors,
+    log_ledger,
+    reduce_ledger,
+)
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import compute_advantages
