@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from reinforce_ada.integrations.trl_memory import VisitLog, merge
+from reinforce_ada.integrations.trl_memory import VisitLog, merge, share_visits
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.types import Prompt
@@ -59,6 +59,29 @@ def test_merged_memories_are_identical_and_equal_rank_order_replay():
     for m in (*memories, ref):
         m.new_step()  # the predictor learns the pending visits in the same order
     assert memories[0].state_dict() == memories[1].state_dict() == ref.state_dict()
+
+
+def test_replaying_one_process_own_visits_reproduces_its_memory():
+    """With one process (gather returns only its own visits), the rebuilt memory is the one the strategy built."""
+    m = fresh()
+    m.new_step()
+    m.record(A, [T, F])
+    log = VisitLog(m)
+    m.new_step()
+    for p, o in [(A, [T, T]), (B, [F]), (A, [F, F, T])]:
+        m.record(p, o)
+    m.record(C, [])  # an empty visit records nothing
+    built = m.state_dict()
+    share_visits(log, lambda mine: mine)
+    assert m.state_dict() == built
+
+
+def test_no_new_step_when_no_process_started_one():
+    m = fresh()
+    m.new_step()
+    log = VisitLog(m)
+    share_visits(log, lambda mine: mine)  # begin([]) on every process: no step started, no visits
+    assert m.step == 1 and m.stats["visits"] == 0
 
 
 @pytest.mark.slow

@@ -8,10 +8,11 @@ same inputs:
 1) `VisitLog` keeps the memory as it was before the step (the same on every process) and records this process's visits
    (prompt, outcomes) in the order the strategy made them;
 2) the visits are gathered (`gather_object`), and `merge` restores the memory to its state before the step, starts
-   the step (`new_step`, as the strategy's `begin` did) and records every process's visits in rank order, each
-   process's in its own order. The predictor's pending visits follow the same order, so its next update agrees too.
+   the step (`new_step`, as the strategies' `begin` did; once, if any process started one) and records every
+   process's visits in rank order, each process's in its own order. The predictor's pending visits follow the same
+   order, so its next update agrees too.
 Within the step a process's decisions read only its own visits (as before); from the next step on, every memory is
-the same. In one process nothing is rebuilt.
+the same. In one process nothing is rebuilt. The cost is one copy of the memory's state per step.
 """
 
 from __future__ import annotations
@@ -49,17 +50,23 @@ class VisitLog:
         return self.visits
 
 
-def merge(memory: PromptMemory, before: dict[str, Any], everyone: Sequence[Sequence[Visit]]) -> None:
-    """Make `memory` the step's memory over all processes: `before` (the state before the step), a new step, then
-    every process's visits (`everyone[rank]`) in rank order."""
+def merge(
+    memory: PromptMemory, before: dict[str, Any], everyone: Sequence[Sequence[Visit]], *, new_step: bool = True
+) -> None:
+    """Make `memory` the step's memory over all processes: `before` (the state before the step), a new step (when
+    any process's strategy started one: `begin` with prompts), then every process's visits (`everyone[rank]`) in rank
+    order."""
     memory.load_state_dict(before)
-    memory.new_step()
+    if new_step:
+        memory.new_step()
     for visits in everyone:
         for prompt, outcomes in visits:
             memory.record(Prompt(**prompt), list(outcomes))
 
 
 def share_visits(log: VisitLog, gather: Callable[[list], list]) -> None:
-    """Close `log`, gather every process's visits (`gather`: accelerate's `gather_object`) and merge them."""
-    mine = log.close()
-    merge(log.memory, log.before, gather([mine]))
+    """Close `log`, gather every process's (started a step?, visits) (`gather`: accelerate's `gather_object`) and
+    merge them."""
+    started = log.memory.step > log.before["step"]
+    everyone = gather([(started, log.close())])
+    merge(log.memory, log.before, [visits for _, visits in everyone], new_step=any(s for s, _ in everyone))
