@@ -302,7 +302,9 @@ def test_a_raising_reward_function_is_counted_in_the_ledger(tmp_path):
             raise ValueError("odd")
         return [1.0] * len(completions)
 
-    trainer = make(AdaGRPOTrainer, tmp_path, reward=odd_raises, max_steps=2, strategy="uniform")
+    trainer = make(  # about half the rows fail: counted, not stopped (max_verifier_error_share: test_trl_guards.py)
+        AdaGRPOTrainer, tmp_path, reward=odd_raises, max_steps=2, strategy="uniform", max_verifier_error_share=1.0
+    )
     trainer.train()
     for h in trainer.ada_history:
         t = h["total"]
