@@ -55,7 +55,9 @@ def _has_type(value: Any, name: str) -> bool:
         return isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if name == "float":
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return isinstance(value, str)
+    if name == "str":
+        return isinstance(value, str)
+    return True  # an annotation we do not check (StrategyConfig has none today)
 
 
 def _type_names(annotation: Any) -> list[str]:
