@@ -1,6 +1,7 @@
 """The strategy's state in TRL checkpoints: `reinforce_ada/state_rank{r}.json` in each `checkpoint-N` folder.
 
-Every process writes its own file (the prompt memory is the same on all, the generator and refill order are not).
+Every process writes its own file (the prompt memory is the same on all, the generator and refill order are not),
+atomically.
 On resume a process reads its own file, or rank 0's when the run had fewer processes. A file that cannot be trusted
 is refused with a `ConfigError` naming it and what is wrong, rather than resuming on damaged or foreign state:
 1) not readable, not UTF-8, not JSON, or nested too deep (a raw JSONDecodeError/RecursionError before);
@@ -14,6 +15,7 @@ is refused with a `ConfigError` naming it and what is wrong, rather than resumin
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,9 @@ def state_path(checkpoint: Path, rank: int) -> Path:
 def write_state(checkpoint: Path, rank: int, state: dict[str, Any]) -> None:
     path = state_path(checkpoint, rank)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)  # atomic: a kill mid-write leaves no half-written state
 
 
 def _no_constants(name: str) -> Any:
