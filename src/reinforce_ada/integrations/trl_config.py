@@ -104,7 +104,7 @@ class AdaGRPOConfig(GRPOConfig):
         default=0.5,
         metadata={
             "help": "reinforce-ada: stop training when more than this share of a step's samples has no usable reward "
-            "(every reward function raised, returned None, NaN or inf); 1.0 never stops"
+            "(a reward function raised or gave NaN/inf, or all gave None); 1.0 never stops"
         },
     )
 

@@ -149,7 +149,7 @@ def check_verifier_errors(total: dict[str, Any], limit: float, output_dir: str, 
     )
     raise RewardsFailedError(
         f"step {step + 1}: {int(total['verifier_errors'])} of {int(samples)} samples ({share:.0%}) had no usable "
-        f"reward (every reward function raised, returned None, NaN or inf), more than max_verifier_error_share="
+        f"reward (a reward function raised or gave NaN/inf, or all gave None), more than max_verifier_error_share="
         f"{limit}: the reward functions look broken (a dead reward service?), so training stopped before this step "
         f"updated the model; {where}. Raise max_verifier_error_share (1.0 never stops) if this is expected."
     )
