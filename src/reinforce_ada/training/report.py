@@ -142,7 +142,9 @@ def make_report(run_dir: Path, title: str = "") -> Path:
     for a in ax[:3]:
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=7)
-    if ax[3].get_legend_handles_labels()[0]:  # one entry per level: outside the axes, never over the curves
+    if not per_level and ax[3].get_legend_handles_labels()[0]:
+        ax[3].legend(fontsize=7, loc="upper left")
+    elif ax[3].get_legend_handles_labels()[0]:  # one entry per level: outside the axes, never over the curves
         ax[3].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title="level")
     fig.tight_layout()
     out = Path(run_dir) / "report.png"
