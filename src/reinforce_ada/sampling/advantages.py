@@ -4,6 +4,10 @@
 2) `global`: Reinforce-Ada's baseline, mean (optionally std) over the *whole pool* drawn for the prompt this step
    (the official code's `global_stat_est`). A finished balanced group then carries A = 1 - p_hat for positives and
    -p_hat for negatives, p_hat being the pool's pass rate.
+3) `maxrl`: MaxRL's mean-normalised advantage (arXiv 2602.02710; prime-rl's `max_rl`): (r - mean) / mean over the
+   kept group, zero when the mean is <= 0 -- about a 1/p weight on a prompt with pass rate p, an estimator of the
+   truncated maximum-likelihood objective. It assumes non-negative (canonically binary) rewards; `scale_std` does not
+   apply (the mean is the scale).
 Departures from the official code: the baseline is the mean of the raw rewards, not of rewards binarised at the
 positive threshold, so format bonuses or partial credit stay correct; std uses the unbiased estimator with a floor.
 Every estimator has one signature `(kept_R, pool_R, *, std, eps) -> adv_R`.
@@ -49,7 +53,18 @@ def global_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = Fals
     return _center(np.asarray(kept_R, dtype=float), np.asarray(pool_R, dtype=float), std, eps)
 
 
-ADVANTAGES: dict[str, AdvantageFn] = {"group": group_advantage, "global": global_advantage}
+def maxrl_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """MaxRL: (r - mean) / mean over the kept group; zeros when the mean is <= 0 (no correct sample, no signal).
+
+    >>> maxrl_advantage(np.array([1.0, 0.0, 0.0, 0.0]), None).tolist()  # p = 1/4: the correct one gets 1/p - 1
+    [3.0, -1.0, -1.0, -1.0]
+    """
+    kept_R = np.asarray(kept_R, dtype=float)
+    mean = kept_R.mean() if len(kept_R) else 0.0
+    return np.zeros_like(kept_R) if mean <= 0 else (kept_R - mean) / mean
+
+
+ADVANTAGES: dict[str, AdvantageFn] = {"group": group_advantage, "global": global_advantage, "maxrl": maxrl_advantage}
 CORRECTIONS = ("none", "objective")
 
 

@@ -86,7 +86,8 @@ class StrategyConfig:
     variance_tol: float = _f(1e-8, "dynamic: a group with reward variance <= tol is dropped", plan=False)
     advantage: str | None = _f(
         None,
-        "baseline: group (GRPO) or global (whole pool); default global for seq/est, group for the others",
+        "baseline: group (GRPO), global (whole pool) or maxrl (MaxRL's (r - mean) / mean over the group); default "
+        "global for seq/est, group for the others",
         plan=False,
     )
     scale_std: bool | None = _f(
@@ -230,7 +231,7 @@ def validate(c: StrategyConfig) -> None:
 
     _choice("objective", c.objective, tuple(OBJECTIVES))
     if c.advantage is not None:
-        _choice("advantage", c.advantage, ("group", "global"))
+        _choice("advantage", c.advantage, ("group", "global", "maxrl"))
     _choice("correction", c.correction, ("none", "objective"))
     for name in ("n", "samples_per_round", "max_samples", "min_samples", "max_gen_batches"):
         _at_least(name, getattr(c, name), 1)

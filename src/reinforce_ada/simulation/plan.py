@@ -129,7 +129,7 @@ def _seq_exact(p: float, c: StrategyConfig) -> _Visit:
         unresolved = (1 - p) ** (rounds * m)
         expected = m * sum((1 - p) ** (r * m) for r in range(rounds))
         zero = min(1.0, p**m + unresolved)
-    if c.resolved_advantage == "group" and c.n < 2:
+    if c.resolved_advantage in ("group", "maxrl") and c.n < 2:
         zero = 1.0  # a kept group of one sample is its own baseline
     method = "closed_form" if closed else "exact_enumeration"
     return _Visit(PlanRow(p, float(zero), float(expected), float(unresolved), method), right, wrong)
