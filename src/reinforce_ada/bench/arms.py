@@ -24,6 +24,9 @@ ARMS: dict[str, str] = {
     "seq-pos": "seq:exit=positive",
     "est": "est",
     "est-pred": "est:estimator=predictor",
+    # the authors' released Ada-Est (branch hanze, ray_trainer_ema.py): 1/p_hat weights, 1 each + largest remainders,
+    # Beta(1, 16) prior, EMA 0.9, every sample trained, no residual weight; max_samples = the whole budget (no cap)
+    "est-released": "est:allocation=remainder,objective=log,prior_beta=16,min_samples=1,max_samples=512,residual=none",
     # issue 16's strategies, under their tentative specs: skipped (with the parser's reason) until they parse
     "pilot-commit": "pilot_commit",
     "knapsack": "knapsack",

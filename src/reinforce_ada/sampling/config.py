@@ -18,7 +18,7 @@ from reinforce_ada.errors import ConfigError
 EXITS = ("positive", "balanced")
 SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
-ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack")
+ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder")
 RESIDUALS = ("inv_sqrt", "none")
 SELECTS = ("none", "greso", "mopps")
 ESTIMATORS = ("tracker", "predictor", "both")
@@ -67,7 +67,11 @@ class StrategyConfig:
     unresolved: str = _f("keep", "seq prompts that hit the cap unresolved: keep (official) or drop (no loss dilution)")
     budget: int | None = _f(None, "est/knapsack: total samples per step (default 8 per prompt, the paper's setting)")
     min_samples: int = _f(4, "est/knapsack: lower clip on samples per prompt (N_min; knapsack paper 2)")
-    allocation: str = _f("inv_sqrt", f"est allocation rule: one of {', '.join(ALLOCATIONS)}")
+    allocation: str = _f(
+        "inv_sqrt",
+        f"est allocation rule: one of {', '.join(ALLOCATIONS)} (remainder: the authors' released Ada-Est -- "
+        "min_samples each, the rest split in proportion to the objective's weight f'(p_hat), largest remainders)",
+    )
     residual: str = _f(
         "inv_sqrt", "est residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none", plan=False
     )

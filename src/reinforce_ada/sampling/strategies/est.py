@@ -13,6 +13,12 @@
    Knapsack RL's value sum_x (1 - p^N - (1 - p)^N) p (1 - p)^2 over the same range and budget (`knapsack_allocate`;
    the standalone `knapsack` strategy is the paper's full rule).
 4) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
+The authors' released Ada-Est (RLHFlow/Reinforce-Ada branch `hanze`, `ray_trainer_ema.py`) differs from the paper's
+Algorithm: one round, Beta(1, 16) prior, EMA-0.9 counts keyed by a stable prompt id, allocation weights 1/p_hat (not
+1/sqrt), 1 sample each plus the rest by largest remainders (no cap), every sample trained, no residual weight. It is
+the arm `est:allocation=remainder,objective=log,prior_beta=16,min_samples=1,max_samples=BUDGET,residual=none`
+(`bench.arms.ARMS["est-released"]`); the paper's 1/sqrt(p_hat) stays the default. Its p_hat floor is 1e-6, ours
+`eps` (1e-3): with a Beta(1, 16) prior p_hat never gets near either.
 Departure: the paper writes the residual with the step's realised pool mean; we use the same p_hat that set N_x,
 so sampling weight x residual weight stays ~ 1/p_hat (the hybrid scheme) and a pool of zeros cannot produce a
 1/sqrt(eps) weight.
@@ -36,6 +42,10 @@ Predictor = Callable[[Prompt], float]
 
 
 def allocation_weights(p_hat: np.ndarray, cfg: StrategyConfig) -> np.ndarray:
+    if cfg.allocation == "remainder":  # the objective's weight, split as the released code does
+        return get_objective(cfg.objective)(
+            np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0), alpha=cfg.alpha, eps=cfg.eps
+        )
     if cfg.allocation == "knapsack":
         raise ValueError("allocation='knapsack' is not a weight rule: use allocate_counts")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
@@ -117,8 +127,38 @@ def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int, value: s
     return n
 
 
+def remainder_allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
+    """`lo` samples each, then the rest of `budget` split in proportion to `weights`: floors first, then one more to
+    the largest fractional parts (ties by index) -- the authors' released Ada-Est (branch `hanze`,
+    `ray_trainer_ema.py`, with lo = 1 and no cap). A prompt whose share would pass `hi` is held at `hi` and the excess
+    is split over the others the same way (the released code has no cap; set max_samples >= budget to match it)."""
+    w = np.asarray(weights, dtype=float)
+    b = len(w)
+    n = np.full(b, lo, dtype=int)
+    rest = min(max(budget, lo * b), hi * b) - lo * b
+    active = np.arange(b)
+    while rest > 0 and len(active):
+        share = rest * w[active] / w[active].sum()
+        over = n[active] + share > hi
+        if over.any():  # hold those at the cap; split what is left over the rest again
+            capped = active[over]
+            rest -= int((hi - n[capped]).sum())
+            n[capped] = hi
+            active = active[~over]
+            continue
+        floor = np.floor(share).astype(int)
+        n[active] += floor
+        left = rest - int(floor.sum())
+        order = np.lexsort((active, -(share - floor)))[:left]
+        n[active[order]] += 1
+        break
+    return n
+
+
 def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
     """Est's samples per prompt for one batch: the weight rules of `allocation_weights` or the knapsack."""
+    if cfg.allocation == "remainder":
+        return remainder_allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
     if cfg.allocation == "knapsack":
         return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
     return allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
