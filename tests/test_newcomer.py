@@ -112,9 +112,32 @@ def test_oversubscription_warns_only_when_threads_do_not_fit():
     assert oversubscription(1, load=1.0, cores=2) is None  # one busy core, one thread: fits
     assert oversubscription(8, load=0.0, cores=16) is None
     msg = oversubscription(2, load=3.7, cores=2)
-    assert msg is not None and "load average 3.7 on 2 cores" in msg
-    assert "--model.threads 1" in msg and "--threads 1" in msg
+    assert msg is not None and "load average 3.7 on 2 cores" in msg and "--model.threads 1" in msg
+    assert "--threads 1" in oversubscription(2, load=3.7, cores=2, flag="--threads")  # eval/filter's flag
     assert "--model.threads 4" in oversubscription(8, load=12.0, cores=16)
+
+
+def test_oversubscription_at_one_thread_does_not_advise_one_thread():
+    msg = oversubscription(1, load=3.7, cores=2)
+    assert msg is not None and "nothing to lower" in msg
+    assert "--model.threads" not in msg and "warning" not in msg  # a note: there is no setting to change
+
+
+def test_busy_cpu_lowers_threads_unless_set(monkeypatch, capsys):
+    from reinforce_ada import cpu_load
+
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (1.6, 1.5, 1.5))
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    assert warn_if_oversubscribed(2, explicit=False) == 1  # the default 2 threads on a busy 2-core box: lowered
+    err = capsys.readouterr().err
+    assert "using 1 torch thread instead of 2" in err and "--model.threads 2 to keep 2" in err
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    assert warn_if_oversubscribed(2, explicit=True) == 2  # set by the user: kept, and the warning says what to use
+    assert "(--model.threads 1)" in capsys.readouterr().err
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert warn_if_oversubscribed(2, explicit=False) == 2 and capsys.readouterr().err == ""  # idle: untouched
 
 
 def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
@@ -125,8 +148,8 @@ def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
     monkeypatch.setattr(cpu_load, "_warned", False)
     monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (7.1, 6.7, 5.9))  # what this project's box showed
     monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
-    assert warn_if_oversubscribed(2) is not None
-    assert warn_if_oversubscribed(2) is None  # once per process
+    assert warn_if_oversubscribed(2) == 2  # explicit by default: the count is kept
+    assert warn_if_oversubscribed(2, explicit=False) == 2  # once per process: no second check, no second line
     assert capsys.readouterr().err.count("load average 7.1 on 2 cores") == 1
     assert runs_on_cpu("cpu") and not runs_on_cpu("cuda")
     assert runs_on_cpu("auto") == (not torch.cuda.is_available())  # the default [model] device

@@ -55,6 +55,8 @@ def warn_if_oversubscribed(threads: int, *, explicit: bool = True, flag: str = "
     if _warned or not hasattr(os, "getloadavg"):
         return threads
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if oversubscription(threads, load, cores) is None:
+        return threads
     use = threads if explicit else min(threads, free_cores(load, cores))
     msg = oversubscription(threads, load, cores, flag=flag, lowered=use < threads)
     if msg:
