@@ -47,6 +47,7 @@ from reinforce_ada.training.context import context_limit, fit_context
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
+from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
@@ -121,6 +122,9 @@ class Trainer:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
+        self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
+        if cfg.warmup_steps < o.warmup_steps:
+            print(f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)")
         self._prompt_ids: dict[str, list[int]] = {}
         (self.run_dir / "config.toml").write_text(to_toml(cfg))
 
@@ -147,7 +151,7 @@ class Trainer:
         if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
             self.engine.sync_weights(self.model)
         self.step += 1
-        m = {"step": self.step, **batch.ledger.as_metrics(), **stats}
+        m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0
         return m
@@ -163,7 +167,7 @@ class Trainer:
 
     def update(self, rows: list[Row]) -> dict[str, Any]:
         o = self.cfg.optim
-        lr = o.lr * min(1.0, (self.step + 1) / (o.warmup_steps + 1))  # linear warm-up, then constant
+        lr = o.lr * min(1.0, (self.step + 1) / (self.cfg.warmup_steps + 1))  # linear warm-up, then constant
         for group in self.opt.param_groups:
             group["lr"] = lr
         out: dict[str, Any] = {"lr": lr, "skipped_update": 0}
@@ -299,7 +303,7 @@ class Trainer:
             slots=g.slots,
             batch_size=g.batch_size,
             max_new_tokens=g.max_new_tokens,
-            temperature=1.0,
+            temperature=g.temperature,
             seed=self.cfg.run.seed * 100_003 + self.step,
         )  # own seed: no drift
         return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)
