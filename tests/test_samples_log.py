@@ -126,7 +126,7 @@ def test_short_runs_cap_the_warm_up_and_eval_uses_the_set_temperature(model_dir,
     monkeypatch.setattr(trainer_mod, "local_engine", lambda *a, **kw: temps.append(kw["temperature"]) or real(*a, **kw))
     cfg = _cfg(model_dir, tmp_path / "run", run={"steps": 5}, generation={"temperature": 0.7})
     t = trainer_mod.Trainer(cfg, tensorboard=False)
-    assert "lr warm-up 1 steps" in capsys.readouterr().out
+    assert "lr warm-up 1 steps" in capsys.readouterr().err  # stderr: stdout may be a command's JSON
     t.evaluate()
     assert temps == [0.7, 0.7]  # the rollout engine and the eval engine
     lrs = []

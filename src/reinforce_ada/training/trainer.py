@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,10 @@ class Trainer:
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
         self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
         if cfg.warmup_steps < o.warmup_steps:
-            print(f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)")
+            print(
+                f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)",
+                file=sys.stderr,
+            )
         self._prompt_ids: dict[str, list[int]] = {}
         (self.run_dir / "config.toml").write_text(to_toml(cfg))
 
