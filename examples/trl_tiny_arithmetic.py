@@ -8,10 +8,14 @@ accuracy (768 problems never trained on, at temperature 1) is computed exactly (
 that a sample is the answer, no sampling noise), so the curve is the policy's, not the dice's.
 
     pip install -e ".[trl]"
-    python examples/trl_tiny_arithmetic.py            # 40 steps: about 3 minutes on one core (recorded below)
+    python examples/trl_tiny_arithmetic.py            # 40 steps, about 3 minutes on a CPU (recorded below)
     python examples/trl_tiny_arithmetic.py --strategy uniform --run-name grpo   # GRPO-n4 on the same prompts
 
-Recorded (2 shared CPU cores, 1 torch thread, defaults): see docs/trl.md.
+Recorded on 2 CPU cores shared with other jobs (1 torch thread, the defaults, 2026-12-04): 40 steps trained in 97 s
+(2m46s wall with start-up and the five held-out evaluations); held-out accuracy 0.308 at step 0, 0.328 at 10, 0.352
+at 20, 0.368 at 30, 0.372 at 40 (+0.064; level 3 0.466 -> 0.563, level 5 0.171 -> 0.243). The per-step
+`reward_first_round` (16 prompts) is noisy; the exact held-out curve is the one to read. At --lr 5e-4 the held-out
+accuracy fell in the first 10 steps (0.308 -> 0.281).
 """
 
 from __future__ import annotations
@@ -51,13 +55,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--prompts", type=int, default=16, help="prompts per step")
     ap.add_argument("--strategy", default="seq", choices=["uniform", "dynamic", "seq", "est"])
-    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--lr", type=float, default=1e-4, help="5e-4 overshoots: held-out accuracy fell in 10 steps")
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (keep at or below the free cores)")
     ap.add_argument("--run-name", default="ada-seq")
     args = ap.parse_args()
 
+    import warnings
+
     import torch
+
+    # TRL 1.16 (generation) and peft 0.21 read transformers' deprecated `is_gradient_checkpointing` alias; not our call
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
     from reinforce_ada.integrations.trl import AdaGRPOConfig, AdaGRPOTrainer
@@ -88,7 +97,7 @@ def main() -> None:
         lr_scheduler_type="constant",
         use_cpu=not torch.cuda.is_available(),
         bf16=False,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,  # the new name: TRL's `gradient_checkpointing` default warns in transformers 5
         logging_steps=1,
         save_strategy="no",
         report_to="none",
