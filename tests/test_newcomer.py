@@ -217,8 +217,9 @@ def _newcomer_module():
 
 def test_every_readme_command_is_listed_in_the_walk_through():
     nc = _newcomer_module()
-    commands = nc.readme_commands((ROOT / "README.md").read_text())
+    commands = nc.all_commands()  # README.md, docs/*.md, examples/*.py
     assert "reinforce-ada train" in commands and len(commands) > 20
+    assert "python examples/trl_tiny_arithmetic.py" in commands and "apt-get install bubblewrap" in commands
     assert nc.check_listing(commands) == {"unlisted": [], "stale": []}
     assert nc.check_listing([*commands, "reinforce-ada new-thing"])["unlisted"] == ["reinforce-ada new-thing"]
 
@@ -229,6 +230,11 @@ def test_walk_through_parsing_and_reused_venv_lines():
     assert nc.readme_commands(text) == ["reinforce-ada train --a 1 --b 2", "pip install x && y z"]
     assert nc.to_run("pip install x && y z", reuse=True) == "y z"
     assert nc.to_run("pip install x && y z", reuse=False) == "pip install x && y z"
+    assert nc.to_run('pip install -e ".[trl]"', reuse=True) == ""  # never installs into a shared venv
+    example = (
+        '"""Title.\n\n    pip install -e ".[trl]"\n    python examples/x.py --a 1   # why\nprose\n"""\nimport os\n'
+    )
+    assert nc.example_commands(example) == ['pip install -e ".[trl]"', "python examples/x.py --a 1"]
 
 
 # --- issue 25: the TRL example shows learning; the step-time benchmark imports ---------------------------------
