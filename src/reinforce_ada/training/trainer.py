@@ -13,8 +13,9 @@
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations).
-4) AdamW with linear warm-up (a function of the step: nothing to checkpoint), grad clip, fp32 master weights
-   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`).
+4) AdamW with linear warm-up (a function of the step: nothing to checkpoint; `TrainConfig.warmup_steps`, at most
+   a fifth of the run), grad clip, fp32 master weights (optional bf16 autocast). A non-finite loss or gradient
+   skips the update and is reported (`skipped_update`).
 Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
 uninterrupted run's later steps exactly (CPU).
 """
