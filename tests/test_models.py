@@ -54,6 +54,9 @@ def test_missing_local_model_folder_fails_at_once_without_the_hub(tmp_path, monk
     with pytest.raises(ConfigError, match="model folders in models/: smollm2"):
         check_model_path("models/your-model")  # names the model folders next to the missing one
     assert check_model_path("models/smollm2") == Path("models/smollm2")
+    (tmp_path / "weights.bin").write_text("")
+    with pytest.raises(ConfigError, match="is a file"):
+        check_model_path("weights.bin")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no config.json"):
         check_model_path("empty")

@@ -40,15 +40,25 @@ def check_model_path(path: str) -> Path:
         and parts[0] not in LOCAL_ROOTS
         and not Path(parts[0]).exists()
     )
-    if p.exists() or not hub_shaped:
+    if p.exists():
+        raise ConfigError(f"model.path={path!r} is a file; give the Hugging Face model folder (with config.json)")
+    if not hub_shaped:
         parent = next((q for q in p.parents if q.is_dir()), Path("."))
-        near = sorted(c.name for c in parent.iterdir() if (c / "config.json").exists())[:5] if parent.is_dir() else []
+        near = _model_folders(parent)
         hint = f"; model folders in {parent}/: {', '.join(near)}" if near else ""
         raise ConfigError(
             f"model.path={path!r}: folder not found (a local path; the hub is not asked){hint}. Give a Hugging Face "
             "model folder, or make one with: reinforce-ada models smollm2 --out models/smollm2"
         )
     return Path(path)  # a hub id: transformers loads it where this machine can reach the hub
+
+
+def _model_folders(parent: Path, most: int = 5) -> list[str]:
+    """Names of up to `most` Hugging Face model folders directly in `parent` (for the "folder not found" hint)."""
+    try:
+        return sorted(c.name for c in parent.iterdir() if (c / "config.json").is_file())[:most]
+    except OSError:  # unreadable: no hint rather than a second error
+        return []
 
 
 def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:
