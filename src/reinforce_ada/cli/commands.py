@@ -174,7 +174,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     report = make_report(run_dir, title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
     for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
         print(line)
-    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
+    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, samples.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
     return 0
 
 
