@@ -140,6 +140,28 @@ def test_busy_cpu_lowers_threads_unless_set(monkeypatch, capsys):
     assert warn_if_oversubscribed(2, explicit=False) == 2 and capsys.readouterr().err == ""  # idle: untouched
 
 
+def test_train_runs_with_the_lowered_threads_unless_the_flag_is_given(monkeypatch, tmp_path, capsys):
+    from reinforce_ada import cpu_load
+    from reinforce_ada.training import trainer
+
+    seen = []
+
+    def stop(self, cfg, **kw):  # the config the trainer would be built with; stop before any work
+        seen.append(cfg.model.threads)
+        raise ConfigError("stopped by the test")
+
+    monkeypatch.setattr(trainer.Trainer, "__init__", stop)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (1.6, 1.5, 1.5))
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    for extra in ([], ["--model.threads", "2"]):
+        monkeypatch.setattr(cpu_load, "_warned", False)
+        with pytest.raises(SystemExit):
+            main(["train", "--model.device", "cpu", "--run-dir", str(tmp_path / "run"), *extra])
+    assert seen == [1, 2]  # lowered to the free core by default, kept when asked for
+    err = capsys.readouterr().err
+    assert "using 1 torch thread instead of 2" in err and "Use fewer threads (--model.threads 1)" in err
+
+
 def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
     import torch
 
