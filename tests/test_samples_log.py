@@ -90,7 +90,7 @@ def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp
     Trainer(cfg, tensorboard=False).fit()
     err = capsys.readouterr().err
     assert err.count("rewards are 0, so the run learns nothing") == 1  # once, on the first step
-    assert "generation.max_new_tokens=3" in err
+    assert "generation.max_new_tokens=3" in err and f"task.verifier={never}:never" in err
     rows = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 1, 1, 2, 2, 2]
     assert all(r["reward"] == 0.0 and r["num_tokens"] <= 3 and r["clipped"] == (r["num_tokens"] == 3) for r in rows)
@@ -105,6 +105,13 @@ def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp
     assert samples_log.main([str(run), "-n", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("--- step 1  prompt") and "[completion]" in out and "[answer]" in out
+
+
+def test_the_warning_names_the_task_default_verifier(tmp_path, capsys):
+    cfg = apply_overrides(TrainConfig(), {"task": {"name": "file", "path": "x.jsonl"}}, "test")
+    log = SampleLog(tmp_path, cfg)
+    log.record(1, _batch([[0.0, 0.0]], [["length", "length"]]))
+    assert "task.verifier=exact (the file task's default)" in capsys.readouterr().err
 
 
 def test_samples_cli_errors_name_the_file(tmp_path, capsys):

@@ -113,16 +113,14 @@ class SampleLog:
         if not self._checked:
             self._drop_from(step)
             self._checked = True
-            from reinforce_ada import tasks
+            from reinforce_ada.tasks import task_spec
 
             t, g = self.cfg.task, self.cfg.generation
-            default = getattr(tasks, "DEFAULT_VERIFIER", {}).get(t.name)  # the task table names each task's own
             msg = zero_reward_warning(
                 step,
                 batch,
                 max_new_tokens=g.max_new_tokens,
-                verifier=t.verifier
-                or (f"{default} (the {t.name} task's default)" if default else f"the {t.name}'s own"),
+                verifier=t.verifier or f"{task_spec(t.name).verifier} (the {t.name} task's default)",
                 template=t.template,
                 run_dir=self.path.parent,
             )
