@@ -14,9 +14,9 @@ that a sample is the answer, no sampling noise), so the curve is the policy's, n
 Recorded on 2 CPU cores shared with other jobs (1 torch thread, the defaults, 2026-12-04): 40 steps trained in 97 s
 (2m46s wall with start-up and the five held-out evaluations); held-out accuracy 0.308 at step 0, 0.328 at 10, 0.352
 at 20, 0.368 at 30, 0.372 at 40 (+0.064; level 3 0.466 -> 0.563, level 5 0.171 -> 0.243). The per-step
-`reward_first_round` (16 prompts) is noisy; the exact held-out curve is the one to read. A second run gave the same
-numbers (seeded; 41 s of training, 68 s wall under `benchmarks/newcomer.py`). At --lr 5e-4 the held-out
-accuracy fell in the first 10 steps (0.308 -> 0.281).
+`reward_first_round` (16 prompts) is noisy; the exact held-out curve is the one to read. Two more runs gave the same
+numbers (seeded): 41 s of training (68 s wall, under `benchmarks/newcomer.py`) and 24 s (48 s wall, a quieter CPU).
+At --lr 5e-4 the held-out accuracy fell in the first 10 steps (0.308 -> 0.281).
 """
 
 from __future__ import annotations
