@@ -1,17 +1,20 @@
-"""Every README command, as a newcomer runs it: fresh virtual environment, fresh folder, a time limit each.
+"""Every README, docs and examples command as a newcomer runs it: fresh venv, fresh folder, a time limit each.
 
-Reads the README's ```bash blocks, so a command added there without an entry here fails the check (`unlisted`), and
-an entry whose command left the README fails too (`stale`). Each listed command runs in a scratch copy of the
-working tree with an empty cache; it fails on a non-zero exit the README does not predict, on a Python traceback in
-its output, or on running past its limit. Results, with timings, go to `benchmarks/results/newcomer.json`.
+Reads the ```bash blocks of README.md and docs/*.md and the command lines in the docstrings of examples/*.py
+(`SOURCES`), so a command added there without an entry here fails the check (`unlisted`), and an entry whose command
+left them fails too (`stale`). Each listed command runs in a scratch copy of the working tree with an empty cache; it
+fails on a non-zero exit the entry does not predict, on a Python traceback in its output, or on running past its
+limit. Results, with timings, go to `benchmarks/results/newcomer.json`.
 
     python benchmarks/newcomer.py                                  # fresh venv: the README's install lines verbatim
     python benchmarks/newcomer.py --reuse-venv /work/main/.venv    # an existing venv; install lines' pip part skipped
     python benchmarks/newcomer.py --reuse-venv .venv --quick       # skip the slow commands (SmolLM2 training etc.)
 
-In --reuse-venv mode the scratch copy's `src/` goes first on PYTHONPATH, so the copy's code runs even where the venv
-holds an editable install of another checkout. The test-suite command (`python -m pytest`) runs only with
---with-tests: CI (`.ci/run`) runs it already, and twice the suite is too much for a shared 2-core machine.
+In --reuse-venv mode a bare `pip install ...` line is skipped (the venv has what it installs; installing into a
+shared venv would change it for everyone), and the scratch copy's `src/` goes first on PYTHONPATH, so the copy's
+code runs even where the venv holds an editable install of another checkout. The test-suite command
+(`python -m pytest`) runs only with --with-tests: CI (`.ci/run`) runs it already, and twice the suite is too much
+for a shared 2-core machine.
 """
 
 from __future__ import annotations
@@ -100,6 +103,27 @@ STEPS: tuple[Step, ...] = (
         900,
     ),
     Step("reinforce-ada train --strategy pilot_commit", 900),
+    # docs/*.md
+    Step('pip install -e ".[code]"', 600),
+    Step(
+        "reinforce-ada train --task.name code --model.path models/smollm2 --model.lora_r 16 --task.template chat "
+        "--task.eval_size 32 --generation.max_new_tokens 384 --batch-size 2 --steps 2",
+        3600,
+        slow=True,
+        needs=(SMOL,),
+    ),
+    Step(  # the placeholder folder: a one-line "folder not found" at once, never the hub (exit 2)
+        "reinforce-ada train --task.name code --model.path models/your-model --task.eval_size 32 "
+        "--generation.max_new_tokens 384",
+        120,
+        expect_rc=2,
+    ),
+    Step('pip install -e ".[trl]"', 600),
+    # examples/*.py
+    Step("python examples/trl_tiny_arithmetic.py", 900),
+    Step("python examples/trl_tiny_arithmetic.py --strategy uniform --run-name grpo", 900, slow=True),
+    Step('pip install -e ".[trl,smollm2]"', 600),
+    Step("python examples/trl_gsm_symbolic.py --steps 3", 1800, slow=True),
 )
 
 NOT_RUN = {
@@ -126,9 +150,16 @@ NOT_RUN = {
     "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
     "command as the quick tour's simulate with one arm fewer",
+    "apt-get install bubblewrap": "a system package (root); the code sandbox falls back to unshare(1)",
+    "reinforce-ada train --rollout-workers 2 --rollout.cpus_per_worker 1 --rollout.threads 1": "starts a local Ray; "
+    "tests/test_ray.py runs it",
+    "accelerate launch --multi_gpu --num_processes 2 examples/trl_gsm_symbolic.py --steps 3": "needs two GPUs",
 }
-"""README commands not run here, with why: shapes to fill in, and the Benchmarks section's commands (each records its
-own result file). Every other README command must be in STEPS."""
+"""Commands not run here, with why: shapes to fill in, cluster or GPU set-ups, and the Benchmarks section's commands
+(each records its own result file). Every other command of `SOURCES` must be in STEPS."""
+
+SOURCES = ("README.md", "docs/*.md", "examples/*.py")
+"""Where a newcomer reads commands: markdown ```bash blocks, and the indented command lines of example docstrings."""
 
 FIXTURES = {"rates.csv": "p\n0.05\n0.1\n0.5\n"}
 """Files the README's commands read that a newcomer would bring (the plan example's rates file)."""
@@ -146,8 +177,28 @@ def readme_commands(text: str) -> list[str]:
     return out
 
 
+def example_commands(text: str) -> list[str]:
+    """The command lines of an example's module docstring: indented lines starting with python, pip or accelerate."""
+    doc = re.match(r'\s*(?:from __future__[^\n]*\n\s*)?"""(.*?)"""', text, re.S)
+    out = []
+    for line in (doc.group(1) if doc else "").splitlines():
+        if re.match(r"\s{4}(python|pip|accelerate) ", line):
+            out.append(re.sub(r"\s+", " ", re.sub(r"\s+#\s.*$", "", line).strip()))
+    return out
+
+
+def all_commands(root: Path = ROOT) -> list[str]:
+    """Every command of `SOURCES`, in reading order, each once."""
+    out: list[str] = []
+    for pattern in SOURCES:
+        for f in sorted(root.glob(pattern)):
+            text = f.read_text()
+            out += example_commands(text) if f.suffix == ".py" else readme_commands(text)
+    return list(dict.fromkeys(out))
+
+
 def check_listing(commands: list[str]) -> dict[str, list[str]]:
-    """README commands without an entry (unlisted) and entries no longer in the README (stale)."""
+    """Commands without an entry (unlisted) and entries no longer in README, docs or examples (stale)."""
     known = {s.readme for s in STEPS} | set(NOT_RUN)
     return {
         "unlisted": [c for c in commands if c not in known],
@@ -156,9 +207,10 @@ def check_listing(commands: list[str]) -> dict[str, list[str]]:
 
 
 def to_run(readme: str, reuse: bool) -> str:
-    """The shell line to run: with a reused venv, the install part before `&&` is dropped (the venv has it)."""
-    if reuse and readme.startswith("pip install") and " && " in readme:
-        return readme.split(" && ", 1)[1]
+    """The shell line to run: with a reused venv, the install part before `&&` is dropped (the venv has it), and a
+    bare install line becomes "" (skipped)."""
+    if reuse and readme.startswith("pip install"):
+        return readme.split(" && ", 1)[1] if " && " in readme else ""
     return readme
 
 
@@ -252,8 +304,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS / "newcomer.json"))
     args = ap.parse_args()
 
-    readme = (ROOT / "README.md").read_text()
-    listing = check_listing(readme_commands(readme))
+    commands = all_commands()
+    listing = check_listing(commands)
     work = Path(tempfile.mkdtemp(prefix="ra-newcomer-"))
     repo = work / "repo"
     scratch_copy(repo)
@@ -281,8 +333,10 @@ def main() -> int:
         skip = ""
         if args.only and not any(t in step.readme for t in args.only):
             skip = "not selected (--only)"
-        elif step.readme not in readme:
-            skip = "no longer in the README (stale entry)"
+        elif step.readme not in commands:
+            skip = "no longer in README, docs or examples (stale entry)"
+        elif not to_run(step.readme, bool(args.reuse_venv)):
+            skip = "an install line: the reused venv has it (--reuse-venv)"
         elif "python -m pytest" in step.readme and not args.with_tests:
             skip = "the test suite: CI runs it (.ci/run); pass --with-tests"
         elif step.slow and args.quick:

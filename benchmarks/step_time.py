@@ -49,9 +49,10 @@ DEFAULT_ARMS = {
 def model_overrides(model: str, threads: int, work: Path) -> dict:
     """Config overrides (beyond strategy and generation mode) for each model's workload."""
     if model == "tiny":
-        from reinforce_ada.bench.compare import POOL_WEIGHTS
+        from reinforce_ada.bench.testbed import parse_pool
 
-        return {"model": {"threads": threads}, "task": {"level_weights": list(POOL_WEIGHTS)}, "run": {"batch_size": 32}}
+        weights = parse_pool("default").weights  # the convergence benchmark's default pool
+        return {"model": {"threads": threads}, "task": {"level_weights": list(weights)}, "run": {"batch_size": 32}}
     sys.path.insert(0, str(Path(__file__).parent))
     import smollm2_run
 

@@ -112,9 +112,54 @@ def test_oversubscription_warns_only_when_threads_do_not_fit():
     assert oversubscription(1, load=1.0, cores=2) is None  # one busy core, one thread: fits
     assert oversubscription(8, load=0.0, cores=16) is None
     msg = oversubscription(2, load=3.7, cores=2)
-    assert msg is not None and "load average 3.7 on 2 cores" in msg
-    assert "--model.threads 1" in msg and "--threads 1" in msg
+    assert msg is not None and "load average 3.7 on 2 cores" in msg and "--model.threads 1" in msg
+    assert "--threads 1" in oversubscription(2, load=3.7, cores=2, flag="--threads")  # eval/filter's flag
     assert "--model.threads 4" in oversubscription(8, load=12.0, cores=16)
+
+
+def test_oversubscription_at_one_thread_does_not_advise_one_thread():
+    msg = oversubscription(1, load=3.7, cores=2)
+    assert msg is not None and "nothing to lower" in msg
+    assert "--model.threads" not in msg and "warning" not in msg  # a note: there is no setting to change
+
+
+def test_busy_cpu_lowers_threads_unless_set(monkeypatch, capsys):
+    from reinforce_ada import cpu_load
+
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (1.6, 1.5, 1.5))
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    assert warn_if_oversubscribed(2, explicit=False) == 1  # the default 2 threads on a busy 2-core box: lowered
+    err = capsys.readouterr().err
+    assert "using 1 torch thread instead of 2" in err and "--model.threads 2 to keep 2" in err
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    assert warn_if_oversubscribed(2, explicit=True) == 2  # set by the user: kept, and the warning says what to use
+    assert "(--model.threads 1)" in capsys.readouterr().err
+    monkeypatch.setattr(cpu_load, "_warned", False)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert warn_if_oversubscribed(2, explicit=False) == 2 and capsys.readouterr().err == ""  # idle: untouched
+
+
+def test_train_runs_with_the_lowered_threads_unless_the_flag_is_given(monkeypatch, tmp_path, capsys):
+    from reinforce_ada import cpu_load
+    from reinforce_ada.training import trainer
+
+    seen = []
+
+    def stop(self, cfg, **kw):  # the config the trainer would be built with; stop before any work
+        seen.append(cfg.model.threads)
+        raise ConfigError("stopped by the test")
+
+    monkeypatch.setattr(trainer.Trainer, "__init__", stop)
+    monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (1.6, 1.5, 1.5))
+    monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
+    for extra in ([], ["--model.threads", "2"]):
+        monkeypatch.setattr(cpu_load, "_warned", False)
+        with pytest.raises(SystemExit):
+            main(["train", "--model.device", "cpu", "--run-dir", str(tmp_path / "run"), *extra])
+    assert seen == [1, 2]  # lowered to the free core by default, kept when asked for
+    err = capsys.readouterr().err
+    assert "using 1 torch thread instead of 2" in err and "Use fewer threads (--model.threads 1)" in err
 
 
 def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
@@ -125,8 +170,8 @@ def test_oversubscription_warning_is_printed_once(monkeypatch, capsys):
     monkeypatch.setattr(cpu_load, "_warned", False)
     monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (7.1, 6.7, 5.9))  # what this project's box showed
     monkeypatch.setattr(cpu_load.os, "cpu_count", lambda: 2)
-    assert warn_if_oversubscribed(2) is not None
-    assert warn_if_oversubscribed(2) is None  # once per process
+    assert warn_if_oversubscribed(2) == 2  # explicit by default: the count is kept
+    assert warn_if_oversubscribed(2, explicit=False) == 2  # once per process: no second check, no second line
     assert capsys.readouterr().err.count("load average 7.1 on 2 cores") == 1
     assert runs_on_cpu("cpu") and not runs_on_cpu("cuda")
     assert runs_on_cpu("auto") == (not torch.cuda.is_available())  # the default [model] device
@@ -194,8 +239,9 @@ def _newcomer_module():
 
 def test_every_readme_command_is_listed_in_the_walk_through():
     nc = _newcomer_module()
-    commands = nc.readme_commands((ROOT / "README.md").read_text())
+    commands = nc.all_commands()  # README.md, docs/*.md, examples/*.py
     assert "reinforce-ada train" in commands and len(commands) > 20
+    assert "python examples/trl_tiny_arithmetic.py" in commands and "apt-get install bubblewrap" in commands
     assert nc.check_listing(commands) == {"unlisted": [], "stale": []}
     assert nc.check_listing([*commands, "reinforce-ada new-thing"])["unlisted"] == ["reinforce-ada new-thing"]
 
@@ -206,3 +252,45 @@ def test_walk_through_parsing_and_reused_venv_lines():
     assert nc.readme_commands(text) == ["reinforce-ada train --a 1 --b 2", "pip install x && y z"]
     assert nc.to_run("pip install x && y z", reuse=True) == "y z"
     assert nc.to_run("pip install x && y z", reuse=False) == "pip install x && y z"
+    assert nc.to_run('pip install -e ".[trl]"', reuse=True) == ""  # never installs into a shared venv
+    example = (
+        '"""Title.\n\n    pip install -e ".[trl]"\n    python examples/x.py --a 1   # why\nprose\n"""\nimport os\n'
+    )
+    assert nc.example_commands(example) == ['pip install -e ".[trl]"', "python examples/x.py --a 1"]
+
+
+# --- issue 25: the TRL example shows learning; the step-time benchmark imports ---------------------------------
+
+
+@pytest.mark.slow
+def test_trl_tiny_arithmetic_example_runs_and_reports_the_held_out_curve(tmp_path):
+    """Two steps of the example (the full 40 steps are recorded in its docstring): it trains through AdaGRPOTrainer
+    and prints the exact held-out accuracy before and after."""
+    import subprocess
+
+    pytest.importorskip("trl")
+    env = {"PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "trl_tiny_arithmetic.py"), "--steps", "2", "--eval-every", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert re.search(r"step   2: 0\.\d{3}  \(L3 0\.\d{3}  L4 0\.\d{3}  L5 0\.\d{3}\)", out.stdout), out.stdout[-2000:]
+    assert re.search(r"2 steps in \d+ s: held-out accuracy 0\.30\d -> 0\.\d{3}", out.stdout)  # the warm start: 0.308
+    assert "FutureWarning" not in out.stderr
+
+
+def test_step_time_benchmark_builds_its_tiny_workload(tmp_path):
+    """`python benchmarks/step_time.py` failed at import of a name bench.compare no longer has (issue 25)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import step_time
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    over = step_time.model_overrides("tiny", threads=1, work=tmp_path)
+    weights = over["task"]["level_weights"]
+    assert len(weights) == 7 and abs(sum(weights) - 1.0) < 1e-9 and over["model"]["threads"] == 1

@@ -339,6 +339,7 @@ def test_driver_sigkill_then_resume_matches_uninterrupted_run(model_dir, tmp_pat
         *("--run.progress", "false", "--samples-per-round", "4", "--max-samples", "8"),
         *("--rollout-workers", "2", "--rollout.cpus_per_worker", "0.5", "--rollout.local_cpus", "2"),
         *("--task.verifier", "tests.helpers:even_length"),
+        *("--optim.warmup_steps", "1"),  # capped at a fifth of run.steps: 1 in both the 6-step and the long run
     ]
     ref = _run_cli([*common, "--steps", "6", "--run-dir", str(tmp_path / "ref")], env)
     assert ref.wait(timeout=300) == 0, ref.stderr.read().decode()[-3000:]

@@ -151,6 +151,8 @@ def test_sigkill_then_resume_matches_uninterrupted_run(model_dir, tmp_path):
         "4",
         "--max-samples",
         "8",
+        "--optim.warmup_steps",  # the warm-up is capped at a fifth of run.steps: 2 in both the 12-step and the long run
+        "2",
     ]
     ref = _run_cli([*common, "--steps", "12", "--run-dir", str(tmp_path / "ref")], env)
     assert ref.wait(timeout=300) == 0, ref.stderr.read().decode()

@@ -13,29 +13,56 @@ import sys
 _warned = False
 
 
-def oversubscription(threads: int, load: float, cores: int, *, slack: float = 0.5) -> str | None:
+def free_cores(load: float, cores: int) -> int:
+    """Cores left by other work (1-minute load average), at least 1."""
+    return max(1, int(cores - load))
+
+
+def oversubscription(
+    threads: int, load: float, cores: int, *, slack: float = 0.5, flag: str = "--model.threads", lowered: bool = False
+) -> str | None:
     """The warning for `threads` torch threads when `load` cores are already busy (1-minute load average, which
-    counts other processes) out of `cores`; None when they fit. `slack` absorbs the load our own start-up adds."""
+    counts other processes) out of `cores`; None when they fit. `slack` absorbs the load our own start-up adds.
+
+    With more threads than free cores it names the count to use (`flag N`), or says it was lowered to it
+    (`lowered`); at one thread, or when the threads already fit the free cores, there is nothing to lower and it says
+    only that other jobs share the CPU.
+    """
     if cores < 1 or threads < 1 or threads + load <= cores + slack:
         return None
-    free = max(1, int(cores - load))
+    free = free_cores(load, cores)
+    busy = f"this machine looks busy (load average {load:.1f} on {cores} cores)"
+    if free >= threads:  # e.g. one thread: fewer is not possible, only other jobs can give the time back
+        return (
+            f"note: {busy}; other jobs share the CPU, so steps run slower than on an idle machine "
+            f"({threads} thread{'s' if threads != 1 else ''} already fit the free cores: nothing to lower)."
+        )
+    if lowered:
+        return (
+            f"warning: {busy}: using {free} torch thread{'s' if free != 1 else ''} instead of {threads} (threads "
+            f"that wait for busy cores make steps many times slower). Pass {flag} {threads} to keep {threads}."
+        )
     return (
-        f"warning: this machine looks busy (load average {load:.1f} on {cores} cores) and torch uses {threads} "
-        f"thread{'s' if threads != 1 else ''}; steps can run many times slower than on an idle machine. "
-        f"Use fewer threads (--model.threads {free} for train, --threads {free} for eval/filter) or stop other jobs."
+        f"warning: {busy} and torch uses {threads} threads; steps can run many times slower than on an idle "
+        f"machine. Use fewer threads ({flag} {free}) or stop other jobs."
     )
 
 
-def warn_if_oversubscribed(threads: int) -> str | None:
-    """Print the oversubscription warning to stderr once per process; returns it (None when all is well)."""
+def warn_if_oversubscribed(threads: int, *, explicit: bool = True, flag: str = "--model.threads") -> int:
+    """Check the load once per process and print the warning to stderr when the threads do not fit; returns the
+    thread count to use: `threads` itself when it fits or was set explicitly, else the free cores."""
     global _warned
     if _warned or not hasattr(os, "getloadavg"):
-        return None
-    msg = oversubscription(threads, os.getloadavg()[0], os.cpu_count() or 1)
+        return threads
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if oversubscription(threads, load, cores) is None:
+        return threads
+    use = threads if explicit else min(threads, free_cores(load, cores))
+    msg = oversubscription(threads, load, cores, flag=flag, lowered=use < threads)
     if msg:
         _warned = True
         print(msg, file=sys.stderr, flush=True)
-    return msg
+    return use
 
 
 def runs_on_cpu(device: str) -> bool:

@@ -137,7 +137,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = train_config_from_args(args)
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
-        warn_if_oversubscribed(cfg.model.threads)
+        threads = warn_if_oversubscribed(cfg.model.threads, explicit=getattr(args, "model.threads") is not None)
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
     cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
     resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
     run_dir = Path(cfg.run.run_dir)
@@ -173,7 +174,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     report = make_report(run_dir, title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
     for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
         print(line)
-    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
+    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, samples.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
     return 0
 
 
@@ -227,7 +228,7 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
     if runs_on_cpu(args.device):
-        warn_if_oversubscribed(args.threads)
+        warn_if_oversubscribed(args.threads, flag="--threads")
     t0 = time.perf_counter()
     print(f"loading {folder}", file=sys.stderr, flush=True)
     tok, eng, greedy = load_engines(

@@ -11,7 +11,9 @@
 
 `model_forward` hides the two kwarg renames across transformers versions (the KV cache is `cache` from 5.x and
 `past_key_values` before; `logits_to_keep` was `num_logits_to_keep` before 4.50), so the engine and the trainer call
-any causal LM the same way.
+any causal LM the same way. The names are read from the causal LM's own `forward`, under any peft wrapper: a
+`PeftModel` takes `**kwargs`, so its signature has neither, and passing `past_key_values` through it made
+transformers warn on every call that the name goes in 5.40.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ def _forward_kwarg_names(forward_fn: Any) -> tuple[str, str | None]:
     return cache_kw, keep_kw
 
 
+def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
+    """The transformers model under a peft wrapper (`PeftModel.get_base_model()`), else `model` itself."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
 def model_forward(
     model: torch.nn.Module,
     input_ids_BL: torch.Tensor,
@@ -49,7 +57,7 @@ def model_forward(
 
     `attention_mask_BL` covers the cached positions too (length = cached + new), as HF expects.
     """
-    cache_kw, keep_kw = _forward_kwarg_names(type(model).forward)
+    cache_kw, keep_kw = _forward_kwarg_names(type(_causal_lm(model)).forward)
     kwargs: dict[str, Any] = {cache_kw: kv_cache, "use_cache": use_cache}
     if keep_kw is not None:
         kwargs[keep_kw] = logits_to_keep

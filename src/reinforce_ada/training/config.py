@@ -24,6 +24,8 @@ from reinforce_ada.sampling.strategies import strategy_class
 from reinforce_ada.tasks.config import TaskConfig
 
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
+WARMUP_SHARE = 0.2
+"""The lr warm-up lasts at most this share of run.steps (`TrainConfig.warmup_steps`)."""
 IS_CORRECTIONS = ("auto", "none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
@@ -32,7 +34,8 @@ class OptimConfig:
     lr: float = 2e-4
     """AdamW peak learning rate."""
     warmup_steps: int = 10
-    """Linear warm-up steps (the paper's 10), then constant."""
+    """Linear warm-up steps (the paper's 10), then constant; at most a fifth of run.steps (a short run reaches the
+    peak lr: a 10-step warm-up in a 5-step run never did)."""
     weight_decay: float = 0.0
     """AdamW weight decay (the paper's 0)."""
     grad_clip: float = 1.0
@@ -117,7 +120,9 @@ class RunConfig:
     eval_every: int = 50
     """Evaluate on the held-out split every this many steps (and at the start and end); 0 = only start and end."""
     eval_samples: int = 4
-    """Samples per held-out prompt (Ave@k at temperature 1)."""
+    """Samples per held-out prompt (Ave@k at generation.temperature)."""
+    samples_per_step: int = 4
+    """Completions saved per step to samples.jsonl in the run folder (prompt, completion, reward, cut or not)."""
     save_every: int = 50
     """Checkpoint every this many steps (and at the end)."""
     keep_checkpoints: int = 2
@@ -129,6 +134,8 @@ class RunConfig:
         for name in ("steps", "batch_size", "eval_samples", "save_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"run.{name}={getattr(self, name)} must be >= 1")
+        if self.samples_per_step < 0:
+            raise ConfigError(f"run.samples_per_step={self.samples_per_step} must be >= 0 (0 saves none)")
         if self.eval_every < 0:
             raise ConfigError(f"run.eval_every={self.eval_every} must be >= 0")
         if self.seed < 0:
@@ -154,6 +161,13 @@ class TrainConfig:
         if self.optim.old_logprobs != "auto":
             return self.optim.old_logprobs
         return "recompute" if self.model.bf16 or self.engine == "vllm" else "sampler"
+
+    @property
+    def warmup_steps(self) -> int:
+        """`optim.warmup_steps` capped at `WARMUP_SHARE` of `run.steps`: a departure from the paper's fixed 10 steps
+        (made for 300+ step runs), so that a short run trains at the peak lr for most of its steps. The cap follows
+        run.steps, so extending a short run with `--resume --steps N` lengthens its warm-up from there on."""
+        return min(self.optim.warmup_steps, int(self.run.steps * WARMUP_SHARE))
 
     @property
     def engine(self) -> str:

@@ -13,8 +13,9 @@
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations).
-4) AdamW with linear warm-up (a function of the step: nothing to checkpoint), grad clip, fp32 master weights
-   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`).
+4) AdamW with linear warm-up (a function of the step: nothing to checkpoint; `TrainConfig.warmup_steps`, at most
+   a fifth of the run), grad clip, fp32 master weights (optional bf16 autocast). A non-finite loss or gradient
+   skips the update and is reported (`skipped_update`).
 Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
 uninterrupted run's later steps exactly (CPU).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ from reinforce_ada.training.context import context_limit, fit_context
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
+from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
@@ -121,6 +124,12 @@ class Trainer:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
+        self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
+        if cfg.warmup_steps < o.warmup_steps:
+            print(
+                f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)",
+                file=sys.stderr,
+            )
         self._prompt_ids: dict[str, list[int]] = {}
         (self.run_dir / "config.toml").write_text(to_toml(cfg))
 
@@ -147,7 +156,7 @@ class Trainer:
         if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
             self.engine.sync_weights(self.model)
         self.step += 1
-        m = {"step": self.step, **batch.ledger.as_metrics(), **stats}
+        m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0
         return m
@@ -163,7 +172,7 @@ class Trainer:
 
     def update(self, rows: list[Row]) -> dict[str, Any]:
         o = self.cfg.optim
-        lr = o.lr * min(1.0, (self.step + 1) / (o.warmup_steps + 1))  # linear warm-up, then constant
+        lr = o.lr * min(1.0, (self.step + 1) / (self.cfg.warmup_steps + 1))  # linear warm-up, then constant
         for group in self.opt.param_groups:
             group["lr"] = lr
         out: dict[str, Any] = {"lr": lr, "skipped_update": 0}
@@ -299,7 +308,7 @@ class Trainer:
             slots=g.slots,
             batch_size=g.batch_size,
             max_new_tokens=g.max_new_tokens,
-            temperature=1.0,
+            temperature=g.temperature,
             seed=self.cfg.run.seed * 100_003 + self.step,
         )  # own seed: no drift
         return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)

@@ -327,12 +327,9 @@ def _log(enabled: bool, msg: str) -> None:
 def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = True) -> Path:
     """The folder to load: `model.path`, or the embedded model's cache entry (built when missing)."""
     if model.path is not None:
-        p = Path(model.path)
-        if (p / "config.json").exists():
-            return p
-        if not p.exists() and model.path.count("/") == 1 and not model.path.startswith((".", "/")):
-            return p  # a hub id ("org/name"): transformers loads it where this machine can reach the hub
-        raise ConfigError(f"model.path={model.path!r} is not a Hugging Face model folder (no config.json) or hub id")
+        from reinforce_ada.models.load import check_model_path
+
+        return check_model_path(model.path)  # a folder here, or an `org/name` hub id; a missing folder fails now
     if task.name != "arithmetic":
         raise ConfigError(f"the embedded model only knows the arithmetic task; set model.path for task {task.name!r}")
 

@@ -1,0 +1,196 @@
+"""What the policy actually wrote: a few completions per step in `samples.jsonl`, the clipped share, and one warning
+when a run cannot learn.
+
+1) `SampleLog.record(step, batch)` appends up to `run.samples_per_step` rows to `RUN/samples.jsonl`: the first kept
+   sample of each of the step's first prompts (deterministic; no random draw, so a resumed run repeats the same rows),
+   with prompt, completion, reference answer, reward and whether the completion was cut at
+   `generation.max_new_tokens`. It returns the step's `completions_clipped_share` (kept samples whose
+   `finish_reason` is `length`; TRL logs the same as `completions/clipped_ratio`).
+2) On the first step this process trains, if every reward drawn is 0, it prints one warning with the fix: when most
+   completions were cut at the token limit, the model had no room to answer (raise `--generation.max_new_tokens`);
+   otherwise the verifier or template does not fit how the model answers. SmolLM2 on a file task with the defaults
+   (8 new tokens, `exact`, `plain`) used to run to the end with reward 0 and no word (issue 25).
+3) `python -m reinforce_ada.training.samples_log RUN [--step N] [-n K]` prints a run's samples.
+
+A resumed run first drops the rows of steps at or after the one it resumes at (its metrics.jsonl does the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.ledger import StepBatch
+
+FILE = "samples.jsonl"
+MAX_CHARS = 4000
+"""Prompt and completion texts longer than this are cut in the file (with a marker saying how much was left out)."""
+CLIPPED_WARN_SHARE = 0.5
+"""With all rewards 0, at least this share of completions cut at the token limit blames the limit."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_CHARS else f"{text[:MAX_CHARS]}... [+{len(text) - MAX_CHARS} chars]"
+
+
+def sample_rows(step: int, batch: StepBatch, k: int) -> list[dict[str, Any]]:
+    """Up to `k` rows: the first kept sample of each of the step's first `k` prompts that kept any."""
+    rows = []
+    for g in batch.groups:
+        if len(rows) >= k:
+            break
+        if not g.samples:
+            continue
+        s = g.samples[0]
+        rows.append(
+            {
+                "step": step,
+                "prompt_id": g.prompt.id,
+                "prompt": _cut(g.prompt.text),
+                "completion": _cut(s.text),
+                "answer": g.prompt.answer,
+                "reward": s.reward,
+                "clipped": s.finish_reason == "length",
+                "finish_reason": s.finish_reason,
+                "num_tokens": s.num_tokens,
+            }
+        )
+    return rows
+
+
+def clipped_share(batch: StepBatch) -> float:
+    """Share of the step's kept samples cut at `max_new_tokens` (NaN when none were kept)."""
+    reasons = [s.finish_reason for g in batch.groups for s in g.samples]
+    return sum(r == "length" for r in reasons) / len(reasons) if reasons else float("nan")
+
+
+def zero_reward_warning(
+    step: int, batch: StepBatch, *, max_new_tokens: int, verifier: str, template: str, run_dir: Path
+) -> str | None:
+    """The warning when every reward drawn in the step is 0 (None otherwise), naming the settings that fix it."""
+    from reinforce_ada.tasks.templates import TEMPLATES
+    from reinforce_ada.tasks.verifiers import VERIFIERS
+
+    rewards = [r for g in batch.groups for r in g.pool_rewards]
+    if not rewards or any(r != 0 for r in rewards):
+        return None
+    share = clipped_share(batch)
+    where = f"{run_dir / FILE} (python -m reinforce_ada.training.samples_log {run_dir})"
+    choices = (
+        f"--task.verifier is one of {sorted(VERIFIERS)} or module:function, --task.template one of {sorted(TEMPLATES)}"
+    )
+    head = f"warning: step {step}: all {len(rewards)} rewards are 0, so the run learns nothing"
+    if share >= CLIPPED_WARN_SHARE:
+        return (
+            f"{head}, and {share:.0%} of completions were cut at generation.max_new_tokens={max_new_tokens} tokens: "
+            "the model has no room to finish an answer. Raise --generation.max_new_tokens (a chat model that works "
+            f"step by step needs 128-512), and check that task.verifier={verifier} and task.template={template} "
+            f"fit how it answers ({choices}). See the completions in {where}."
+        )
+    return (
+        f"{head}, though completions end on their own ({share:.0%} cut at max_new_tokens={max_new_tokens}): "
+        f"task.verifier={verifier} may not read the model's answers, or task.template={template} may not ask for "
+        f"the form the verifier expects ({choices}). See the completions in {where}."
+    )
+
+
+class SampleLog:
+    """Writes `samples.jsonl` and the one-time zero-reward warning for a run (see the module docstring)."""
+
+    def __init__(self, run_dir: Path, cfg: Any) -> None:
+        self.path = Path(run_dir) / FILE
+        self.cfg = cfg
+        self.per_step = cfg.run.samples_per_step
+        self._checked = False  # the zero-reward check runs on the first step this process trains
+
+    def record(self, step: int, batch: StepBatch) -> dict[str, float]:
+        """Append the step's rows (after dropping rows of step >= `step` left by an earlier process); return
+        `{"completions_clipped_share": ...}` for the step's metrics."""
+        if not self._checked:
+            self._drop_from(step)
+            self._checked = True
+            from reinforce_ada.tasks import task_spec
+
+            t, g = self.cfg.task, self.cfg.generation
+            msg = zero_reward_warning(
+                step,
+                batch,
+                max_new_tokens=g.max_new_tokens,
+                verifier=t.verifier or f"{task_spec(t.name).verifier} (the {t.name} task's default)",
+                template=t.template,
+                run_dir=self.path.parent,
+            )
+            if msg:
+                print(msg, file=sys.stderr, flush=True)
+        rows = sample_rows(step, batch, self.per_step)
+        if rows:
+            with self.path.open("a") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in rows)
+        return {"completions_clipped_share": clipped_share(batch)}
+
+    def _drop_from(self, step: int) -> None:
+        if not self.path.exists():
+            return
+        keep = [ln for ln in self.path.read_text(errors="replace").splitlines() if _step_of(ln, default=step) < step]
+        tmp = self.path.with_name(f".{FILE}.tmp")
+        tmp.write_text("".join(ln + "\n" for ln in keep))
+        tmp.replace(self.path)
+
+
+def _step_of(line: str, default: int) -> int:
+    try:
+        row = json.loads(line)
+        return int(row["step"]) if isinstance(row, dict) else default
+    except (ValueError, KeyError, TypeError):
+        return default  # a half-written line is dropped with the rest
+
+
+def read_samples(run_dir: Path, step: int | None = None) -> list[dict[str, Any]]:
+    """The rows of a run's samples.jsonl (of one step, or the last step logged when `step` is -1)."""
+    path = Path(run_dir) / FILE
+    if not path.exists():
+        raise ConfigError(f"{path} does not exist: give a run folder made by `reinforce-ada train`")
+    rows = []
+    for ln in path.read_text(errors="replace").splitlines():
+        try:
+            rows.append(json.loads(ln))
+        except ValueError:
+            continue
+    if step == -1 and rows:
+        step = max(int(r["step"]) for r in rows)
+    return [r for r in rows if step is None or r.get("step") == step]
+
+
+def format_sample(row: dict[str, Any]) -> str:
+    cut = " (cut at max_new_tokens)" if row.get("clipped") else ""
+    return (
+        f"--- step {row.get('step')}  prompt {row.get('prompt_id')}  reward {row.get('reward')}  "
+        f"{row.get('num_tokens')} tokens{cut}\n"
+        f"[prompt]\n{row.get('prompt')}\n[completion]\n{row.get('completion')}\n[answer] {row.get('answer')}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Print completions a run saved (RUN/samples.jsonl).")
+    ap.add_argument("run", help="run folder")
+    ap.add_argument("--step", type=int, default=-1, help="step to show (default: the last one logged)")
+    ap.add_argument("-n", type=int, default=1, help="samples to print (default 1)")
+    args = ap.parse_args(argv)
+    try:
+        rows = read_samples(Path(args.run), args.step)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not rows:
+        print(f"no samples for step {args.step} in {Path(args.run) / FILE}", file=sys.stderr)
+        return 1
+    print("\n".join(format_sample(r) for r in rows[: max(1, args.n)]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
