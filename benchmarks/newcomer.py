@@ -70,6 +70,28 @@ STEPS: tuple[Step, ...] = (
         needs=(SMOL,),
     ),
     Step("reinforce-ada eval --checkpoint runs/default --samples 8", 600, needs=(TRAIN,)),
+    Step("reinforce-ada samples runs/default -n 2", 120, needs=(TRAIN,)),
+    # "Train your own model on your own data"
+    Step(
+        "reinforce-ada eval --model models/smollm2 --dataset examples/data/word_problems_eval.jsonl --prompt-key "
+        "question --answer-key gold --template chat --verifier examples/my_verifier.py:last_number "
+        "--max-new-tokens 64 --samples 4 --limit 20",
+        3600,
+        slow=True,
+        needs=(SMOL,),
+    ),
+    Step(
+        "reinforce-ada train --model.path models/smollm2 --model.lora_r 16 --task.name file --task.path "
+        "examples/data/word_problems.jsonl --task.eval_path examples/data/word_problems_eval.jsonl "
+        "--task.prompt_key question --task.answer_key gold --task.template chat --task.verifier "
+        "examples/my_verifier.py:last_number --generation.max_new_tokens 64 --batch-size 2 --steps 3 --run-dir "
+        "runs/own",
+        3600,
+        slow=True,
+        needs=(SMOL,),
+    ),
+    Step("reinforce-ada eval --checkpoint runs/own --samples 4 --limit 20", 3600, slow=True, needs=(SMOL,)),
+    Step("reinforce-ada samples runs/own -n 2", 120, slow=True, needs=(SMOL,)),
     Step(
         "pip install -e '.[math]' && reinforce-ada eval --model models/smollm2 --dataset gsm_symbolic "
         "--dataset gsm8k_original --dataset champ --template paper --samples 8 --limit 50 --out results.json "

@@ -407,3 +407,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     path = gguf_to_hf(Path(args.gguf), out) if args.name == "gguf" else fetch_smollm2(out)
     print(f"wrote {path} (plain fp32 Hugging Face folder); train it with --model.path {path}")
     return 0
+
+
+def cmd_samples(args: argparse.Namespace) -> int:
+    from reinforce_ada.training.samples_log import main as show
+
+    return show([args.run, "--step", str(args.step), "-n", str(args.n)])

@@ -16,6 +16,7 @@ from reinforce_ada.cli.commands import (
     cmd_filter,
     cmd_models,
     cmd_plan,
+    cmd_samples,
     cmd_simulate,
     cmd_train,
 )
@@ -158,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
     )
     co.set_defaults(fn=cmd_compare)
+
+    sa = sub.add_parser("samples", help="print completions a run saved (RUN/samples.jsonl)")
+    sa.add_argument("run", help="run folder")
+    sa.add_argument("--step", type=int, default=-1, help="step to show (default: the last one logged)")
+    sa.add_argument("-n", type=int, default=1, help="samples to print (default 1)")
+    sa.set_defaults(fn=cmd_samples)
 
     mo = sub.add_parser("models", help="make a real model available offline as a plain Hugging Face folder")
     mo.add_argument(
