@@ -224,7 +224,10 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
     cfg = run_cfg or TrainConfig()
-    kw = {"prompt_key": args.prompt_key, "answer_key": args.answer_key, "limit": args.limit, "seed": args.seed}
+    # a run's own column names unless told otherwise (a file of the same shape as the one it trained on)
+    prompt_key = args.prompt_key or (cfg.task.prompt_key if run_cfg else "prompt")
+    answer_key = args.answer_key or (cfg.task.answer_key if run_cfg else "answer")
+    kw = {"prompt_key": prompt_key, "answer_key": answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
     if runs_on_cpu(args.device):

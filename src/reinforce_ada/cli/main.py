@@ -30,8 +30,16 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
     which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
-    p.add_argument("--prompt-key", default="prompt", help="file datasets: column holding the question")
-    p.add_argument("--answer-key", default="answer", help="file datasets: column holding the reference answer")
+    p.add_argument(
+        "--prompt-key",
+        default=None,
+        help="file datasets: column holding the question (default: the run's, else prompt)",
+    )
+    p.add_argument(
+        "--answer-key",
+        default=None,
+        help="file datasets: column holding the reference answer (default: the run's, else answer)",
+    )
     p.add_argument("--template", default=None, help="plain, paper or chat (default: the run's, else plain)")
     p.add_argument(
         "--verifier",

@@ -192,7 +192,11 @@ def _row_prompt(
         value = row.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):
             have = sorted(str(k) for k, v in row.items() if v not in (None, ""))
-            raise ConfigError(f"{where} has no {key!r} (or it is empty); its fields are {have}")
+            which = "prompt" if key == prompt_key else "answer"
+            raise ConfigError(
+                f"{where} has no {key!r} (or it is empty); its fields are {have}. Name the {which} column with "
+                f"--task.{which}_key (train) or --{which}-key (eval, filter)"
+            )
     text = row[prompt_key]
     if not isinstance(text, str):
         raise ConfigError(f"{where}, column {prompt_key!r}: the prompt must be text, got {type(text).__name__}")
