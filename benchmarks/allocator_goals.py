@@ -1,6 +1,6 @@
 """Issue 16's goals for the best adaptive arm, from the committed `compare` results (no training here).
 
-    python benchmarks/allocator_goals.py          # prints the table, writes P2_best/P2b_best/P3_best/P4_best
+    python -m benchmarks.allocator_goals          # prints the table, writes P2_best/P2b_best/P3_best/P4_best
 
 Reads `benchmarks/results/allocators_compare.json` (every allocator beside GRPO-n4 and budget-matched GRPO, same
 seeds and testbed) and `convergence.json` (the DAPO arm, `dynamic:n=4`, run on the same testbed and seeds). For each
@@ -146,7 +146,7 @@ def main() -> None:
     if not args.no_summary:
         path = RESULTS / "summary.json"
         summary = json.loads(path.read_text()) if path.exists() else {}
-        summary.update(summary_entries(goals, "python benchmarks/allocator_goals.py"))
+        summary.update(summary_entries(goals, "python -m benchmarks.allocator_goals"))
         path.write_text(json.dumps(summary, indent=1) + "\n")
         print(f"updated {path}")
 

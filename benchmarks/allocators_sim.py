@@ -13,8 +13,8 @@ Reported per arm, median over seeds with the seed range (5 seeds: the range cove
 A second block reruns the predictor arms with `features=probe` (the prompt's hidden state assumed to carry a noisy
 reading of its difficulty; an assumption, reported separately, not the main result).
 
-    nice -n 10 python benchmarks/allocators_sim.py                       # ~10 min on 2 cores; writes results/
-    python benchmarks/allocators_sim.py --steps 20 --seeds 2 --out /tmp/a   # smoke
+    nice -n 10 python -m benchmarks.allocators_sim                       # ~10 min on 2 cores; writes results/
+    python -m benchmarks.allocators_sim --steps 20 --seeds 2 --out /tmp/a   # smoke
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     result = {
-        "command": "python benchmarks/allocators_sim.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m benchmarks.allocators_sim " + " ".join(sys.argv[1:] if argv is None else argv),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_implementation()} "
         f"{platform.python_version()}",

@@ -4,8 +4,8 @@ Runs the CLI in a subprocess with an empty warm-start cache (so the supervised w
 wall time, peak RSS of the child, and start vs end held-out accuracy, and writes
 `benchmarks/results/default_run.json` plus a copy of the run's `report.png`.
 
-    python benchmarks/default_run.py            # the full default (about 2 minutes on 2 cores)
-    python benchmarks/default_run.py --steps 20  # a smoke run
+    python -m benchmarks.default_run            # the full default (about 2 minutes on 2 cores)
+    python -m benchmarks.default_run --steps 20  # a smoke run
 """
 
 from __future__ import annotations

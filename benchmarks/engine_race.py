@@ -1,7 +1,7 @@
 """The engine race (P8): our default engine, HFEngine, plain `model.generate` and vLLM, side by side on SmolLM2-135M.
 
-    python benchmarks/engine_race.py --vllm-python /work/venvs/vllm/bin/python   # writes engine_race.{json,png}
-    python benchmarks/engine_race.py --quick --vllm-python ...                   # a smoke run, under $TMPDIR
+    python -m benchmarks.engine_race --vllm-python /work/venvs/vllm/bin/python   # writes engine_race.{json,png}
+    python -m benchmarks.engine_race --quick --vllm-python ...                   # a smoke run, under $TMPDIR
 
 1) Same model (SmolLM2-135M-Instruct, the fp32 folder `reinforce-ada models smollm2` makes), same chat-templated
    questions, same sampling (T=1, no top-k/top-p, at most N new tokens), the GRPO-like and Seq-like workloads of
@@ -36,10 +36,8 @@ import numpy as np
 import psutil
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import smollm2_run  # noqa: E402
-from speed import OtherCpu, PeakRss, engine_call, generate_call, machine, wait_for_idle  # noqa: E402
-
+from benchmarks import smollm2_run
+from benchmarks.harness import OtherCpu, PeakRss, engine_call, generate_call, machine, wait_for_idle
 from reinforce_ada.engines import local_engine  # noqa: E402
 from reinforce_ada.engines.hf import HFEngine  # noqa: E402
 from reinforce_ada.models.config import ModelConfig  # noqa: E402
@@ -196,7 +194,7 @@ def main() -> int:
     waited, idle_reading = wait_for_idle(0 if args.quick else args.wait_idle)
     path = smollm2_run.cached_model()
     results: dict[str, Any] = {
-        "command": "python benchmarks/engine_race.py " + shlex.join(sys.argv[1:]),
+        "command": "python -m benchmarks.engine_race " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "cpu": machine(),

@@ -1,7 +1,7 @@
 """GPU check: our default engine and our trainer on CUDA, on a randomly initialised Llama of SmolLM2-135M's shape.
 
-    python benchmarks/gpu_check.py --out DIR            # on a GPU machine (about 4 minutes on an H200)
-    python benchmarks/gpu_check.py --tiny --device cpu  # a smoke run of every section at toy sizes (the CPU test)
+    python -m benchmarks.gpu_check --out DIR            # on a GPU machine (about 4 minutes on an H200)
+    python -m benchmarks.gpu_check --tiny --device cpu  # a smoke run of every section at toy sizes (the CPU test)
 
 No weights travel and nothing is downloaded: the model is `LlamaForCausalLM(LlamaConfig(**SHAPES[shape]))` at HF's
 default initialisation (std 0.02), and the tokenizer is the shipped char-level one (`models.tiny`'s specials and
@@ -146,9 +146,9 @@ def synthetic_reward(completion: str, answer: str) -> float:
 
 def _bench(name: str) -> Any:
     """A sibling benchmark module (`speed`, `step_time`), imported lazily: they import transformers."""
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    return __import__(name)
+    import importlib
+
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def padded_char_tokenizer(vocab_size: int, max_length: int) -> Any:
@@ -299,10 +299,10 @@ def make_trainer(arm: str, model_dir: Path, run_dir: Path, s: Settings, device: 
 
     strategy, gen = _bench("step_time").ARMS[TRAIN_ARMS[arm][0]]
     # module:function, not this file's path: a verifier file defining a dataclass cannot be loaded by path (its
-    # module is not in sys.modules while it runs); _bench put this folder on sys.path
+    # module is not in sys.modules while it runs); run from the repository root, `benchmarks` is importable
     over = {
         "model": {"path": str(model_dir), "device": device, "threads": s.threads, "bf16": TRAIN_ARMS[arm][1]},
-        "task": {"verifier": "gpu_check:synthetic_reward", "eval_size": 2},
+        "task": {"verifier": "benchmarks.gpu_check:synthetic_reward", "eval_size": 2},
         "strategy": strategy,
         "generation": {"engine": "hf", "max_new_tokens": s.train_max_new_tokens, **gen},
         "run": {"batch_size": s.train_batch, "run_dir": str(run_dir), "progress": False, "eval_samples": 2},

@@ -6,9 +6,9 @@ left them fails too (`stale`). Each listed command runs in a scratch copy of the
 fails on a non-zero exit the entry does not predict, on a Python traceback in its output, or on running past its
 limit. Results, with timings, go to `benchmarks/results/newcomer.json`.
 
-    python benchmarks/newcomer.py                                  # fresh venv: the README's install lines verbatim
-    python benchmarks/newcomer.py --reuse-venv /work/main/.venv    # an existing venv; install lines' pip part skipped
-    python benchmarks/newcomer.py --reuse-venv .venv --quick       # skip the slow commands (SmolLM2 training etc.)
+    python -m benchmarks.newcomer                                  # fresh venv: the README's install lines verbatim
+    python -m benchmarks.newcomer --reuse-venv /work/main/.venv    # an existing venv; install lines' pip part skipped
+    python -m benchmarks.newcomer --reuse-venv .venv --quick       # skip the slow commands (SmolLM2 training etc.)
 
 In --reuse-venv mode a bare `pip install ...` line is skipped (the venv has what it installs; installing into a
 shared venv would change it for everyone), and the scratch copy's `src/` goes first on PYTHONPATH, so the copy's
@@ -161,13 +161,13 @@ NOT_RUN = {
     "venv (checked there: 8 passed)",
     "reinforce-ada train --task.name file --task.path data.jsonl --task.prompt_key question --task.answer_key gold "
     "...": "a template for your own file (ends in '...'), not a command",
-    "python benchmarks/default_run.py": "benchmark: records its own result file",
-    "python benchmarks/speed.py --smollm2": "benchmark (tens of minutes, needs trl)",
-    "python benchmarks/step_time.py": "benchmark: records its own result file",
-    "python benchmarks/step_time.py --model smollm2 --steps 4 --warmup 1": "benchmark (about 12 min)",
-    "python benchmarks/smollm2_run.py": "benchmark (about 25 min)",
+    "python -m benchmarks.default_run": "benchmark: records its own result file",
+    "python -m benchmarks.speed --smollm2": "benchmark (tens of minutes, needs trl)",
+    "python -m benchmarks.step_time": "benchmark: records its own result file",
+    "python -m benchmarks.step_time --model smollm2 --steps 4 --warmup 1": "benchmark (about 12 min)",
+    "python -m benchmarks.smollm2_run": "benchmark (about 25 min)",
     "reinforce-ada compare": "benchmark (hours on 2 cores); --quick stands for it",
-    "python benchmarks/convergence.py": "benchmark (hours on 2 cores; writes benchmarks/results/); compare --quick "
+    "python -m benchmarks.convergence": "benchmark (hours on 2 cores; writes benchmarks/results/); compare --quick "
     "stands for it",
     "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
@@ -298,7 +298,7 @@ def record(args, venv, listing, results, failed, t_all) -> dict:
     ran = [r for r in results if r["status"] != "skipped"]
     ok = not failed and not listing["unlisted"] and not listing["stale"] and len(results) == len(STEPS)
     out = {
-        "command": "python benchmarks/newcomer.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.newcomer " + " ".join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
         "venv": "reused " + str(venv) if args.reuse_venv else "fresh",

@@ -1,6 +1,6 @@
 """The plan for Ray rollout workers at scale, in numbers from the project's latency model (`simulation.makespan`).
 
-    python benchmarks/ray_plan.py          # -> benchmarks/results/ray_plan.json (docs/ray.md quotes it)
+    python -m benchmarks.ray_plan          # -> benchmarks/results/ray_plan.json (docs/ray.md quotes it)
 
 1) Generation: `makespan_study` on the hard pool (GRPO-n4 and Ada-Seq-balanced, round and streaming drivers) with
    `slots` = GPUs x slots per GPU: one simulated engine with a single queue over every GPU's slots. That is the best
@@ -93,7 +93,7 @@ def main() -> int:
             f"util {r['utilisation']:.2f}"
         )
     out = {
-        "command": "python benchmarks/ray_plan.py " + shlex.join(sys.argv[1:]),
+        "command": "python -m benchmarks.ray_plan " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "prompts_per_step": PROMPTS,
         "slots_per_gpu": SLOTS_PER_GPU,

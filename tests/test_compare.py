@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.harness import update_summary
 from reinforce_ada.bench import analysis, compare
 from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
 from reinforce_ada.bench.report import agreement, format_agreement
 from reinforce_ada.bench.run import Job, eval_steps, run_job
-from reinforce_ada.bench.summary import update_summary
 from reinforce_ada.bench.testbed import build_pool, level_shares, parse_pool
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError

@@ -14,14 +14,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    sys.path.insert(0, str(SCRIPT.parent))  # as `python benchmarks/gpu_check.py` has it: its siblings import
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module  # the trainer's verifier is `gpu_check:synthetic_reward`
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("gpu_check", None)
-    sys.path.remove(str(SCRIPT.parent))
+    # the repository root is on sys.path (pytest's `pythonpath`), as for `python -m benchmarks.gpu_check`
+    return importlib.import_module("benchmarks.gpu_check")
 
 
 def test_synthetic_reward_pass_rate_follows_the_answer(gpu_check):

@@ -285,12 +285,9 @@ def test_trl_tiny_arithmetic_example_runs_and_reports_the_held_out_curve(tmp_pat
 
 
 def test_step_time_benchmark_builds_its_tiny_workload(tmp_path):
-    """`python benchmarks/step_time.py` failed at import of a name bench.compare no longer has (issue 25)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import step_time
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    """`python -m benchmarks.step_time` failed at import of a name bench.compare no longer has (issue 25)."""
+    from benchmarks import step_time
+
     over = step_time.model_overrides("tiny", threads=1, work=tmp_path)
     weights = over["task"]["level_weights"]
     assert len(weights) == 7 and abs(sum(weights) - 1.0) < 1e-9 and over["model"]["threads"] == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
 
 @pytest.fixture(scope="module")
 def speed():
-    spec = importlib.util.spec_from_file_location("speed_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["speed_bench"] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("speed_bench", None)
+    return importlib.import_module("benchmarks.speed")
 
 
 def test_real_tokens_counts_through_first_eos(speed):
