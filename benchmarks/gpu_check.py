@@ -208,7 +208,7 @@ def generate_call(model: Any, tokenizer: Any, prompts: list, samples: int, gen_c
         out_RT = model.generate(**enc, generation_config=gen_cfg)
     completion_RN = out_RT[:, enc["input_ids"].shape[1] :].cpu()
     tokenizer.batch_decode(completion_RN, skip_special_tokens=True)
-    return _bench("speed").real_tokens(completion_RN, eos)
+    return _bench("harness").real_tokens(completion_RN, eos)
 
 
 def measure_generation(model: Any, tokenizer: Any, prompts: list, *, samples: int, s: Settings, repeats: int) -> dict:
@@ -218,7 +218,7 @@ def measure_generation(model: Any, tokenizer: Any, prompts: list, *, samples: in
     from reinforce_ada.engines import local_engine
     from reinforce_ada.engines.hf import HFEngine
 
-    speed = _bench("speed")
+    speed = _bench("harness")
     device, rows, N = next(model.parameters()).device, len(prompts) * samples, s.max_new_tokens
     sampling = dict(max_new_tokens=N, temperature=1.0, seed=0)
     engine = local_engine(model, tokenizer, decode="auto", streaming=False, slots=rows, batch_size=rows, **sampling)
@@ -367,7 +367,7 @@ def _resume_and_step(tr: Any, model_dir: Path, work: Path, s: Settings, device: 
 
 # -- the run ----------------------------------------------------------------------------------------------------------
 def environment(device_name: str) -> dict:
-    speed = _bench("speed")
+    speed = _bench("harness")
     from reinforce_ada.models.load import resolve_device
 
     device = resolve_device(device_name)

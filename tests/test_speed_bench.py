@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks import harness
 from reinforce_ada.types import Prompt
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
@@ -21,8 +22,8 @@ def speed():
 def test_real_tokens_counts_through_first_eos(speed):
     eos = 1
     ids = torch.tensor([[5, 6, eos, 0], [5, eos, 0, 0], [5, 6, 7, 8], [eos, 0, 0, 0]])
-    assert speed.real_tokens(ids, [eos]) == 3 + 2 + 4 + 1
-    assert speed.real_tokens(ids[:, :0], [eos]) == 0
+    assert harness.real_tokens(ids, [eos]) == 3 + 2 + 4 + 1
+    assert harness.real_tokens(ids[:, :0], [eos]) == 0
 
 
 def test_measure_generation_reports_both_sides(speed, tiny_llama, char_tokenizer):
