@@ -10,6 +10,7 @@ import argparse
 import csv
 import dataclasses
 import datetime
+import io
 import json
 import os
 import platform
@@ -18,37 +19,44 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cli.checks import at_least, finite, fits_in_memory, input_file, output_file
 from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 
 
 def read_rates_file(path: Path) -> list[float]:
     """JSONL (objects with key `p` or `pass_rate`, or bare numbers) or CSV (column `p` or `pass_rate`)."""
-    if not path.exists():
-        raise ConfigError(f"pass-rates file {path} does not exist")
+    input_file("--pass-rates-file", path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"--pass-rates-file {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     rates: list[float] = []
     if path.suffix == ".csv":
-        with path.open() as fh:
-            for i, row in enumerate(csv.DictReader(fh), start=2):
-                key = "p" if "p" in row else "pass_rate"
-                try:
-                    rates.append(float(row[key]))
-                except (KeyError, TypeError, ValueError):
-                    raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
+        try:
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as e:
+            raise ConfigError(f"--pass-rates-file {path}: not a readable CSV file ({e})") from None
+        for i, row in enumerate(rows, start=2):
+            key = "p" if "p" in row else "pass_rate"
+            try:
+                rates.append(float(row[key]))
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
         return rates
-    for i, line in enumerate(path.read_text().splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
             rates.append(float(obj if isinstance(obj, int | float) else obj.get("p", obj.get("pass_rate"))))
-        except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
+        except (json.JSONDecodeError, TypeError, ValueError, AttributeError, RecursionError):
             raise ConfigError(f"{path}:{i}: expected a number or an object with key 'p' or 'pass_rate'") from None
     return rates
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from reinforce_ada.simulation.plan import plan, plan_monte_carlo, rows_as_dicts, totals
+    from reinforce_ada.simulation.plan import MC_BYTES_PER_SAMPLE, plan, plan_monte_carlo, rows_as_dicts, totals
 
     cfg = strategy_from_args(args)
     if args.pass_rates_file:
@@ -60,6 +68,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pass-rates must be comma-separated numbers, got {args.pass_rates!r}") from None
     else:
         raise ConfigError("give --pass-rates 0.05,0.1,0.5 or --pass-rates-file FILE")
+    at_least("--monte-carlo", args.monte_carlo, 0)
+    if args.monte_carlo:  # every rep holds up to max_samples samples per listed rate (est/knapsack: all at once)
+        per_rep = len(rates) * cfg.max_samples * MC_BYTES_PER_SAMPLE
+        fits_in_memory("--monte-carlo", args.monte_carlo, per_rep, f"{args.monte_carlo} reps x {len(rates)} rates")
     rows = plan_monte_carlo(cfg, rates, reps=args.monte_carlo) if args.monte_carlo else plan(cfg, rates)
     if args.json:
         out: Any = rows_as_dicts(rows)
@@ -71,7 +83,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"{'p':>8} {'zero_signal':>12} {'expected_samples':>17} {'unresolved':>11}  method")
     for r in rows:
         unres = "-" if r.unresolved is None else f"{r.unresolved:.4f}"
-        se = f" ±{r.stderr:.4f}" if r.stderr is not None else ""
+        se = f" ±{abs(r.stderr):.4f}" if r.stderr is not None else ""  # abs: never "±-0.0000"
         print(f"{r.p:8.4f} {r.zero_signal:12.4f} {r.expected_samples:17.2f} {unres:>11}  {r.method}{se}")
     if args.pass_rates_file:
         print("per step:", json.dumps(totals(rows)))
@@ -80,10 +92,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.policy import SimConfig
-    from reinforce_ada.simulation.simulate import simulate, write_results
+    from reinforce_ada.simulation.simulate import SIM_BYTES_PER_PROMPT, SIM_BYTES_PER_STEP, simulate, write_results
 
     base = strategy_from_args(args)
     arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
+    if not arms:
+        raise ConfigError(f"--strategies {args.strategies!r} names no arm; give e.g. 'uniform,seq,est'")
+    finite("--sim-lr", args.sim_lr, least=0.0, note=" (0 freezes the policy)")
+    for flag, value in (("--steps", args.steps), ("--seeds", args.seeds), ("--batch-size", args.batch_size)):
+        at_least(flag, value)
+    at_least("--pool-size", args.pool_size)
+    if args.batch_size > args.pool_size:
+        raise ConfigError(
+            f"--batch-size {args.batch_size} must be <= --pool-size {args.pool_size} (a step draws distinct prompts)"
+        )
+    # what the run holds: the pool, and per arm x seed x step a few numbers in the curves and again in the JSON
+    fits_in_memory("--pool-size", args.pool_size, SIM_BYTES_PER_PROMPT, f"a pool of {args.pool_size} prompts")
+    per_step = len(arms) * SIM_BYTES_PER_STEP
+    fits_in_memory("--steps", args.steps, per_step, f"{len(arms)} arms x {args.steps} steps of one seed")
+    fits_in_memory(
+        "--seeds", args.seeds, per_step * args.steps, f"{len(arms)} arms x {args.steps} steps x {args.seeds} seeds"
+    )
+    out = output_file("--out", args.out, suffixes=(".json", ".png"))  # before the run, not after it
     res = simulate(
         arms,
         steps=args.steps,
@@ -99,7 +129,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     res["machine"] = (
         f"{platform.machine()} {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}"
     )
-    js, png = write_results(res, Path(args.out))
+    js, png = write_results(res, out)
     print(f"{'arm':<40} {'final pass rate':>16} {'no-signal share':>16} {'samples/step':>13}")
     for label, arm in res["arms"].items():
         s = arm["summary"]
@@ -212,15 +242,14 @@ class EvalSetup:
 def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     """Resolve the model folder and the run's [task] (built-in held-out splits follow its seed and sizes), read the
     datasets before loading the model (a bad spec fails in a second), then load it and build the engines."""
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.evaluation.datasets import load_dataset
     from reinforce_ada.evaluation.loading import load_engines
+    from reinforce_ada.evaluation.metrics import sample_bytes
     from reinforce_ada.training.checkpoint import model_folder_for, run_config
     from reinforce_ada.training.config import TrainConfig
 
-    if args.samples < 1 or (args.limit is not None and args.limit < 1):
-        raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
-    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
-
+    check_sampling_flags(args)
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
     cfg = run_cfg or TrainConfig()
@@ -230,6 +259,11 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     kw = {"prompt_key": prompt_key, "answer_key": answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    check_context(folder, max_new, given=args.max_new_tokens is not None)
+    # the largest benchmark's samples are held at once; the run's held-out split has at most --limit or eval_size
+    prompts = max((len(ds.prompts) for ds in datasets), default=args.limit or cfg.task.eval_size)
+    what = f"{prompts} prompts x {args.samples} samples of up to {max_new} new tokens"
+    fits_in_memory("--samples", args.samples, prompts * sample_bytes(max_new), what)
     if runs_on_cpu(args.device):
         warn_if_oversubscribed(args.threads, flag="--threads")
     t0 = time.perf_counter()
@@ -249,6 +283,27 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
 
 
+def check_sampling_flags(args: argparse.Namespace) -> None:
+    """`eval` and `filter`'s numeric flags, before anything is read or loaded."""
+    for flag in ("samples", "limit", "threads", "batch_size", "max_new_tokens"):
+        at_least("--" + flag.replace("_", "-"), getattr(args, flag))
+    finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
+
+
+def check_context(folder: Path, max_new_tokens: int, *, given: bool = True) -> None:
+    """--max-new-tokens must leave room in the model's context (config.json's max_position_embeddings, when the
+    folder states one): the engine allocates a cache for prompt + new tokens."""
+    try:
+        context = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):  # deliberate: an adapter folder or an unusual config says nothing
+        return
+    if isinstance(context, int) and max_new_tokens >= context:
+        raise ConfigError(
+            f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: the model's context is {context} positions (max_position_embeddings "
+            f"in {folder / 'config.json'}), which must also hold the prompt; the largest allowed value is {context - 1}"
+        )
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from reinforce_ada import tasks
     from reinforce_ada.evaluation.datasets import apply_template, parse_spec, subset
@@ -258,6 +313,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     names = [parse_spec(s)[0] for s in args.dataset]
     if len(set(names)) != len(names):
         raise ConfigError(f"--dataset names must be unique, got {names}")
+    out_json = output_file("--out", args.out) if args.out else None  # checked now: sampling can take hours
+    out_md = output_file("--markdown", args.markdown) if args.markdown else None
     e = eval_setup(args, args.dataset)
     benches: list[tuple[str, list, Any]] = []
     if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
@@ -299,10 +356,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"template {e.template}; W.Avg weighted by benchmark size"
     )
     table = markdown(results, average, header)
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    if args.markdown:
-        Path(args.markdown).write_text(table)
+    for path, text in ((out_json, json.dumps(out, indent=1) + "\n"), (out_md, table)):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
     print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
     return 0
 
@@ -321,6 +378,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
     from reinforce_ada.tasks import verifiers
 
     check_bounds(args.lo, args.hi)
+    out = output_file("--out", args.out)  # checked now: sampling can take hours
+    png = output_file("--plot", args.plot) if args.plot else output_file("--out", out, suffixes=(".png",))
     e = eval_setup(args, [args.dataset])
     ds = e.datasets[0]
     verifier = verifiers.build(args.verifier or ds.verifier)
@@ -328,14 +387,12 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
     correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)
     rates = pass_rates(correct, [p.id for p in prompts])
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
         for row, rate in zip(ds.rows, rates, strict=True):
             if args.lo < rate <= args.hi:
                 fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
     bs = buckets(rates, args.lo, args.hi)
-    png = Path(args.plot) if args.plot else out.with_suffix(".png")
     plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
     if args.json:

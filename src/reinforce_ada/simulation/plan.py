@@ -18,6 +18,12 @@ policy with frozen pass rates; used to cross-check the others).
 Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
 batch. Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
 that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
+
+Sizes are checked before anything is allocated (issue 21): `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
+methods weigh binomial laws with integer coefficients, which overflow a float past about 1,029 draws, and knapsack
+allocates a row of max_samples gains per prompt); the seq enumeration is refused when its estimated work
+(rounds x pool states x terms per state) passes `MAX_ENUMERATION_TERMS` per rate, about ten seconds; Monte Carlo
+needs `reps >= 1`, and the command line refuses reps whose samples would not fit in memory (`MC_BYTES_PER_SAMPLE`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ from reinforce_ada.types import Prompt
 
 MONTE_CARLO_REPS = 2000
 """Visits per rate when a strategy has no closed form (planner="monte_carlo")."""
+MAX_PLAN_SAMPLES = 1024
+"""Largest max_samples the planner answers for (module docstring); the paper's caps are 32 to 256."""
+MAX_ENUMERATION_TERMS = 20_000_000
+"""Largest estimated work of one rate's seq enumeration (about ten seconds of Python)."""
+MC_BYTES_PER_SAMPLE = 600
+"""Memory one simulated sample takes while `plan_monte_carlo` holds a batch (about 440 B measured, with margin)."""
 
 
 @dataclass
@@ -65,6 +77,15 @@ class _Visit:
     all_wrong: float
 
 
+def check_size(cfg: StrategyConfig) -> None:
+    """Refuse a max_samples the planner cannot answer for (`MAX_PLAN_SAMPLES`, module docstring)."""
+    if cfg.max_samples > MAX_PLAN_SAMPLES:
+        raise ConfigError(
+            f"max_samples={cfg.max_samples} is past the planner's limit: its binomial laws overflow a float past "
+            f"about 1,029 draws; the largest allowed value is {MAX_PLAN_SAMPLES}"
+        )
+
+
 def check_rates(rates: Sequence[float]) -> np.ndarray:
     r = np.asarray(rates, dtype=float)
     if r.ndim != 1 or len(r) == 0:
@@ -87,7 +108,23 @@ def _binom(k: int, p: float) -> list[float]:
     return [comb(k, j) * p**j * (1 - p) ** (k - j) for j in range(k + 1)]
 
 
+def _enumeration_terms(c: StrategyConfig) -> int:
+    """Upper bound on `_seq_exact`'s work for one rate: rounds x live pool states x terms per state (the next round's
+    binomial law, and with give_up a Beta-binomial tail over the samples left)."""
+    rounds = -(-c.max_samples // c.samples_per_round)
+    states = min(c.max_samples, c.resolved_k_pos + (c.resolved_k_neg if c.exit != "positive" else 0)) + 1
+    return rounds * states * (c.samples_per_round + 1 + (c.max_samples if c.give_up > 0 else 0))
+
+
 def _seq_exact(p: float, c: StrategyConfig) -> _Visit:
+    terms = _enumeration_terms(c)
+    if terms > MAX_ENUMERATION_TERMS:
+        raise ConfigError(
+            f"the exact seq enumeration for max_samples={c.max_samples}, samples_per_round={c.samples_per_round}, "
+            f"k_pos={c.resolved_k_pos}, k_neg={c.resolved_k_neg}, give_up={c.give_up} takes about {terms:,} terms per "
+            f"pass rate; the limit is {MAX_ENUMERATION_TERMS:,}: lower max_samples or k_pos/k_neg, raise "
+            "samples_per_round, or estimate by simulation (--monte-carlo)"
+        )
     k_pos, k_neg = c.resolved_k_pos, c.resolved_k_neg
     a0, b0 = c.prior_alpha, c.prior_beta  # give_up's prior on a first visit
     active = {0: 1.0}  # correct count -> probability of being still active with that count
@@ -211,6 +248,7 @@ def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.
 
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     """Exact answers per pass rate (see the module docstring for which method applies)."""
+    check_size(cfg)
     r = check_rates(rates)
     visits = _visits(cfg, r)
     if visits is None:  # no closed form: the strategy itself, run on a frozen simulated policy
@@ -230,6 +268,9 @@ def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
 
 def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int = 2000, seed: int = 0) -> list[PlanRow]:
     """Run the real strategy `reps` times per pass rate on a frozen simulated policy."""
+    if reps < 1:
+        raise ConfigError(f"reps (--monte-carlo) must be >= 1, got {reps}")
+    check_size(cfg)
     r = check_rates(rates)
     if cfg.resolved_select != "none":
         raise ConfigError(

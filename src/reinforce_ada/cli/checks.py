@@ -1,0 +1,98 @@
+"""Checks the commands run on their flags before any work starts: numbers in range, input files that are regular
+files, output paths that can be written, and sizes that fit in memory.
+
+Each failure is a `ConfigError` naming the flag, the value given and what would be valid (`main` turns it into exit
+status 2 and one line). They run first so that an hour of sampling does not end in a traceback at the final write,
+and a request too big for the machine is refused before anything is allocated.
+
+Memory estimates are upper bounds on what the command must hold at once, compared with the machine's physical
+memory (`physical_memory`): a request whose estimate exceeds it is refused with the largest value that fits.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from reinforce_ada.errors import ConfigError
+
+
+def at_least(flag: str, value: int | None, least: int = 1) -> None:
+    """`value` (None: not given) is a whole number >= `least`."""
+    if value is not None and value < least:
+        raise ConfigError(f"{flag} must be >= {least}, got {value}")
+
+
+def finite(flag: str, value: float, *, least: float | None = None, note: str = "") -> None:
+    """`value` is a finite number, >= `least` when given (`note` says what the bound means)."""
+    if not math.isfinite(value) or (least is not None and value < least):
+        bound = f" >= {least:g}" if least is not None else ""
+        raise ConfigError(f"{flag} must be a finite number{bound}{note}, got {value}")
+
+
+def input_file(flag: str, path: str | Path) -> Path:
+    """An existing regular file: a folder, FIFO or device is refused before it is opened (a FIFO blocks)."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{flag} {p}: no such file")
+    if not p.is_file():
+        kind = "a folder" if p.is_dir() else "not a regular file (a FIFO, socket or device)"
+        raise ConfigError(f"{flag} {p} is {kind}; give a file")
+    return p
+
+
+def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",)) -> Path:
+    """A path the command can write at the end: not a folder, and in a folder that exists or can be made and
+    accepts new files (probed by creating and removing a temporary file). Missing parent folders are made when the
+    command writes (not here, so a command that fails first leaves nothing behind). `suffixes`: the command writes
+    `path.with_suffix(s)` for each (`""`: the path itself)."""
+    out = Path(path)
+    for s in suffixes:
+        target = out.with_suffix(s) if s else out
+        if target.is_dir():
+            raise ConfigError(f"{flag} {path}: {target} is a folder; give a file path")
+        if target.exists() and not target.is_file():
+            raise ConfigError(f"{flag} {path}: {target} is not a regular file; give a file path")
+    existing = out.absolute().parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{flag} {path}: {existing} is a file, so the folder {out.parent} cannot be made")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"{flag} {path}: cannot write in {existing} ({e.strerror or e}); give a path in a writable folder"
+        ) from None
+    return out
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory on this machine (the bound the memory estimates are compared with)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # deliberate: a platform without these names
+        return 16 * 2**30
+
+
+def fits_in_memory(flag: str, value: int, per_unit: float, what: str) -> None:
+    """Refuse `value` units of `per_unit` bytes each when they would not fit in physical memory; the message names
+    `flag`, the estimate and the largest value that fits. `what` describes one unit, for the message."""
+    limit = physical_memory()
+    if value * per_unit > limit:
+        largest = int(limit // per_unit)
+        raise ConfigError(
+            f"{flag} {value}: {what} would need about {_size(value * per_unit)} of memory at once, more than this "
+            f"machine's {_size(limit)}; the largest {flag} here is {largest}"
+        )
+
+
+def _size(n: float) -> str:
+    units = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
+    i = 0
+    while n >= 1024 and i < len(units) - 1:
+        n, i = n / 1024, i + 1
+    return f"{n:.1f} {units[i]}"
