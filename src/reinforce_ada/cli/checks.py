@@ -11,6 +11,8 @@ memory (`physical_memory`): a request whose estimate exceeds it is refused with 
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import tempfile
@@ -68,6 +70,68 @@ def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",
             f"{flag} {path}: cannot write in {existing} ({e.strerror or e}); give a path in a writable folder"
         ) from None
     return out
+
+
+def check_sampling_flags(args: argparse.Namespace) -> None:
+    """`eval` and `filter`'s numeric flags, before anything is read or loaded."""
+    for flag in ("samples", "limit", "threads", "batch_size", "max_new_tokens"):
+        at_least("--" + flag.replace("_", "-"), getattr(args, flag))
+    finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
+
+
+def check_context(folder: Path, max_new_tokens: int, *, given: bool = True) -> None:
+    """--max-new-tokens must leave room in the model's context (config.json's max_position_embeddings, when the
+    folder states one): the engine allocates a cache for prompt + new tokens."""
+    try:
+        context = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):  # deliberate: an adapter folder or an unusual config says nothing
+        return
+    if isinstance(context, int) and max_new_tokens >= context:
+        raise ConfigError(
+            f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: the model's context is {context} "
+            f"positions (max_position_embeddings in {folder / 'config.json'}), which must also hold the prompt; the "
+            f"largest allowed value is {context - 1}"
+        )
+
+
+def check_simulate_flags(args: argparse.Namespace, arms: int) -> None:
+    """`simulate`'s numeric flags, and what its run holds in memory: the pool, and per arm x seed x step a few
+    numbers in the curves and again in the JSON (`simulation.simulate.SIM_BYTES_PER_*`)."""
+    from reinforce_ada.simulation.simulate import SIM_BYTES_PER_PROMPT, SIM_BYTES_PER_STEP
+
+    finite("--sim-lr", args.sim_lr, least=0.0, note=" (0 freezes the policy)")
+    for flag, value in (("--steps", args.steps), ("--seeds", args.seeds), ("--batch-size", args.batch_size)):
+        at_least(flag, value)
+    at_least("--pool-size", args.pool_size)
+    if args.batch_size > args.pool_size:
+        raise ConfigError(
+            f"--batch-size {args.batch_size} must be <= --pool-size {args.pool_size} (a step draws distinct prompts)"
+        )
+    fits_in_memory("--pool-size", args.pool_size, SIM_BYTES_PER_PROMPT, f"a pool of {args.pool_size} prompts")
+    per_step = arms * SIM_BYTES_PER_STEP
+    fits_in_memory("--steps", args.steps, per_step, f"{arms} arms x {args.steps} steps of one seed")
+    fits_in_memory(
+        "--seeds", args.seeds, per_step * args.steps, f"{arms} arms x {args.steps} steps x {args.seeds} seeds"
+    )
+
+
+def check_monte_carlo(reps: int, rates: int, max_samples: int) -> None:
+    """`plan --monte-carlo`: 0 (exact) or a rep count whose samples fit in memory: each rep holds up to max_samples
+    samples per listed rate (est/knapsack run them all in one batch)."""
+    from reinforce_ada.simulation.plan import MC_BYTES_PER_SAMPLE
+
+    at_least("--monte-carlo", reps, 0)
+    if reps:
+        fits_in_memory("--monte-carlo", reps, rates * max_samples * MC_BYTES_PER_SAMPLE, f"{reps} reps x {rates} rates")
+
+
+def check_sample_memory(prompts: int, samples: int, max_new_tokens: int) -> None:
+    """`eval`/`filter --samples`: every sample of the largest benchmark is held at once
+    (`evaluation.metrics.sample_bytes`)."""
+    from reinforce_ada.evaluation.metrics import sample_bytes
+
+    what = f"{prompts} prompts x {samples} samples of up to {max_new_tokens} new tokens"
+    fits_in_memory("--samples", samples, prompts * sample_bytes(max_new_tokens), what)
 
 
 def physical_memory() -> int:

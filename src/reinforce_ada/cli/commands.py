@@ -19,7 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.cli.checks import at_least, finite, fits_in_memory, input_file, output_file
+from reinforce_ada.cli.checks import (
+    check_context,
+    check_monte_carlo,
+    check_sample_memory,
+    check_sampling_flags,
+    check_simulate_flags,
+    input_file,
+    output_file,
+)
 from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 
@@ -56,7 +64,7 @@ def read_rates_file(path: Path) -> list[float]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from reinforce_ada.simulation.plan import MC_BYTES_PER_SAMPLE, plan, plan_monte_carlo, rows_as_dicts, totals
+    from reinforce_ada.simulation.plan import plan, plan_monte_carlo, rows_as_dicts, totals
 
     cfg = strategy_from_args(args)
     if args.pass_rates_file:
@@ -68,10 +76,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pass-rates must be comma-separated numbers, got {args.pass_rates!r}") from None
     else:
         raise ConfigError("give --pass-rates 0.05,0.1,0.5 or --pass-rates-file FILE")
-    at_least("--monte-carlo", args.monte_carlo, 0)
-    if args.monte_carlo:  # every rep holds up to max_samples samples per listed rate (est/knapsack: all at once)
-        per_rep = len(rates) * cfg.max_samples * MC_BYTES_PER_SAMPLE
-        fits_in_memory("--monte-carlo", args.monte_carlo, per_rep, f"{args.monte_carlo} reps x {len(rates)} rates")
+    check_monte_carlo(args.monte_carlo, len(rates), cfg.max_samples)
     rows = plan_monte_carlo(cfg, rates, reps=args.monte_carlo) if args.monte_carlo else plan(cfg, rates)
     if args.json:
         out: Any = rows_as_dicts(rows)
@@ -92,27 +97,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.policy import SimConfig
-    from reinforce_ada.simulation.simulate import SIM_BYTES_PER_PROMPT, SIM_BYTES_PER_STEP, simulate, write_results
+    from reinforce_ada.simulation.simulate import simulate, write_results
 
     base = strategy_from_args(args)
     arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
     if not arms:
         raise ConfigError(f"--strategies {args.strategies!r} names no arm; give e.g. 'uniform,seq,est'")
-    finite("--sim-lr", args.sim_lr, least=0.0, note=" (0 freezes the policy)")
-    for flag, value in (("--steps", args.steps), ("--seeds", args.seeds), ("--batch-size", args.batch_size)):
-        at_least(flag, value)
-    at_least("--pool-size", args.pool_size)
-    if args.batch_size > args.pool_size:
-        raise ConfigError(
-            f"--batch-size {args.batch_size} must be <= --pool-size {args.pool_size} (a step draws distinct prompts)"
-        )
-    # what the run holds: the pool, and per arm x seed x step a few numbers in the curves and again in the JSON
-    fits_in_memory("--pool-size", args.pool_size, SIM_BYTES_PER_PROMPT, f"a pool of {args.pool_size} prompts")
-    per_step = len(arms) * SIM_BYTES_PER_STEP
-    fits_in_memory("--steps", args.steps, per_step, f"{len(arms)} arms x {args.steps} steps of one seed")
-    fits_in_memory(
-        "--seeds", args.seeds, per_step * args.steps, f"{len(arms)} arms x {args.steps} steps x {args.seeds} seeds"
-    )
+    check_simulate_flags(args, len(arms))
     out = output_file("--out", args.out, suffixes=(".json", ".png"))  # before the run, not after it
     res = simulate(
         arms,
@@ -245,7 +236,6 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.evaluation.datasets import load_dataset
     from reinforce_ada.evaluation.loading import load_engines
-    from reinforce_ada.evaluation.metrics import sample_bytes
     from reinforce_ada.training.checkpoint import model_folder_for, run_config
     from reinforce_ada.training.config import TrainConfig
 
@@ -262,8 +252,7 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     check_context(folder, max_new, given=args.max_new_tokens is not None)
     # the largest benchmark's samples are held at once; the run's held-out split has at most --limit or eval_size
     prompts = max((len(ds.prompts) for ds in datasets), default=args.limit or cfg.task.eval_size)
-    what = f"{prompts} prompts x {args.samples} samples of up to {max_new} new tokens"
-    fits_in_memory("--samples", args.samples, prompts * sample_bytes(max_new), what)
+    check_sample_memory(prompts, args.samples, max_new)
     if runs_on_cpu(args.device):
         warn_if_oversubscribed(args.threads, flag="--threads")
     t0 = time.perf_counter()
@@ -281,27 +270,6 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     )
     print(f"loaded in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
-
-
-def check_sampling_flags(args: argparse.Namespace) -> None:
-    """`eval` and `filter`'s numeric flags, before anything is read or loaded."""
-    for flag in ("samples", "limit", "threads", "batch_size", "max_new_tokens"):
-        at_least("--" + flag.replace("_", "-"), getattr(args, flag))
-    finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
-
-
-def check_context(folder: Path, max_new_tokens: int, *, given: bool = True) -> None:
-    """--max-new-tokens must leave room in the model's context (config.json's max_position_embeddings, when the
-    folder states one): the engine allocates a cache for prompt + new tokens."""
-    try:
-        context = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
-    except (OSError, ValueError, AttributeError):  # deliberate: an adapter folder or an unusual config says nothing
-        return
-    if isinstance(context, int) and max_new_tokens >= context:
-        raise ConfigError(
-            f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: the model's context is {context} positions (max_position_embeddings "
-            f"in {folder / 'config.json'}), which must also hold the prompt; the largest allowed value is {context - 1}"
-        )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
