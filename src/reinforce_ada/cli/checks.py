@@ -45,6 +45,35 @@ def input_file(flag: str, path: str | Path) -> Path:
     return p
 
 
+def read_json_object(flag: str, path: str | Path) -> dict:
+    """A UTF-8 JSON file holding an object (a result file of an earlier run), else a ConfigError naming the flag."""
+    p = input_file(flag, path)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{flag} {p}: not UTF-8 text (byte {e.start}); give a result JSON") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{flag} {p}: not valid JSON ({e.msg}, line {e.lineno}); give a result JSON") from None
+    except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
+        raise ConfigError(f"{flag} {p}: nested too deeply to read as JSON") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{flag} {p}: a result JSON is an object, got {type(obj).__name__}")
+    return obj
+
+
+def read_lrs(path: str | Path) -> dict[str, float]:
+    """`compare --lrs-from`: the `lrs` object of an earlier result, {arm: its chosen lr}, each a finite lr >= 0."""
+    lrs = read_json_object("--lrs-from", path).get("lrs")
+    if not isinstance(lrs, dict) or not lrs:
+        raise ConfigError(f"--lrs-from {path}: needs a non-empty object 'lrs' mapping arm names to learning rates")
+    out = {}
+    for arm, lr in lrs.items():
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) or lr < 0:
+            raise ConfigError(f"--lrs-from {path}: lrs[{arm!r}] must be a finite number >= 0, got {lr!r}")
+        out[str(arm)] = float(lr)
+    return out
+
+
 def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",)) -> Path:
     """A path the command can write at the end: not a folder, and in a folder that exists or can be made and
     accepts new files (probed by creating and removing a temporary file). Missing parent folders are made when the

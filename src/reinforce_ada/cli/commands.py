@@ -25,8 +25,11 @@ from reinforce_ada.cli.checks import (
     check_sample_memory,
     check_sampling_flags,
     check_simulate_flags,
+    finite,
     input_file,
     output_file,
+    read_json_object,
+    read_lrs,
 )
 from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
@@ -381,9 +384,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from reinforce_ada.bench.report import agreement, format_agreement, format_table, write
 
     out = args.out or ("runs/compare-quick/convergence" if args.quick else "runs/compare/convergence")
-    fixed = {}
-    if args.lrs_from:
-        fixed.update(json.loads(Path(args.lrs_from).read_text())["lrs"])
+    fixed = read_lrs(args.lrs_from) if args.lrs_from else {}
     for item in args.lr:
         arm, eq, lr = item.partition("=")
         try:
@@ -392,6 +393,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4") from None
         if not eq:
             raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4")
+        finite(f"--lr {item}:", fixed[arm.strip()], least=0.0)
     arms = tuple(split_arms(args.arms)) if args.arms else tuple(ARMS)
     names = {a.partition("=")[0].strip() for a in arms}
     fields: dict[str, Any] = {"arms": arms, "out": out, "workers": args.workers, "seed_offset": args.seed_offset}
@@ -403,6 +405,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             fields["lrs"] = tuple(float(x) for x in args.lrs.split(","))
         except ValueError:
             raise ConfigError(f"--lrs {args.lrs!r}: give comma-separated numbers, e.g. 2e-4,4e-4,8e-4") from None
+        for lr in fields["lrs"]:
+            finite(f"--lrs {args.lrs}: each", lr, least=0.0)
     if args.quick:
         fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
@@ -410,9 +414,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
-    if args.check_against and not Path(args.check_against).exists():
-        raise ConfigError(f"--check-against {args.check_against}: no such result file")
-    first = json.loads(Path(args.check_against).read_text()) if args.check_against else None
+    first = read_json_object("--check-against", args.check_against) if args.check_against else None
     results = run_compare(c)
     if first is not None:
         results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}
