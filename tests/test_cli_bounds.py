@@ -1,0 +1,244 @@
+"""Issue 21, the command-line part of the second adversarial round: every bad flag value, unusable path or request too
+big for memory that was a traceback, a hang or silently accepted is now exit status 2 with one line naming the flag,
+the value and what is valid, before any work starts (`cli/checks.py`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from reinforce_ada.cli import checks, main
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.simulation import plan as plan_module
+from reinforce_ada.simulation.plan import MAX_PLAN_SAMPLES, plan, plan_monte_carlo
+from reinforce_ada.simulation.policy import SimConfig
+from reinforce_ada.simulation.simulate import simulate
+
+GB = 2**30
+
+
+def fails(argv: list[str], capsys) -> str:
+    """The one-line error of a command that must exit with status 2 (no traceback)."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    return err
+
+
+@pytest.fixture
+def small_machine(monkeypatch):
+    """A machine with 1 GB of memory, so the largest allowed values in the messages are exact."""
+    monkeypatch.setattr(checks, "physical_memory", lambda: GB)
+
+
+# --- plan ----------------------------------------------------------------------------------------------------------
+
+
+def test_plan_rates_file_that_is_a_folder_or_a_fifo_or_not_utf8(tmp_path, capsys):
+    assert "--pass-rates-file" in fails(["plan", "--pass-rates-file", str(tmp_path)], capsys)  # was IsADirectoryError
+    assert "is a folder; give a file" in fails(["plan", "--pass-rates-file", str(tmp_path)], capsys)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "rates.jsonl"
+        os.mkfifo(fifo)  # opening it would block until a writer comes
+        assert "not a regular file" in fails(["plan", "--pass-rates-file", str(fifo)], capsys)
+    latin = tmp_path / "rates.csv"
+    latin.write_bytes(b"p\n0.5\xe9\n")
+    assert "not UTF-8" in fails(["plan", "--pass-rates-file", str(latin)], capsys)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "\n")
+    assert "deep.jsonl:1" in fails(["plan", "--pass-rates-file", str(deep)], capsys)
+
+
+def test_plan_monte_carlo_reps_are_checked_before_allocating(small_machine, capsys):
+    # default seq: max_samples 32, 600 B per sample: 1 GB holds 55,924 reps of one rate, 27,962 of two
+    err = fails(["plan", "--pass-rates", "0.5", "--monte-carlo", "1000000000"], capsys)  # was a MemoryError
+    assert "--monte-carlo 1000000000" in err and "the largest --monte-carlo here is 55924" in err
+    err = fails(["plan", "--pass-rates", "0.5,0.1", "--monte-carlo", "30000"], capsys)
+    assert "the largest --monte-carlo here is 27962" in err
+    assert "--monte-carlo must be >= 0, got -5" in fails(["plan", "--pass-rates", "0.5", "--monte-carlo", "-5"], capsys)
+    with pytest.raises(ConfigError, match="reps"):
+        plan_monte_carlo(StrategyConfig(), [0.5], reps=0)
+
+
+def test_monte_carlo_intervals_never_print_a_negative_zero(capsys):
+    """Issue 21: `±-0.0000` (from a negative --monte-carlo, now refused); p = 0 and 1 give an exact 0 interval."""
+    assert main(["plan", "--strategy", "uniform", "--pass-rates", "0,1", "--monte-carlo", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("±0.0000") == 2 and "±-" not in out
+
+
+def test_plan_refuses_a_max_samples_it_cannot_answer_for(capsys):
+    err = fails(["plan", "--pass-rates", "0.5", "--max-samples", "1000000000"], capsys)  # was a hang
+    assert "max_samples=1000000000" in err and f"the largest allowed value is {MAX_PLAN_SAMPLES}" in err
+    for strategy in ("pilot_commit", "knapsack"):  # were an OverflowError and 5 GB of memory
+        err = fails(["plan", "--pass-rates", "0.5", "--strategy", strategy, "--max-samples", "100000000"], capsys)
+        assert f"the largest allowed value is {MAX_PLAN_SAMPLES}" in err
+
+
+def test_plan_answers_at_its_largest_max_samples():
+    """The cap is where the binomial laws still fit a float: pilot-commit's and seq's laws at 1024 draws."""
+    for cfg in (
+        StrategyConfig(name="pilot_commit", max_samples=MAX_PLAN_SAMPLES),
+        StrategyConfig(name="seq", max_samples=MAX_PLAN_SAMPLES, samples_per_round=MAX_PLAN_SAMPLES),
+    ):
+        (row,) = plan(cfg, [0.5])
+        assert math.isfinite(row.expected_samples) and 0.0 <= row.zero_signal <= 1.0
+
+
+def test_seq_enumeration_refuses_work_past_its_limit(monkeypatch):
+    cfg = StrategyConfig(max_samples=1000, n=800, k_pos=400, k_neg=400, give_up=0.1)
+    with pytest.raises(ConfigError, match=r"101,026,125 terms per pass rate; the limit is 20,000,000"):
+        plan(cfg, [0.5])
+    monkeypatch.setattr(plan_module, "MAX_ENUMERATION_TERMS", 100)
+    with pytest.raises(ConfigError, match="--monte-carlo"):
+        plan(StrategyConfig(), [0.5])  # the default's 180 terms pass the real limit, not this one
+
+
+# --- simulate ------------------------------------------------------------------------------------------------------
+
+SMALL = ["--steps", "1", "--seeds", "1", "--pool-size", "10", "--batch-size", "2"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--pool-size", "0"], "--pool-size must be >= 1, got 0"),  # was a ValueError traceback
+        (["--sim-lr", "nan"], "--sim-lr must be a finite number >= 0 (0 freezes the policy), got nan"),  # ran on NaN
+        (["--sim-lr", "inf"], "--sim-lr must be a finite number >= 0"),
+        (["--sim-lr", "-0.1"], "--sim-lr must be a finite number >= 0"),
+        (["--strategies", ""], "--strategies '' names no arm"),  # ran nothing and exited 0
+        (["--strategies", " ; "], "names no arm"),
+        (["--batch-size", "20", "--pool-size", "5"], "--batch-size 20 must be <= --pool-size 5"),  # drew 5 silently
+    ],
+)
+def test_simulate_bad_flags(flags, needle, tmp_path, capsys):
+    assert needle in fails(["simulate", *SMALL, "--out", str(tmp_path / "s"), *flags], capsys)
+    assert not list(tmp_path.iterdir())
+
+
+def test_simulate_sizes_are_checked_before_the_first_step(small_machine, tmp_path, capsys):
+    out = ["--out", str(tmp_path / "s")]
+    # 3 arms x 2048 B per step of one seed: 1 GB holds 174,762 steps; then 3 seeds of 100 steps: 1 GB / 614,400 B
+    err = fails(["simulate", "--steps", "1000000000000", *out], capsys)  # was memory growing without end
+    assert "--steps 1000000000000" in err and "the largest --steps here is 174762" in err
+    assert "the largest --seeds here is 1747" in fails(["simulate", "--seeds", "10000", *out], capsys)
+    err = fails(["simulate", "--pool-size", "10000000000", *out], capsys)
+    assert "the largest --pool-size here is 1048576" in err
+
+
+def test_simulate_output_is_checked_before_the_run(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    err = fails(["simulate", *SMALL, "--out", str(a_file / "s")], capsys)  # was FileExistsError after the run
+    assert f"{a_file} is a file, so the folder {a_file} cannot be made" in err
+    (tmp_path / "taken.json").mkdir()
+    assert "taken.json is a folder" in fails(["simulate", *SMALL, "--out", str(tmp_path / "taken")], capsys)
+    if Path("/proc/self").exists():  # a folder that takes no new files (as an unwritable one, even for root)
+        assert "cannot write in /proc" in fails(["simulate", *SMALL, "--out", "/proc/sim"], capsys)
+
+
+def test_simulation_library_checks():
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ConfigError, match="SimConfig.lr must be a finite number >= 0"):
+            SimConfig(lr=bad)
+    with pytest.raises(ConfigError, match="pool_size must be >= 1, got 0"):
+        simulate(["uniform"], steps=1, seeds=1, batch_size=1, pool_size=0)
+    with pytest.raises(ConfigError, match="no arms"):
+        simulate([], steps=1, seeds=1, batch_size=1, pool_size=4)
+
+
+# --- eval and filter -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    f = tmp_path / "a.jsonl"
+    f.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(3)))
+    return f
+
+
+def _eval(model_dir: Path, data: Path, *flags: str) -> list[str]:
+    return ["eval", "--model", str(model_dir), "--dataset", str(data), "--samples", "1", "--max-new-tokens", "2",
+            "--threads", "1", "--no-greedy", *flags]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--threads", "0"], "--threads must be >= 1, got 0"),  # was a RuntimeError from torch
+        (["--temperature", "nan"], "--temperature must be a finite number >= 0 (0 = greedy"),  # was a traceback
+        (["--temperature", "inf"], "got inf"),  # sampled uniform noise silently
+        (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+        (["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+        (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
+        (["--max-new-tokens", "1000000000"], "the model's context is 128 positions"),  # tried to allocate 3 TB
+        (["--limit", "0"], "--limit must be >= 1, got 0"),
+    ],
+)
+def test_eval_bad_flags(flags, needle, model_dir, data, capsys):
+    assert needle in fails(_eval(model_dir, data, *flags), capsys)
+
+
+def test_eval_samples_are_checked_against_memory_before_the_model_loads(small_machine, model_dir, data, capsys):
+    # 3 prompts x (1024 + 80 x 2) B per sample: 1 GB holds 302,292 samples per prompt
+    err = fails(_eval(model_dir, data, "--samples", "1000000000"), capsys)  # was a MemoryError
+    assert "3 prompts x 1000000000 samples of up to 2 new tokens" in err
+    assert "the largest --samples here is 302292" in err
+    assert "loading" not in capsys.readouterr().err
+
+
+def test_eval_and_filter_outputs_are_checked_before_sampling(model_dir, data, tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert "--out" in fails(_eval(model_dir, data, "--out", str(tmp_path)), capsys)  # was IsADirectoryError
+    err = fails(_eval(model_dir, data, "--markdown", str(a_file / "t.md")), capsys)
+    assert err.startswith("reinforce-ada eval: error: --markdown") and "is a file" in err
+    base = ["filter", "--model", str(model_dir), "--dataset", str(data), "--max-new-tokens", "2", "--threads", "1"]
+    assert f"--out {tmp_path}: {tmp_path} is a folder" in fails([*base, "--out", str(tmp_path)], capsys)
+    (tmp_path / "kept.png").mkdir()
+    assert "kept.png is a folder" in fails([*base, "--out", str(tmp_path / "kept.jsonl")], capsys)
+    err = fails([*base, "--out", str(tmp_path / "k.jsonl"), "--plot", str(a_file / "h.png")], capsys)
+    assert "--plot" in err
+
+
+def test_eval_writes_into_a_missing_folder(model_dir, data, tmp_path, capsys):
+    out, md = tmp_path / "new" / "r.json", tmp_path / "other" / "deeper" / "r.md"
+    assert main(_eval(model_dir, data, "--out", str(out), "--markdown", str(md))) == 0  # was FileNotFoundError
+    assert json.loads(out.read_text())["eval_prompts"] == 3 and "| a | 3 |" in md.read_text()
+
+
+# --- compare -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"lrs":', "not valid JSON (Expecting value, line 2)"),  # was a JSONDecodeError traceback
+        ("[1, 2]", "a result JSON is an object, got list"),  # was a TypeError
+        ('{"steps": 3}', "needs a non-empty object 'lrs'"),  # was a KeyError
+        ('{"lrs": [4e-4]}', "needs a non-empty object 'lrs'"),
+        ('{"lrs": {"seq-bal": "fast"}}', "lrs['seq-bal'] must be a finite number >= 0, got 'fast'"),
+        ('{"lrs": {"seq-bal": NaN}}', "got nan"),
+        ('{"lrs": {"seq-bal": true}}', "got True"),
+    ],
+)
+def test_compare_lrs_from_malformed(text, needle, tmp_path, capsys):
+    f = tmp_path / "result.json"
+    f.write_text(text + "\n")
+    assert needle in fails(["compare", "--lrs-from", str(f)], capsys)
+
+
+def test_compare_other_bad_inputs(tmp_path, capsys):
+    assert "--lrs-from" in fails(["compare", "--lrs-from", str(tmp_path)], capsys)
+    assert "--lr seq-bal=nan: must be a finite number" in fails(["compare", "--lr", "seq-bal=nan"], capsys)
+    assert "--lrs 1e-4,inf: each must be a finite number" in fails(["compare", "--lrs", "1e-4,inf"], capsys)
+    bad = tmp_path / "first.json"
+    bad.write_bytes(b"\xff\xfe{}")
+    assert "--check-against" in fails(["compare", "--check-against", str(bad)], capsys)
