@@ -178,7 +178,7 @@ def _eval(model_dir: Path, data: Path, *flags: str) -> list[str]:
         (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
         (["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
-        (["--max-new-tokens", "1000000000"], "the model's context is 128 positions"),  # tried to allocate 3 TB
+        (["--max-new-tokens", "10000000000000"], "the largest --max-new-tokens here is"),  # tried to allocate 3 TB
         (["--limit", "0"], "--limit must be >= 1, got 0"),
     ],
 )
@@ -186,11 +186,16 @@ def test_eval_bad_flags(flags, needle, model_dir, data, capsys):
     assert needle in fails(_eval(model_dir, data, *flags), capsys)
 
 
-def test_eval_samples_are_checked_against_memory_before_the_model_loads(small_machine, model_dir, data, capsys):
-    # 3 prompts x (1024 + 80 x 2) B per sample: 1 GB holds 302,292 samples per prompt
+def test_eval_sizes_are_checked_against_memory_before_the_model_loads(small_machine, model_dir, data, capsys):
+    """The tiny Llama caches 2 x 2 layers x 2 heads x 16 dims x 4 B = 512 B per token and sequence; a sample takes
+    1024 B + 80 B per token. At 1 token, k samples of 3 prompts need 3k x 1104 B + min(512, 3k) x 512 B."""
+    assert checks.kv_bytes_per_token(model_dir) == 512
     err = fails(_eval(model_dir, data, "--samples", "1000000000"), capsys)  # was a MemoryError
-    assert "3 prompts x 1000000000 samples of up to 2 new tokens" in err
-    assert "the largest --samples here is 302292" in err
+    assert err.startswith("reinforce-ada eval: error: --samples 1000000000: 3 prompts x 1000000000 samples")
+    assert f"the largest --samples here is {(GB - 512 * 512) // (3 * 1104)}" in err
+    # 1 sample of 3 prompts, 3 sequences decoded together: 3 x (1024 + 80 t) + 3 x 512 t B for t new tokens
+    err = fails(_eval(model_dir, data, "--max-new-tokens", "1000000000"), capsys)  # tried to allocate 3 TB
+    assert f"the largest --max-new-tokens here is {(GB - 3 * 1024) // (3 * 80 + 3 * 512)}" in err
     assert "loading" not in capsys.readouterr().err
 
 

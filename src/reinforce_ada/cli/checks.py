@@ -17,6 +17,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from reinforce_ada.errors import ConfigError
 
@@ -108,18 +109,55 @@ def check_sampling_flags(args: argparse.Namespace) -> None:
     finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
 
 
-def check_context(folder: Path, max_new_tokens: int, *, given: bool = True) -> None:
-    """--max-new-tokens must leave room in the model's context (config.json's max_position_embeddings, when the
-    folder states one): the engine allocates a cache for prompt + new tokens."""
+def kv_bytes_per_token(folder: Path) -> int:
+    """Bytes of key/value cache one token of one sequence takes in fp32, from the folder's config.json (0 when it
+    does not say: an adapter folder or an architecture without these fields)."""
     try:
-        context = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
-    except (OSError, ValueError, AttributeError):  # deliberate: an adapter folder or an unusual config says nothing
-        return
-    if isinstance(context, int) and max_new_tokens >= context:
+        c = json.loads((folder / "config.json").read_text())
+        heads = int(c["num_attention_heads"])
+        head_dim = int(c.get("head_dim") or int(c["hidden_size"]) // heads)
+        return 2 * int(c["num_hidden_layers"]) * int(c.get("num_key_value_heads") or heads) * head_dim * 4
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError):  # deliberate: see above
+        return 0
+
+
+def check_generation_memory(
+    folder: Path, prompts: int, samples: int, max_new_tokens: int, batch_size: int, *, given: bool = True
+) -> None:
+    """`eval`/`filter`: the samples of the largest benchmark are held at once (`evaluation.metrics.sample_bytes`
+    each) and the engine caches keys and values for up to `batch_size` sequences of `max_new_tokens` new tokens
+    (`kv_bytes_per_token`). Refuses --samples, then --max-new-tokens (`given`: whether the user set it), past
+    physical memory, with the largest value that fits (issue 21: --samples 10**9 was a MemoryError, --max-new-tokens
+    10**9 a 3 TB allocation, both after the model had loaded)."""
+    from reinforce_ada.evaluation.metrics import sample_bytes
+
+    limit, kv = physical_memory(), kv_bytes_per_token(folder)
+
+    def need(k: int, tokens: int) -> int:
+        return prompts * k * sample_bytes(tokens) + min(batch_size, prompts * k) * kv * tokens
+
+    def largest(fits: Any) -> int:  # the largest n >= 0 with fits(n); fits is monotone
+        lo, hi = 0, 1
+        while fits(hi):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
+
+    if need(samples, 1) > limit:
+        n = largest(lambda k: need(k, 1) <= limit)
         raise ConfigError(
-            f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: the model's context is {context} "
-            f"positions (max_position_embeddings in {folder / 'config.json'}), which must also hold the prompt; the "
-            f"largest allowed value is {context - 1}"
+            f"--samples {samples}: {prompts} prompts x {samples} samples would need about {_size(need(samples, 1))} "
+            f"of memory at once, more than this machine's {_size(limit)}; the largest --samples here is {n}"
+        )
+    if need(samples, max_new_tokens) > limit:
+        n = largest(lambda t: need(samples, t) <= limit)
+        raise ConfigError(
+            f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: {prompts} prompts x {samples} "
+            f"samples of up to {max_new_tokens} new tokens (and the cache of {min(batch_size, prompts * samples)} "
+            f"sequences decoded together) would need about {_size(need(samples, max_new_tokens))} of memory, more "
+            f"than this machine's {_size(limit)}; the largest --max-new-tokens here is {n}"
         )
 
 
@@ -152,15 +190,6 @@ def check_monte_carlo(reps: int, rates: int, max_samples: int) -> None:
     at_least("--monte-carlo", reps, 0)
     if reps:
         fits_in_memory("--monte-carlo", reps, rates * max_samples * MC_BYTES_PER_SAMPLE, f"{reps} reps x {rates} rates")
-
-
-def check_sample_memory(prompts: int, samples: int, max_new_tokens: int) -> None:
-    """`eval`/`filter --samples`: every sample of the largest benchmark is held at once
-    (`evaluation.metrics.sample_bytes`)."""
-    from reinforce_ada.evaluation.metrics import sample_bytes
-
-    what = f"{prompts} prompts x {samples} samples of up to {max_new_tokens} new tokens"
-    fits_in_memory("--samples", samples, prompts * sample_bytes(max_new_tokens), what)
 
 
 def physical_memory() -> int:

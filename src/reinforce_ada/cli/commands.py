@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.cli.checks import (
-    check_context,
+    check_generation_memory,
     check_monte_carlo,
-    check_sample_memory,
     check_sampling_flags,
     check_simulate_flags,
     finite,
@@ -252,10 +251,11 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     kw = {"prompt_key": prompt_key, "answer_key": answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
-    check_context(folder, max_new, given=args.max_new_tokens is not None)
     # the largest benchmark's samples are held at once; the run's held-out split has at most --limit or eval_size
     prompts = max((len(ds.prompts) for ds in datasets), default=args.limit or cfg.task.eval_size)
-    check_sample_memory(prompts, args.samples, max_new)
+    check_generation_memory(
+        folder, prompts, args.samples, max_new, args.batch_size, given=args.max_new_tokens is not None
+    )
     if runs_on_cpu(args.device):
         warn_if_oversubscribed(args.threads, flag="--threads")
     t0 = time.perf_counter()
@@ -350,7 +350,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
 
     check_bounds(args.lo, args.hi)
     out = output_file("--out", args.out)  # checked now: sampling can take hours
-    png = output_file("--plot", args.plot) if args.plot else output_file("--out", out, suffixes=(".png",))
+    png = Path(args.plot) if args.plot else out.with_suffix(".png")
+    output_file("--plot" if args.plot else "--out", png)
     e = eval_setup(args, [args.dataset])
     ds = e.datasets[0]
     verifier = verifiers.build(args.verifier or ds.verifier)
