@@ -180,6 +180,8 @@ def _eval(model_dir: Path, data: Path, *flags: str) -> list[str]:
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
         (["--max-new-tokens", "10000000000000"], "the largest --max-new-tokens here is"),  # tried to allocate 3 TB
         (["--limit", "0"], "--limit must be >= 1, got 0"),
+        (["--seed", str(2**70)], "--seed must be in [0, 2**63 - 1]"),  # was an OverflowError from torch
+        (["--seed", "-1"], "--seed must be in [0, 2**63 - 1], got -1"),
     ],
 )
 def test_eval_bad_flags(flags, needle, model_dir, data, capsys):

@@ -87,6 +87,8 @@ def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",
             raise ConfigError(f"{flag} {path}: {target} is a folder; give a file path")
         if target.exists() and not target.is_file():
             raise ConfigError(f"{flag} {path}: {target} is not a regular file; give a file path")
+        if target.exists() and not os.access(target, os.W_OK):
+            raise ConfigError(f"{flag} {path}: {target} exists and is read-only; give another path")
     existing = out.absolute().parent
     while not existing.exists():
         existing = existing.parent
@@ -107,6 +109,8 @@ def check_sampling_flags(args: argparse.Namespace) -> None:
     for flag in ("samples", "limit", "threads", "batch_size", "max_new_tokens"):
         at_least("--" + flag.replace("_", "-"), getattr(args, flag))
     finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
+    if not 0 <= args.seed < 2**63:  # torch's generators take a 64-bit seed
+        raise ConfigError(f"--seed must be in [0, 2**63 - 1], got {args.seed}")
 
 
 def kv_bytes_per_token(folder: Path) -> int:
