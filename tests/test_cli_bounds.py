@@ -20,7 +20,6 @@ import pytest
 from reinforce_ada.cli import checks, main
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.simulation import plan as plan_module
 from reinforce_ada.simulation.plan import MAX_PLAN_SAMPLES, plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig
 from reinforce_ada.simulation.simulate import simulate
@@ -115,15 +114,6 @@ def test_plan_answers_at_its_largest_max_samples():
     ):
         (row,) = plan(cfg, [0.5])
         assert math.isfinite(row.expected_samples) and 0.0 <= row.zero_signal <= 1.0
-
-
-def test_seq_enumeration_refuses_work_past_its_limit(monkeypatch):
-    cfg = StrategyConfig(max_samples=1000, n=800, k_pos=400, k_neg=400, give_up=0.1)
-    with pytest.raises(ConfigError, match=r"101,026,125 terms per pass rate; the limit is 20,000,000"):
-        plan(cfg, [0.5])
-    monkeypatch.setattr(plan_module, "MAX_ENUMERATION_TERMS", 100)
-    with pytest.raises(ConfigError, match="--monte-carlo"):
-        plan(StrategyConfig(), [0.5])  # the default's 180 terms pass the real limit, not this one
 
 
 # --- simulate ------------------------------------------------------------------------------------------------------
