@@ -206,7 +206,7 @@ def physical_memory() -> int:
 
 def fits_in_memory(flag: str, value: int, per_unit: float, what: str) -> None:
     """Refuse `value` units of `per_unit` bytes each when they would not fit in physical memory; the message names
-    `flag`, the estimate and the largest value that fits. `what` describes one unit, for the message."""
+    `flag`, the estimate and the largest value that fits. `what` describes the request, for the message."""
     limit = physical_memory()
     if value * per_unit > limit:
         largest = int(limit // per_unit)
