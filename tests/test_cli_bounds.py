@@ -129,6 +129,19 @@ def test_simulate_sizes_are_checked_before_the_first_step(small_machine, tmp_pat
     assert "the largest --pool-size here is 1048576" in err
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write into a read-only folder")
+def test_simulate_refuses_a_read_only_folder_before_the_run(tmp_path, capsys):
+    """Issue 21: the run finished, then writing its results failed (the corpus covers /proc, which refuses root too)."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        err = fails(["simulate", "--steps", "1", "--seeds", "1", "--out", str(ro / "sub" / "s")], capsys)
+    finally:
+        ro.chmod(0o755)
+    assert f"cannot write in {ro} (Permission denied)" in err
+
+
 def test_simulation_library_checks():
     for bad in (float("nan"), float("inf"), -1.0):
         with pytest.raises(ConfigError, match="SimConfig.lr must be a finite number >= 0"):
