@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import os
 import re
 import shutil
+import threading
 import time
 import tomllib
 import tracemalloc
@@ -83,6 +85,30 @@ def test_max_prompt_chars_is_a_parameter():
     with pytest.raises(ConfigError, match=r"row 1, column 'prompt': the prompt has 2 characters; the limit is 1"):
         load_prompts(path, max_prompt_chars=1)
     assert MAX_PROMPT_CHARS == 32_000
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_a_fifo_is_refused_without_opening_it(tmp_path):
+    """Issue 21: a FIFO named as a data file was opened and read, which blocks until a writer comes (forever)."""
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | object] = []
+
+    def load() -> None:
+        try:
+            outcome.append(load_prompts(fifo))
+        except BaseException as e:  # handed to the main thread
+            outcome.append(e)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(timeout=5)
+    if worker.is_alive():  # let the blocked reader finish, so the daemon thread does not outlive the test
+        with open(fifo, "w"):
+            pass
+        pytest.fail("load_prompts blocked on a FIFO")
+    assert isinstance(outcome[0], ConfigError)
+    assert f"dataset file {fifo} is not a regular file" in str(outcome[0])
 
 
 def test_csv_field_size_limit_is_restored():

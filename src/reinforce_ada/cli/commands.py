@@ -10,6 +10,7 @@ import argparse
 import csv
 import dataclasses
 import datetime
+import io
 import json
 import os
 import platform
@@ -18,31 +19,48 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cli.checks import (
+    check_generation_memory,
+    check_monte_carlo,
+    check_sampling_flags,
+    check_simulate_flags,
+    finite,
+    input_file,
+    output_file,
+    read_json_object,
+    read_lrs,
+)
 from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 
 
 def read_rates_file(path: Path) -> list[float]:
     """JSONL (objects with key `p` or `pass_rate`, or bare numbers) or CSV (column `p` or `pass_rate`)."""
-    if not path.exists():
-        raise ConfigError(f"pass-rates file {path} does not exist")
+    input_file("--pass-rates-file", path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"--pass-rates-file {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     rates: list[float] = []
     if path.suffix == ".csv":
-        with path.open() as fh:
-            for i, row in enumerate(csv.DictReader(fh), start=2):
-                key = "p" if "p" in row else "pass_rate"
-                try:
-                    rates.append(float(row[key]))
-                except (KeyError, TypeError, ValueError):
-                    raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
+        try:
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as e:
+            raise ConfigError(f"--pass-rates-file {path}: not a readable CSV file ({e})") from None
+        for i, row in enumerate(rows, start=2):
+            key = "p" if "p" in row else "pass_rate"
+            try:
+                rates.append(float(row[key]))
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
         return rates
-    for i, line in enumerate(path.read_text().splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
             rates.append(float(obj if isinstance(obj, int | float) else obj.get("p", obj.get("pass_rate"))))
-        except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
+        except (json.JSONDecodeError, TypeError, ValueError, AttributeError, RecursionError):
             raise ConfigError(f"{path}:{i}: expected a number or an object with key 'p' or 'pass_rate'") from None
     return rates
 
@@ -60,6 +78,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pass-rates must be comma-separated numbers, got {args.pass_rates!r}") from None
     else:
         raise ConfigError("give --pass-rates 0.05,0.1,0.5 or --pass-rates-file FILE")
+    check_monte_carlo(args.monte_carlo, len(rates), cfg.max_samples)
     rows = plan_monte_carlo(cfg, rates, reps=args.monte_carlo) if args.monte_carlo else plan(cfg, rates)
     if args.json:
         out: Any = rows_as_dicts(rows)
@@ -71,7 +90,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"{'p':>8} {'zero_signal':>12} {'expected_samples':>17} {'unresolved':>11}  method")
     for r in rows:
         unres = "-" if r.unresolved is None else f"{r.unresolved:.4f}"
-        se = f" ±{r.stderr:.4f}" if r.stderr is not None else ""
+        se = f" ±{abs(r.stderr):.4f}" if r.stderr is not None else ""  # abs: never "±-0.0000"
         print(f"{r.p:8.4f} {r.zero_signal:12.4f} {r.expected_samples:17.2f} {unres:>11}  {r.method}{se}")
     if args.pass_rates_file:
         print("per step:", json.dumps(totals(rows)))
@@ -84,6 +103,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     base = strategy_from_args(args)
     arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
+    if not arms:
+        raise ConfigError(f"--strategies {args.strategies!r} names no arm; give e.g. 'uniform,seq,est'")
+    check_simulate_flags(args, len(arms))
+    out = output_file("--out", args.out, suffixes=(".json", ".png"))  # before the run, not after it
     res = simulate(
         arms,
         steps=args.steps,
@@ -99,7 +122,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     res["machine"] = (
         f"{platform.machine()} {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}"
     )
-    js, png = write_results(res, Path(args.out))
+    js, png = write_results(res, out)
     print(f"{'arm':<40} {'final pass rate':>16} {'no-signal share':>16} {'samples/step':>13}")
     for label, arm in res["arms"].items():
         s = arm["summary"]
@@ -212,15 +235,13 @@ class EvalSetup:
 def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     """Resolve the model folder and the run's [task] (built-in held-out splits follow its seed and sizes), read the
     datasets before loading the model (a bad spec fails in a second), then load it and build the engines."""
+    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.evaluation.datasets import load_dataset
     from reinforce_ada.evaluation.loading import load_engines
     from reinforce_ada.training.checkpoint import model_folder_for, run_config
     from reinforce_ada.training.config import TrainConfig
 
-    if args.samples < 1 or (args.limit is not None and args.limit < 1):
-        raise ConfigError(f"--samples and --limit must be >= 1, got {args.samples} and {args.limit}")
-    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
-
+    check_sampling_flags(args)
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
     cfg = run_cfg or TrainConfig()
@@ -230,6 +251,11 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     kw = {"prompt_key": prompt_key, "answer_key": answer_key, "limit": args.limit, "seed": args.seed}
     datasets = [load_dataset(spec, cfg.task, **kw) for spec in specs]
     max_new = args.max_new_tokens or (cfg.generation.max_new_tokens if run_cfg else 512)
+    # the largest benchmark's samples are held at once; the run's held-out split has at most --limit or eval_size
+    prompts = max((len(ds.prompts) for ds in datasets), default=args.limit or cfg.task.eval_size)
+    check_generation_memory(
+        folder, prompts, args.samples, max_new, args.batch_size, given=args.max_new_tokens is not None
+    )
     if runs_on_cpu(args.device):
         warn_if_oversubscribed(args.threads, flag="--threads")
     t0 = time.perf_counter()
@@ -258,6 +284,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     names = [parse_spec(s)[0] for s in args.dataset]
     if len(set(names)) != len(names):
         raise ConfigError(f"--dataset names must be unique, got {names}")
+    out_json = output_file("--out", args.out) if args.out else None  # checked now: sampling can take hours
+    out_md = output_file("--markdown", args.markdown) if args.markdown else None
     e = eval_setup(args, args.dataset)
     benches: list[tuple[str, list, Any]] = []
     if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
@@ -299,10 +327,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"template {e.template}; W.Avg weighted by benchmark size"
     )
     table = markdown(results, average, header)
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    if args.markdown:
-        Path(args.markdown).write_text(table)
+    for path, text in ((out_json, json.dumps(out, indent=1) + "\n"), (out_md, table)):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
     print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
     return 0
 
@@ -321,6 +349,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     from reinforce_ada.tasks import verifiers
 
     check_bounds(args.lo, args.hi)
+    out = output_file("--out", args.out)  # checked now: sampling can take hours
+    png = Path(args.plot) if args.plot else out.with_suffix(".png")
+    output_file("--plot" if args.plot else "--out", png)
     e = eval_setup(args, [args.dataset])
     ds = e.datasets[0]
     verifier = verifiers.build(args.verifier or ds.verifier)
@@ -328,14 +359,12 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
     correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)
     rates = pass_rates(correct, [p.id for p in prompts])
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
         for row, rate in zip(ds.rows, rates, strict=True):
             if args.lo < rate <= args.hi:
                 fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
     bs = buckets(rates, args.lo, args.hi)
-    png = Path(args.plot) if args.plot else out.with_suffix(".png")
     plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
     if args.json:
@@ -356,9 +385,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from reinforce_ada.bench.report import agreement, format_agreement, format_table, write
 
     out = args.out or ("runs/compare-quick/convergence" if args.quick else "runs/compare/convergence")
-    fixed = {}
-    if args.lrs_from:
-        fixed.update(json.loads(Path(args.lrs_from).read_text())["lrs"])
+    fixed = read_lrs(args.lrs_from) if args.lrs_from else {}
     for item in args.lr:
         arm, eq, lr = item.partition("=")
         try:
@@ -367,6 +394,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4") from None
         if not eq:
             raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4")
+        finite(f"--lr {item}:", fixed[arm.strip()], least=0.0)
     arms = tuple(split_arms(args.arms)) if args.arms else tuple(ARMS)
     names = {a.partition("=")[0].strip() for a in arms}
     fields: dict[str, Any] = {"arms": arms, "out": out, "workers": args.workers, "seed_offset": args.seed_offset}
@@ -378,6 +406,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             fields["lrs"] = tuple(float(x) for x in args.lrs.split(","))
         except ValueError:
             raise ConfigError(f"--lrs {args.lrs!r}: give comma-separated numbers, e.g. 2e-4,4e-4,8e-4") from None
+        for lr in fields["lrs"]:
+            finite(f"--lrs {args.lrs}: each", lr, least=0.0)
     if args.quick:
         fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
@@ -385,9 +415,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
-    if args.check_against and not Path(args.check_against).exists():
-        raise ConfigError(f"--check-against {args.check_against}: no such result file")
-    first = json.loads(Path(args.check_against).read_text()) if args.check_against else None
+    first = read_json_object("--check-against", args.check_against) if args.check_against else None
     results = run_compare(c)
     if first is not None:
         results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}

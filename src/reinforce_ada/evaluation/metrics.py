@@ -48,6 +48,23 @@ def pass_ks(samples: int) -> list[int]:
     return ks if ks[-1] == samples else [*ks, samples]
 
 
+SAMPLE_BYTES = 1024
+"""Memory of one `Sample` without its tokens (the object, its fields, the engine's bookkeeping)."""
+TOKEN_BYTES = 80
+"""Memory per completion token in a `Sample`: its id and log-prob as Python objects in lists, and its text."""
+
+
+def sample_bytes(max_new_tokens: int) -> int:
+    """Upper bound on one sample's memory: `sample_correct` holds every sample of a benchmark at once, so the command
+    line refuses a --samples whose prompts x samples x this would not fit in memory (issue 21: --samples 10**9 was a
+    MemoryError after the model had loaded).
+
+    >>> sample_bytes(512)
+    41984
+    """
+    return SAMPLE_BYTES + TOKEN_BYTES * max_new_tokens
+
+
 def sample_correct(
     engine: Any,
     prompts: Sequence[Prompt],

@@ -18,6 +18,13 @@ policy with frozen pass rates; used to cross-check the others).
 Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
 batch. Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
 that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
+
+Sizes are checked before anything is allocated (issue 21): `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
+methods weigh binomial laws with integer coefficients, which overflow a float past about 1,029 draws; knapsack
+allocates a row of max_samples gains per prompt; and the seq enumeration runs max_samples / samples_per_round
+rounds, forever in effect at max_samples 10**9 and p near 0). At the cap the slowest seq enumeration measured (give_up
+with k_pos = k_neg = 400) takes about 15 s per rate. Monte Carlo needs `reps >= 1`, and the command line refuses reps
+whose samples would not fit in memory (`MC_BYTES_PER_SAMPLE`).
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ from reinforce_ada.types import Prompt
 
 MONTE_CARLO_REPS = 2000
 """Visits per rate when a strategy has no closed form (planner="monte_carlo")."""
+MAX_PLAN_SAMPLES = 1024
+"""Largest max_samples the planner answers for (module docstring); the paper's caps are 32 to 256."""
+MC_BYTES_PER_SAMPLE = 600
+"""Memory one simulated sample takes while `plan_monte_carlo` holds a batch (about 440 B measured, with margin)."""
 
 
 @dataclass
@@ -63,6 +74,15 @@ class _Visit:
     row: PlanRow
     all_correct: float
     all_wrong: float
+
+
+def check_size(cfg: StrategyConfig) -> None:
+    """Refuse a max_samples the planner cannot answer for (`MAX_PLAN_SAMPLES`, module docstring)."""
+    if cfg.max_samples > MAX_PLAN_SAMPLES:
+        raise ConfigError(
+            f"max_samples={cfg.max_samples} is past the planner's limit: its binomial laws overflow a float past "
+            f"about 1,029 draws; the largest allowed value is {MAX_PLAN_SAMPLES}"
+        )
 
 
 def check_rates(rates: Sequence[float]) -> np.ndarray:
@@ -211,6 +231,7 @@ def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.
 
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     """Exact answers per pass rate (see the module docstring for which method applies)."""
+    check_size(cfg)
     r = check_rates(rates)
     visits = _visits(cfg, r)
     if visits is None:  # no closed form: the strategy itself, run on a frozen simulated policy
@@ -230,6 +251,9 @@ def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
 
 def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int = 2000, seed: int = 0) -> list[PlanRow]:
     """Run the real strategy `reps` times per pass rate on a frozen simulated policy."""
+    if reps < 1:
+        raise ConfigError(f"reps (--monte-carlo) must be >= 1, got {reps}")
+    check_size(cfg)
     r = check_rates(rates)
     if cfg.resolved_select != "none":
         raise ConfigError(

@@ -10,12 +10,14 @@ It runs a strategy end to end in milliseconds: the planner, `simulate` and the s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
 
@@ -34,6 +36,15 @@ class SimConfig:
     mean_tokens: float = 200.0
     """Mean completion length (Poisson) reported as tokens."""
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """A NaN or infinite step would turn every pass rate into NaN without an error (issue 21)."""
+        for name in ("lr", "feature_scale", "mean_tokens"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"SimConfig.{name} must be a finite number >= 0, got {value}")
+        if self.features < 1:
+            raise ConfigError(f"SimConfig.features must be >= 1, got {self.features}")
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

@@ -28,6 +28,13 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Prompt
 
+SIM_BYTES_PER_PROMPT = 1024
+"""Memory one pool prompt takes in a run (its `Prompt`, pass rate, features and order; about 0.55 KB measured)."""
+SIM_BYTES_PER_STEP = 2048
+"""Memory one step of one arm and seed takes in the results (five curve numbers, the medians, the JSON text and its
+bytes; about 1 KB measured). The command line refuses --pool-size, --steps and --seeds past physical memory with
+these two."""
+
 
 def run_arm(
     cfg: StrategyConfig,
@@ -103,8 +110,16 @@ def simulate(
     an ETA: a run is milliseconds per step, but 5 arms x 5 seeds x 200 steps is minutes on 2 cores)."""
     base = base or StrategyConfig()
     sim = sim or SimConfig()
-    if steps < 1 or seeds < 1 or batch_size < 1:
-        raise ConfigError(f"steps, seeds and batch_size must be >= 1 (got {steps}, {seeds}, {batch_size})")
+    if not arms:
+        raise ConfigError("no arms to simulate: give at least one strategy, e.g. 'uniform,seq'")
+    for name, value in (("steps", steps), ("seeds", seeds), ("batch_size", batch_size), ("pool_size", pool_size)):
+        if value < 1:
+            raise ConfigError(f"{name} must be >= 1, got {value}")
+    if batch_size > pool_size:
+        raise ConfigError(
+            f"batch_size={batch_size} is larger than pool_size={pool_size}: a step cannot draw more "
+            "distinct prompts than the pool holds"
+        )
     prompts, rates = hard_pool(pool_size, pool_seed)
     results: dict[str, Any] = {
         "pool": {

@@ -16,11 +16,14 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    fields than the header is an error; CSV fields have no length limit of their own (the `csv` module's default of
    131,072 characters is lifted while reading: the file is already in memory, and rule 1 bounds the prompt);
 5) a JSONL line nested too deeply for Python's parser, and a Parquet file that does not read, are errors naming
-   the file (and line);
+   the file (and line); so is text holding a lone surrogate (a JSON `"\\ud800"` escape of half a UTF-16 pair),
+   which no UTF-8 writer or tokenizer accepts;
 6) exact duplicates (the same prompt, answer and level on several rows) are kept, with one warning that counts
    them and names the first rows: `evaluation.datasets` pairs each prompt with its file row (`filter` writes the rows
    back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
-   data owner's call. Repeated ids remain an error.
+   data owner's call. Repeated ids remain an error;
+7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
+   since reading one can block forever or never end.
 """
 
 from __future__ import annotations
@@ -137,6 +140,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"dataset file {path} does not exist")
     if path.is_dir():
         return _read_saved_dataset(path)
+    if not path.is_file():  # rule 7: opening a FIFO blocks until a writer comes; a device may never end
+        raise ConfigError(f"dataset file {path} is not a regular file (a FIFO, socket or device); give a file")
     if path.suffix == ".parquet":
         return _read_parquet(path)
     if path.suffix == ".csv":
@@ -146,10 +151,22 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     raise ConfigError(f"dataset file {path} must be .jsonl, .csv, .parquet or a folder written by `datasets`")
 
 
+def _check_encodable(text: str, where: str) -> str:
+    """The text itself, unless it holds a lone surrogate (rule 5): one no UTF-8 writer or tokenizer accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ConfigError(
+            f"{where} holds a lone surrogate {text[e.start]!r} at character {e.start + 1} (half of a UTF-16 pair, "
+            "e.g. a JSON \\ud800 escape); it cannot be written as UTF-8: fix or drop the row"
+        ) from None
+    return text
+
+
 def _as_text(value: Any, where: str) -> str:
     """A non-empty text or finite number as the text the `exact` verifier compares (`4.0` -> "4"; rule 2)."""
     if isinstance(value, str):
-        return value
+        return _check_encodable(value, where)
     if isinstance(value, Decimal):  # Parquet decimal columns; not a numbers.Real
         if not value.is_finite():
             raise ConfigError(f"{where} must be a finite number, got {value}")
@@ -200,6 +217,7 @@ def _row_prompt(
     text = row[prompt_key]
     if not isinstance(text, str):
         raise ConfigError(f"{where}, column {prompt_key!r}: the prompt must be text, got {type(text).__name__}")
+    _check_encodable(text, f"{where}, column {prompt_key!r}")
     if len(text) > max_prompt_chars:
         raise ConfigError(
             f"{where}, column {prompt_key!r}: the prompt has {len(text)} characters; "
