@@ -25,6 +25,7 @@ import importlib.util
 import multiprocessing
 import re
 import threading
+import unicodedata
 from collections.abc import Callable
 
 from reinforce_ada.errors import ConfigError
@@ -143,6 +144,58 @@ def malformed(ans: str) -> str | None:
     if depth:
         return "an unclosed bracket"
     return None
+
+
+_HEDGES = re.compile(r"\\(?:lor|vee|land|wedge|mid|cup|cap|bigvee|bigwedge|lnot|neg|oplus)(?![a-zA-Z])")
+
+
+def hedged(pred: str, gold: str) -> str | None:
+    """Why `pred` hedges where `gold` does not (math-verify would credit one of its alternatives), else None.
+
+    math-verify reads `1 \\lor 2 \\lor 5` (and `\\vee`, `\\wedge`, `\\land`, `\\mid`, `\\cup`) as its last part, 5,
+    and an equation as its right side, so `x = 3 = 4` and `3 = 4` both score against gold 4. So a connective the gold
+    does not use, more equals signs than the gold has, or an equation between numbers alone (no variable on its left)
+    is refused. A gold that is itself a disjunction or a union (`x=1 \\vee x=2`, an interval union) lets the prediction
+    use the same connective, and math-verify decides.
+
+    >>> hedged(r"1 \\lor 2 \\lor 5", "5"), hedged("x = 3 = 4", "4"), hedged("3 = 4", "4")
+    ('the connective \\\\lor', 'a chain of 2 equals signs', 'an equation between numbers')
+    >>> [hedged(p, g) for p, g in [("x = 4", "4"), (r"(0, 1) \\cup (2, 3)", r"(0,1) \\cup (2,3)"), ("4", "4")]]
+    [None, None, None]
+    """
+    for hedge in _HEDGES.finditer(pred):
+        if hedge.group() not in gold:
+            return f"the connective {hedge.group()}"
+    equals = len(re.findall(r"(?<![<>!=])=(?!=)", pred))
+    if equals > max(1, len(re.findall(r"(?<![<>!=])=(?!=)", gold))):
+        return f"a chain of {equals} equals signs"
+    if equals == 1 and "=" not in gold:
+        left = re.sub(r"\\[a-zA-Z]+", "", pred.split("=", 1)[0])
+        if not re.search(r"[A-Za-z]", left):
+            return "an equation between numbers"
+    return None
+
+
+def ascii_digits(text: str) -> str:
+    """`text` with every Unicode decimal digit (Arabic-Indic `٣`, fullwidth `３`, Devanagari, ...) as its ASCII digit
+    and fullwidth ASCII forms (`＋`, `．`) as ASCII; nothing else changes (no NFKC: `x²` must not become `x2`).
+
+    >>> ascii_digits("٣٤ + ３．５ = x²")
+    '34 + 3.5 = x²'
+    """
+    out = []
+    for ch in text:
+        if ch.isascii():
+            out.append(ch)
+            continue
+        digit = unicodedata.decimal(ch, None)
+        if digit is not None:
+            out.append(str(digit))
+        elif 0xFF01 <= ord(ch) <= 0xFF5E:
+            out.append(chr(ord(ch) - 0xFEE0))
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _clean(ans: str) -> str:
@@ -298,7 +351,10 @@ def make_math_verifier(*, timeout_s: float = MATH_TIMEOUT_S, last_number: bool =
     def math_answer(completion: str, answer: str) -> float:
         pred = extract_answer(completion, last_number=last_number)
         gold = extract_answer(answer, last_number=False) or answer.strip()
-        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS or malformed(pred):
+        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS:
+            return 0.0
+        pred, gold = ascii_digits(pred), ascii_digits(gold)
+        if malformed(pred) or hedged(pred, gold):
             return 0.0
         executor, future = _POOL.submit(_clean(gold), pred)
         try:
