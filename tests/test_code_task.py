@@ -392,3 +392,13 @@ def test_a_restated_prompt_with_its_body_passes_unfenced(verifier, humaneval):
     assert verifier(restated, p.answer) == 1.0
     assert verifier("Here is my solution:\n\n" + restated + "\nIt checks every pair.", p.answer) == 1.0
     assert verifier(p.text + "    return False\n", p.answer) == 0.0
+
+
+@needs_sandbox
+def test_the_code_verifier_refuses_a_task_that_is_not_code():
+    """`--task.verifier code` on the arithmetic default ran answers such as "12" as passing tests (accuracy 1.0)."""
+    from reinforce_ada.tasks import build
+    from reinforce_ada.tasks.config import TaskConfig
+
+    with pytest.raises(ConfigError, match="task 'arithmetic' cannot be scored by verifier 'code'.*'numeric'"):
+        build(TaskConfig(train_size=8, eval_size=2, verifier="code"))
