@@ -278,10 +278,16 @@ def _unusable(name, why):
     return unusable
 
 
-def _bind(tests, solution, entry):
-    if entry and entry not in solution.names:
+def _bind(tests, solution, entry, wanted):
+    """Bind the names the judge asked for, and only those: the reply comes from the solution's process, which may
+    claim anything (a built-in or a prompt helper the tests use must never become a proxy)."""
+    names = solution.names if type(solution.names) is dict else {}
+    if entry and entry not in names:
         raise NameError(f"the solution does not define {entry}")
-    for name, (kind, *rest) in solution.names.items():
+    for name in wanted:
+        if name not in names:
+            continue
+        kind, *rest = names[name] if type(names[name]) is list and names[name] else ["other"]
         if kind == "function":
             tests[name] = _proxy(solution, name)
         elif kind == "value":
@@ -289,7 +295,7 @@ def _bind(tests, solution, entry):
         elif kind == "module" and rest[0] == name and name in sys.stdlib_module_names:
             tests[name] = importlib.import_module(name)
         else:
-            tests[name] = _unusable(name, rest[0] if rest else "not plain data")
+            tests[name] = _unusable(name, str(rest[0]) if rest else "not plain data")
 
 
 def _main():
@@ -309,8 +315,9 @@ def _main():
         os._exit(HARNESS_FAILED)
     entry = job["entry_point"]
     wanted = {n for n in _names(code) if n not in tests and not hasattr(builtins, n)}
-    solution = _Solution(job["program"], sorted(wanted | ({entry} if entry else set())))
-    _bind(tests, solution, entry)
+    wanted = sorted(wanted | ({entry} if entry else set()))
+    solution = _Solution(job["program"], wanted)
+    _bind(tests, solution, entry, wanted)
     exec(code, tests)
     sys.stdout.flush()
     sys.stderr.flush()
