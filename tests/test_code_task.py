@@ -402,3 +402,26 @@ def test_the_code_verifier_refuses_a_task_that_is_not_code():
 
     with pytest.raises(ConfigError, match="task 'arithmetic' cannot be scored by verifier 'code'.*'numeric'"):
         build(TaskConfig(train_size=8, eval_size=2, verifier="code"))
+
+
+@needs_sandbox
+def test_the_solution_cannot_ptrace_the_judge(verifier):
+    """The judge is undumpable: the solution's PTRACE_ATTACH on it fails with EPERM (without that, it succeeds
+    inside the sandbox, and a tracer could write the judge's memory). The tests pass only when the attach is refused."""
+    solution = textwrap.dedent(
+        """
+        import ctypes
+        import os
+        import time
+
+
+        def probe():
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.ptrace(16, os.getppid(), 0, 0) == 0:  # PTRACE_ATTACH
+                time.sleep(0.1)
+                libc.ptrace(17, os.getppid(), 0, 0)  # PTRACE_DETACH: let the judge go on, to fail the test
+                return "attached"
+            return ctypes.get_errno()
+        """
+    )
+    assert verifier(solution, "import errno\n\nassert probe() == errno.EPERM\n") == 1.0
