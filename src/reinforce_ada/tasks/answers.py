@@ -83,6 +83,7 @@ def malformed(ans: str) -> str | None:
     return None
 
 
+_EQUALS = re.compile(r"(?<![<>!=])=(?!=)")
 _HEDGES = re.compile(r"\\(?:lor|vee|land|wedge|mid|cup|cap|bigvee|bigwedge|lnot|neg|oplus)(?![a-zA-Z])")
 
 
@@ -91,24 +92,28 @@ def hedged(pred: str, gold: str) -> str | None:
 
     math-verify reads `1 \\lor 2 \\lor 5` (and `\\vee`, `\\wedge`, `\\land`, `\\mid`, `\\cup`) as its last part, 5,
     and an equation as its right side, so `x = 3 = 4` and `3 = 4` both score against gold 4. So a connective the gold
-    does not use, more equals signs than the gold has, or an equation between numbers alone (no variable on its left)
-    is refused. A gold that is itself a disjunction or a union (`x=1 \\vee x=2`, an interval union) lets the prediction
-    use the same connective, and math-verify decides.
+    does not use is refused, and so are, in any comma-separated part of the answer, a chain of equals signs (when the
+    gold has none) and an equation whose left side has no variable (`3 = 4`, also the true `2 + 2 = 4`: state the
+    value). A gold that is itself a disjunction or a union (`x=1 \\vee x=2`, an interval union) lets the prediction
+    use the same connective, and math-verify decides; `a = 2, b = 3` is two equations, not a chain.
 
     >>> hedged(r"1 \\lor 2 \\lor 5", "5"), hedged("x = 3 = 4", "4"), hedged("3 = 4", "4")
     ('the connective \\\\lor', 'a chain of 2 equals signs', 'an equation between numbers')
-    >>> [hedged(p, g) for p, g in [("x = 4", "4"), (r"(0, 1) \\cup (2, 3)", r"(0,1) \\cup (2,3)"), ("4", "4")]]
+    >>> [hedged(p, g) for p, g in [("x = 4", "4"), (r"(0, 1) \\cup (2, 3)", r"(0,1) \\cup (2,3)"), ("a=2, b=3", "2")]]
     [None, None, None]
+    >>> hedged("x = 3 = 4", "x = 4")
+    'a chain of 2 equals signs'
     """
     for hedge in _HEDGES.finditer(pred):
         if hedge.group() not in gold:
             return f"the connective {hedge.group()}"
-    equals = len(re.findall(r"(?<![<>!=])=(?!=)", pred))
-    if equals > max(1, len(re.findall(r"(?<![<>!=])=(?!=)", gold))):
-        return f"a chain of {equals} equals signs"
-    if equals == 1 and "=" not in gold:
-        left = re.sub(r"\\[a-zA-Z]+", "", pred.split("=", 1)[0])
-        if not re.search(r"[A-Za-z]", left):
+    allowed = max(1, *(len(_EQUALS.findall(part)) for part in gold.split(",")))
+    for part in pred.split(","):
+        equals = len(_EQUALS.findall(part))
+        if equals > allowed:
+            return f"a chain of {equals} equals signs"
+        left = re.sub(r"\\[a-zA-Z]+", "", _EQUALS.split(part)[0])
+        if equals and not _EQUALS.search(gold) and not re.search(r"[A-Za-z]", left):
             return "an equation between numbers"
     return None
 
