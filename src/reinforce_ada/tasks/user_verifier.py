@@ -241,6 +241,9 @@ class UserVerifier:
             self._count(errors=1, streak=0)
             worker.kill()
             raise
+        except BaseException:  # Ctrl-C in this process mid-call: the worker's state is unknown, do not reuse it
+            worker.kill()
+            raise
         if reply is None:
             worker.kill()
             self._count(timeouts=1)
