@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.ledger import score
 from reinforce_ada.tasks import user_verifier, verifiers
 from reinforce_ada.tasks.user_verifier import UserVerifier, VerifierError
@@ -164,3 +165,14 @@ def test_build_runs_user_verifiers_in_worker_processes(hostile, tmp_path):
     assert isinstance(v, UserVerifier) and v.timeout_s == 2.0
     assert (v("4", "4"), v("4", "5")) == (1.0, 0.0)
     v.close()
+
+
+def test_a_verifier_whose_worker_cannot_start_fails_the_build(tmp_path):
+    """Importing the module works here but not in a fresh worker process (it needs this process's state)."""
+    path = tmp_path / "needs_parent.py"
+    path.write_text(
+        "import sys\n\nif 'pytest' not in sys.modules:\n    raise RuntimeError('only in the parent')\n\n\n"
+        "def fn(completion, answer):\n    return 1.0\n"
+    )
+    with pytest.raises(ConfigError, match="could not be loaded in its worker process.*only in the parent"):
+        UserVerifier(f"{path}:fn", 1.0)

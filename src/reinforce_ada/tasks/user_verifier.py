@@ -12,8 +12,9 @@ that spins the CPU (`while True: pass`) is stopped: at the limit its worker is k
 call) and the call raises TimeoutError. Whatever the function raises, `KeyboardInterrupt`, `SystemExit` and other
 BaseExceptions included, is a verifier error; so is `os._exit` or a crash of the worker (the run goes on: a fresh
 worker starts at the next call). The worker ignores SIGINT (Ctrl-C stops the trainer at a step boundary, not a
-reward) and ends within a second of its parent's death. Workers start on demand, one per concurrent caller; their
-start (importing your module) is not charged to a call's limit.
+reward) and ends within a second of its parent's death. One worker starts when the verifier is built (a verifier
+that cannot start in a worker is a ConfigError then), more on demand, one per concurrent caller; a start (importing
+your module) is not charged to a call's limit.
 
 Fail fast on a verifier that hangs: after `hung_after` calls in a row ran past the limit, calls fail at once (a
 TimeoutError saying so, counted as a verifier error like a timeout) for `retry_after_s` seconds; then one call is
@@ -219,6 +220,10 @@ class UserVerifier:
         self._lock = threading.Lock()
         self._streak = 0
         self._closed_at = 0.0  # monotonic time from which calls are tried again after a hang
+        try:  # one worker now: a verifier that cannot start in a worker fails the build, not every call
+            self._idle.append(_Worker(name))
+        except VerifierError as e:
+            raise ConfigError(f"verifier {name!r}: {e}") from None
 
     def __call__(self, completion: str, answer: str) -> float:
         with self._lock:
