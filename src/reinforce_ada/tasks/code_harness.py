@@ -1,15 +1,15 @@
 """The code verifier's two-process harness: the tests and their verdict never share a process with the model's code.
 
-Inside one sandbox (`tasks.sandbox`) run two interpreters:
+Inside one sandbox (`tasks.sandbox`) run two processes:
 
-- the *judge* (`JUDGE`, the sandbox's main program) reads the job on stdin: the prefix, the tests, the entry point
-  and a per-call secret. It makes itself undumpable (`prctl(PR_SET_DUMPABLE, 0)`: no other process of the sandbox
-  may ptrace it or read its memory; the sandbox has no /proc), runs the prefix (the prompt's trusted helpers) and
-  then starts
-- the *solution* (`SOLUTION`), a fresh interpreter (fork + exec: none of the judge's memory, so not the secret)
-  whose only channels are two pipes to the judge (stderr goes to /dev/null, no other file descriptor is inherited).
-  It runs the program (prefix + the model's code) and then serves calls: "call `name` with these arguments" ->
-  the returned value, or the exception's type and message.
+- the *judge* (`JUDGE`, the sandbox's main program) first makes itself undumpable (`prctl(PR_SET_DUMPABLE, 0)`: no
+  other process of the sandbox may ptrace it or read its memory; the sandbox has no /proc), then forks
+- the *solution*'s process, before the judge reads anything of the job: its memory holds neither the tests nor the
+  per-call secret, and its only channels are two pipes to the judge (its stdin, stdout and stderr are /dev/null; no
+  other file descriptor is open). It waits for the program (prefix + the model's code), runs it and then serves
+  calls: "call `name` with these arguments" -> the returned value, or the exception's type and message.
+  The judge then reads the job on stdin (prefix, tests, entry point, secret) and runs the prefix (the prompt's
+  trusted helpers) in the tests' namespace.
 
 The tests run in the judge with pristine modules and built-ins. The entry point, and every other name the tests use
 that the prefix does not define and the solution does, is bound in the judge to a proxy that sends the arguments
@@ -37,10 +37,11 @@ when it is a standard-library module. HumanEval's 164 canonical solutions all pa
 from __future__ import annotations
 
 HARNESS_FAILED = 3
-"""The judge's exit status when it could not set itself up (before the solution exists): the verifier raises."""
+"""The judge's exit status when it could not set itself up (before any of the model's code ran): the verifier
+raises (a counted error, not a silent 0)."""
 
-# The plain-data codec, pasted into both programs (the judge never imports anything the solution could shadow: the
-# sandbox's /tmp, the solution's cwd, is not on the judge's sys.path under `-I`).
+# The plain-data codec, part of the judge's program (and so of the solution's process, forked from it). The judge
+# imports nothing the solution could shadow: /tmp, the only writable folder, is not on sys.path under `-I`.
 _CODEC = r'''
 import collections as _collections
 
@@ -101,20 +102,37 @@ def decode(data, depth=0):
     return kinds[tag](decode(x, depth + 1) for x in v)
 '''
 
-SOLUTION = (
+JUDGE = (
     r"""
-import builtins, json, os, sys
+import builtins, importlib, json, os, sys
 """
     + _CODEC
-    + r"""
+    + r'''
+HARNESS_FAILED = @HARNESS_FAILED@
 
-def _serve():
-    rpc_in = os.fdopen(os.dup(0), "rb")
-    rpc_out = os.fdopen(os.dup(1), "wb")
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)  # the program's prints must not mix with the replies
-    os.close(null)
+
+class SolutionGone(BaseException):
+    """The solution's process ended or broke the protocol: fatal for the tests (`except Exception` cannot catch it)."""
+
+
+def _undumpable():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def _names(code):
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            found |= _names(const)
+    return found
+
+
+def _serve(rpc_in, rpc_out):
+    """The solution's process: run the program, report the names asked for, then answer calls until EOF."""
     job = json.loads(rpc_in.readline())
 
     def reply(obj):
@@ -163,66 +181,50 @@ def _serve():
             reply({"fatal": f"{request['name']} returned what cannot cross: {type(e).__name__}: {e}"[:500]})
 
 
-_serve()
-"""
-)
-
-JUDGE = (
-    r"""
-import builtins, importlib, json, os, subprocess, sys
-"""
-    + _CODEC
-    + "\nSOLUTION = "
-    + repr(SOLUTION)
-    + r'''
-
-HARNESS_FAILED = @HARNESS_FAILED@
-
-
-class SolutionGone(BaseException):
-    """The solution's process ended or broke the protocol: fatal for the tests (`except Exception` cannot catch it)."""
-
-
-def _undumpable():
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
-
-
-def _names(code):
-    found = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            found |= _names(const)
-    return found
+def _fork_solution():
+    """Fork the solution's process now, before the job (tests, secret) is read, so its memory holds none of it. Its
+    only channels are two pipes; its stdin, stdout and stderr are /dev/null (the judge's output is not its)."""
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(to_w)
+            os.close(from_r)
+            null = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+            _serve(os.fdopen(to_r, "rb"), os.fdopen(from_w, "wb"))
+        finally:
+            os._exit(0)
+    os.close(to_r)
+    os.close(from_w)
+    return os.fdopen(to_w, "wb"), os.fdopen(from_r, "rb")
 
 
 class _Solution:
     """The model's program in a process of its own; `call` sends a call and decodes the answer."""
 
-    def __init__(self, program, names):
-        argv = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", SOLUTION]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, close_fds=True)
+    def __init__(self, pipes, program, names):
+        self.to_solution, self.from_solution = pipes
         self._send({"program": program, "names": names})
         ready = self._receive()
         if "error" in ready:
             raise RuntimeError(f"the solution failed to load: {ready['error']}")
-        self.names = ready["names"]
+        self.names = ready.get("names")
 
     def _send(self, obj):
         try:
-            self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
-            self.proc.stdin.flush()
+            self.to_solution.write(json.dumps(obj).encode() + b"\n")
+            self.to_solution.flush()
         except BrokenPipeError:
             raise SolutionGone("the solution's process ended") from None
 
     def _receive(self):
-        line = self.proc.stdout.readline()
+        line = self.from_solution.readline()
         if not line:
-            raise SolutionGone(f"the solution's process ended (status {self.proc.wait()})")
+            raise SolutionGone("the solution's process ended")
         try:
             reply = json.loads(line)
         except ValueError as e:
@@ -299,13 +301,14 @@ def _bind(tests, solution, entry, wanted):
 
 
 def _main():
-    job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    null = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    nonce = job.pop("nonce")
     try:
         _undumpable()
+        pipes = _fork_solution()
+        job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        nonce = job.pop("nonce")
         tests = {"__name__": "tests", "__builtins__": builtins}
         if job["prefix"]:
             exec(compile(job["prefix"], "prompt.py", "exec"), tests)
@@ -316,7 +319,7 @@ def _main():
     entry = job["entry_point"]
     wanted = {n for n in _names(code) if n not in tests and not hasattr(builtins, n)}
     wanted = sorted(wanted | ({entry} if entry else set()))
-    solution = _Solution(job["program"], wanted)
+    solution = _Solution(pipes, job["program"], wanted)
     _bind(tests, solution, entry, wanted)
     exec(code, tests)
     sys.stdout.flush()
