@@ -1,7 +1,9 @@
 """Verifiers: plain callables `(completion, answer) -> float` in one registry.
 
-`get(name)` accepts a registered name or `module:function` for a user callable. Verifiers judge only the final
-answer they extract, never the whole completion (a model that echoes the question would otherwise score).
+`get(name)` accepts a registered name or `module:function` for a user callable; `build(name, ...)` is what a run
+uses: every verifier bounded in time, a user's run in killable worker processes (`tasks.user_verifier`). `fit(name,
+task, answers)` refuses, at build time, a verifier that cannot read a task's answers (`code` on arithmetic's "12").
+Verifiers judge only the final answer they extract, never the whole completion (an echoed question would score).
 
 The `math` verifier: 1) extract the final answer (`extract_answer`: the last `\\boxed{}`/`\\fbox{}`, else the text
 after the last `####`, else "the answer is ...", else the last number); 2) compare it with the reference through
@@ -316,8 +318,9 @@ def get(name: str) -> Verifier:
     """A registered verifier, or a user's `package.module:function` / `path/to/file.py:function`, checked now.
 
     A user verifier must be a function of yours, callable as `fn(completion, answer)`: a standard-library or
-    built-in callable (`os:system`) is refused, so is one whose signature cannot take two arguments. What it returns
-    is checked on every call (`sampling.ledger.score`: not a finite number -> scored 0 and counted).
+    built-in callable (`os:system`) is refused, so is one whose signature cannot take two arguments. For a user
+    verifier this is the function itself, in this process, unbounded: runs use `build`, which runs it in a worker
+    process and checks what it returns (`tasks.user_verifier`: finite int/float/bool/numbers.Real only).
     """
     if name in VERIFIERS:
         module, message = _REQUIRES.get(name, (None, ""))
