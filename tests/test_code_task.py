@@ -11,6 +11,7 @@ import doctest
 import gzip
 import json
 import statistics
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -271,3 +272,156 @@ def test_bad_csv_list_and_empty_file(tmp_path):
     empty.write_text("\n")
     with pytest.raises(ConfigError, match="holds no rows"):
         load_code_prompts(empty)
+
+
+# --- the two-process harness (tasks.code_harness): the tests run where the model's code cannot reach -------------
+
+
+@needs_sandbox
+def test_patching_what_the_tests_import_does_not_pass(verifier, humaneval):
+    """HumanEval/32's check uses `math.fabs`; wrong code that patches it (or unittest's assertEqual) scores 0."""
+    p = humaneval["HumanEval/32"]
+    assert verifier(p.meta["canonical_solution"], p.answer) == 1.0
+    assert verifier("    import math\n    math.fabs = lambda x: 0.0\n    return 0.0\n", p.answer) == 0.0
+    fenced = "```python\nimport math\nmath.fabs = lambda x: 0.0\n\n\ndef find_zero(xs):\n    return 0.0\n```"
+    assert verifier(fenced, p.answer) == 0.0
+    unittest_tests = """
+        import unittest
+
+
+        class T(unittest.TestCase):
+            def test(self):
+                self.assertEqual(add(2, 3), 5)
+
+
+        result = unittest.TextTestRunner().run(unittest.defaultTestLoader.loadTestsFromTestCase(T))
+        assert result.wasSuccessful()
+    """
+    unittest_style = CodeTest(textwrap.dedent(unittest_tests), entry_point="add").to_answer()
+    assert verifier("def add(a, b):\n    return a + b\n", unittest_style) == 1.0
+    patched = (
+        "import unittest\n\nunittest.TestCase.assertEqual = lambda *a, **k: None\n\n\ndef add(a, b):\n    return 0\n"
+    )
+    assert verifier(patched, unittest_style) == 0.0
+
+
+@needs_sandbox
+def test_plain_data_crosses_both_ways_and_in_place_changes_come_back(verifier):
+    tests = """
+        x = [3, 1, 2]
+        sort_in_place(x)
+        assert x == [1, 2, 3]
+        d = {}
+        fill(d)
+        assert d == {"k": (1, 2)}
+        v = (b"ab", (1, 2.5), {1: {2}}, frozenset({3}), 1 + 2j, None, True, float("inf"), -0.0)
+        assert same(*v) == v and type(same(True)[0]) is bool
+        assert same(k=[1]) == ({"k": [1]},)
+        assert LIMIT == 10
+        try:
+            same(1, fail=True)
+        except ValueError as e:
+            assert str(e) == "no"
+        else:
+            raise AssertionError
+        assert math.isclose(root(2.0), 2**0.5)  # math: imported by the solution only, imported afresh for the tests
+    """
+    solution = """
+        import math
+
+        LIMIT = 10
+
+
+        def sort_in_place(x):
+            x.sort()
+
+
+        def fill(d):
+            d["k"] = (1, 2)
+
+
+        def same(*a, fail=False, **k):
+            if fail:
+                raise ValueError("no")
+            return a + ((k,) if k else ())
+
+
+        def root(x):
+            return math.sqrt(x)
+    """
+    tests, solution = textwrap.dedent(tests), textwrap.dedent(solution)
+    assert verifier(solution, tests) == 1.0
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    "solution",
+    [
+        "class Yes:\n    def __eq__(self, other):\n        return True\n\n\ndef f():\n    return Yes()\n",
+        "def f():\n    return (x for x in [1])\n",
+        "import os\n\n\ndef f():\n    os._exit(0)\n",
+        "import sys\n\n\ndef f():\n    sys.exit(0)\n",
+        "def f():\n    raise KeyboardInterrupt\n",
+    ],
+    ids=["always-equal", "generator", "os-exit", "sys-exit", "keyboard-interrupt"],
+)
+def test_what_the_solution_cannot_pass_off_as_a_pass(verifier, solution):
+    """Non-plain returns, and a solution that ends or raises BaseException mid-call, fail even tests that catch
+    every Exception."""
+    tests = "try:\n    r = f()\nexcept Exception:\n    r = 1\nassert r == 1 or list(r) == [1]\n"
+    assert verifier(solution, tests) == 0.0
+
+
+@pytest.mark.parametrize(
+    "completion, want",
+    [
+        ("from typing import List\n\n\ndef f(xs: List[int]) -> int:\n    return sum(xs)\n", "whole"),
+        ("Sure! Here it is:\nimport math\n\ndef f(x):\n    return math.sqrt(x)\nThis uses the square root.", "code"),
+        ("import os\nwhile True:\n    os.fork()\n\n\ndef f():\n    return 1\n", "whole"),  # all code: all of it runs
+    ],
+)
+def test_unfenced_code_that_defines_the_entry_point(completion, want):
+    expect = completion if want == "whole" else "import math\n\ndef f(x):\n    return math.sqrt(x)\n"
+    assert extract_code(completion, "f", continuation=True) == expect
+
+
+@needs_sandbox
+def test_a_restated_prompt_with_its_body_passes_unfenced(verifier, humaneval):
+    p = humaneval["HumanEval/0"]
+    restated = p.text + p.meta["canonical_solution"]
+    assert verifier(restated, p.answer) == 1.0
+    assert verifier("Here is my solution:\n\n" + restated + "\nIt checks every pair.", p.answer) == 1.0
+    assert verifier(p.text + "    return False\n", p.answer) == 0.0
+
+
+@needs_sandbox
+def test_the_code_verifier_refuses_a_task_that_is_not_code():
+    """`--task.verifier code` on the arithmetic default ran answers such as "12" as passing tests (accuracy 1.0)."""
+    from reinforce_ada.tasks import build
+    from reinforce_ada.tasks.config import TaskConfig
+
+    with pytest.raises(ConfigError, match="task 'arithmetic' cannot be scored by verifier 'code'.*'numeric'"):
+        build(TaskConfig(train_size=8, eval_size=2, verifier="code"))
+
+
+@needs_sandbox
+def test_the_solution_cannot_ptrace_the_judge(verifier):
+    """The judge is undumpable: the solution's PTRACE_ATTACH on it fails with EPERM (without that, it succeeds
+    inside the sandbox, and a tracer could write the judge's memory). The tests pass only when the attach is refused."""
+    solution = textwrap.dedent(
+        """
+        import ctypes
+        import os
+        import time
+
+
+        def probe():
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.ptrace(16, os.getppid(), 0, 0) == 0:  # PTRACE_ATTACH
+                time.sleep(0.1)
+                libc.ptrace(17, os.getppid(), 0, 0)  # PTRACE_DETACH: let the judge go on, to fail the test
+                return "attached"
+            return ctypes.get_errno()
+        """
+    )
+    assert verifier(solution, "import errno\n\nassert probe() == errno.EPERM\n") == 1.0

@@ -37,7 +37,16 @@ BOUND_S = LIMITS.wall_s + 4.0
 PROBLEM = CodeTest(
     "assert add(2, 3) == 5\nassert add(-1, 1) == 0\nassert abs(add(0.5, 0.25) - 0.75) < 1e-9\n", entry_point="add"
 )
-REWARD_HACKS = ["always_equal", "exit_early", "exit_inside_test", "fake_pass_output", "os_exit_early", "patch_builtins"]
+REWARD_HACKS = [
+    "always_equal",
+    "exit_early",
+    "exit_inside_test",
+    "fake_pass_output",
+    "os_exit_early",
+    "patch_builtins",
+    "secret_from_frames",
+    "settrace_skip_asserts",
+]
 """Samples that attack the reward, not the machine: they pass a naive harness (code + tests, exit status 0)."""
 
 

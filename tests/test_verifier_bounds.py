@@ -40,10 +40,22 @@ def user_module(tmp_path, monkeypatch):
     (tmp_path / "my_verifiers.py").write_text(
         textwrap.dedent(
             """
+            import os
+            import sys
             import time
 
             def hangs(completion, answer):
                 time.sleep(3600)
+
+            def spins(completion, answer):
+                while True:
+                    pass
+
+            def exits(completion, answer):
+                sys.exit(0)
+
+            def os_exits(completion, answer):
+                os._exit(0)
 
             def not_a_number(completion, answer):
                 return "yes"
@@ -133,7 +145,12 @@ def test_build_bounds_the_verifier_on_the_eval_path_too(user_module):
 
 
 @pytest.mark.slow
-def test_a_run_whose_verifier_hangs_still_exits(user_module, tmp_path, tiny_llama, char_tokenizer):
+@pytest.mark.parametrize("fn", ["hangs", "spins", "exits", "os_exits"])
+def test_a_run_whose_verifier_hangs_or_exits_still_ends_with_metrics(
+    user_module, tmp_path, tiny_llama, char_tokenizer, fn
+):
+    """A verifier that hangs, spins the CPU, or calls sys.exit/os._exit costs its rewards (counted), not the run:
+    before, `exits` ended the trainer with status 0 and no metrics, and `spins` was never stopped."""
     model = tmp_path / "model"
     tiny_llama.save_pretrained(model)
     char_tokenizer.save_pretrained(model)
@@ -162,7 +179,7 @@ def test_a_run_whose_verifier_hangs_still_exits(user_module, tmp_path, tiny_llam
         "--run.progress",
         "false",
         "--task.verifier",
-        "my_verifiers:hangs",
+        f"my_verifiers:{fn}",
         "--task.verifier_timeout_s",
         "0.05",
         "--run-dir",

@@ -15,7 +15,8 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.ledger import score
-from reinforce_ada.tasks import verifiers
+from reinforce_ada.tasks import answers, verifiers
+from reinforce_ada.tasks.code import CodeTest
 from reinforce_ada.tasks.verifiers import extract_answer
 from reinforce_ada.types import Prompt, Sample
 
@@ -25,6 +26,31 @@ ADVERSARIAL = Path(__file__).parent / "adversarial"
 
 def test_doctests():
     assert doctest.testmod(verifiers).failed == 0
+    assert doctest.testmod(answers).failed == 0
+
+
+@pytest.mark.parametrize(
+    "name, task, answer, message",
+    [
+        ("code", "arithmetic", "12", "no assert, raise or call"),
+        ("code", "file", "the answer is (", "not Python"),
+        ("numeric", "file", "x + 1", "not a number"),
+        ("math", "code", CodeTest("assert f() == 1", entry_point="f").to_answer(), "a code task's tests"),
+    ],
+)
+def test_a_verifier_refuses_a_task_whose_answers_are_not_its_format(name, task, answer, message):
+    with pytest.raises(ConfigError, match=f"task {task!r} cannot be scored by verifier {name!r}.*{message}") as e:
+        good = "assert f(1) == 2" if name == "code" else "1"
+        verifiers.fit(name, task, [("p1", good), ("p2", answer)])
+    assert "prompt 'p2'" in str(e.value) and "verifiers that fit this task: [" in str(e.value)
+
+
+def test_fitting_answers_pass_the_check():
+    verifiers.fit("code", "file", [("p", "assert f(1) == 2"), ("q", CodeTest("check(f)", entry_point="f").to_answer())])
+    verifiers.fit("numeric", "file", [("p", "1,250"), ("q", "3/4")])
+    verifiers.fit("math", "gsm_symbolic", [("p", "\\frac{1}{2}")])
+    verifiers.fit("exact", "code", [("p", CodeTest("assert f() == 1").to_answer())])  # reads any text
+    verifiers.fit("my_module:judge", "arithmetic", [("p", "12")])  # a user verifier reads its own task's answers
 
 
 @pytest.mark.parametrize(

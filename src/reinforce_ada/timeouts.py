@@ -6,7 +6,8 @@ later calls start fresh threads instead of queueing behind it. Daemon threads do
 at exit (`concurrent.futures.ThreadPoolExecutor` joins its threads at exit, so one hung call kept a finished run
 alive for good). At most `MAX_STUCK` calls may be stuck at once; past that a call fails at once with a message
 saying so, instead of starting threads without end. CPU-bound work that needs a hard limit belongs in a process
-(the math verifier's pool, the code sandbox).
+(the math verifier's pool, the code sandbox, user verifiers' workers in `tasks.user_verifier`). Here: our own
+linear-time verifiers when `task.verifier_timeout_s` is set, and `sampling.ledger.score`'s optional limit.
 """
 
 from __future__ import annotations

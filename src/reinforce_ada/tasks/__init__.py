@@ -40,9 +40,11 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
     from reinforce_ada.tasks import verifiers
 
     spec = task_spec(task.name)
-    verifier = verifiers.build(task.verifier or spec.verifier, timeout_s=task.verifier_timeout_s, sandbox=task.sandbox)
+    name = task.verifier or spec.verifier
+    verifier = verifiers.build(name, timeout_s=task.verifier_timeout_s, sandbox=task.sandbox)
     assert spec.split is not None
     train, held_out = spec.split(task)
+    verifiers.fit(name, task.name, [(p.id, p.answer) for p in train + held_out])  # answers in the verifier's format
     return (*_templated(task, tokenizer, train, held_out), verifier)
 
 

