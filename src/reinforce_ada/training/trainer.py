@@ -42,8 +42,10 @@ from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
+from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.guard import StepGuard
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
@@ -66,10 +68,11 @@ class Row:
 class Trainer:
     def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
         self.cfg = cfg
+        self.run_dir = Path(cfg.run.run_dir)
+        self.lock = run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), before anything is loaded
+        self._may_train = not run_folder.holds_steps(self.run_dir)  # a folder holding steps trains after resume() only
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
-        self.run_dir = Path(cfg.run.run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
@@ -115,6 +118,7 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
+        self.guard = StepGuard(self.opt, self.params, o)
         self.rng = np.random.default_rng(cfg.run.seed + 7)  # minibatch shuffling
         self.ref = None
         if o.kl_coef > 0:
@@ -122,7 +126,7 @@ class Trainer:
         self.step = 0
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
         self._prompt_ids: dict[str, list[int]] = {}
-        (self.run_dir / "config.toml").write_text(to_toml(cfg))
+        run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))
 
     # -- one step -----------------------------------------------------------------------------------------------
     def train_step(self) -> dict[str, Any]:
@@ -187,24 +191,13 @@ class Trainer:
                     self.opt.zero_grad(set_to_none=True)
                     out["skipped_update"] += 1
                     continue
-                before = [p.detach().clone() for p in self.params]
-                try:
-                    self.opt.step()
-                    finite = all(bool(torch.isfinite(p).all()) for p in self.params)
-                except RuntimeError as e:  # torch refuses a step size that overflows float32 (lr far too large)
-                    if "overflow" not in str(e):
-                        raise
-                    finite = False
-                self.opt.zero_grad(set_to_none=True)
-                if not finite:
-                    # a finite gradient can still give non-finite weights (lr or weight decay too large): roll the
-                    # weights back so the next step does not start from NaN (Adam's moments keep this gradient)
-                    with torch.no_grad():
-                        for p, old in zip(self.params, before, strict=True):
-                            p.copy_(old)
+                if not self.guard.step():  # rolled back: the step would have wrecked the weights (training.guard)
+                    self.opt.zero_grad(set_to_none=True)
                     out["skipped_update"] += 1
                     out["rolled_back_update"] = out.get("rolled_back_update", 0) + 1
                     continue
+                self.opt.zero_grad(set_to_none=True)
+                out["update_ratio"] = self.guard.last_ratio
                 losses.append(loss), entropies.append(ent), norms.append(float(norm)), clip.append(cf)
         mean = lambda x: float(np.mean(x)) if x else float("nan")  # noqa: E731
         return {
@@ -323,9 +316,11 @@ class Trainer:
     def resume(self) -> bool:
         """Load the newest good checkpoint of the run folder; returns whether one was loaded.
 
-        A checkpoint that fails its checksums, cannot be read, does not fit the model or holds non-finite weights is
-        skipped with a warning and the one before it is tried; when none is good, a CheckpointError names why each
-        failed. Metrics of steps after the loaded checkpoint are dropped (resuming repeats them)."""
+        A checkpoint that fails its checksums, cannot be read, does not fit the model, holds non-finite weights or a
+        state that does not match its own step is skipped with a warning and the one before it is tried; when none
+        is good, a CheckpointError names why each failed. Metrics of steps after the loaded checkpoint are dropped
+        (resuming repeats them)."""
+        self._may_train = True
         found = checkpoint.complete(self.run_dir)
         if not found:
             self.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
@@ -355,7 +350,7 @@ class Trainer:
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])
-        except (KeyError, ValueError, TypeError, RuntimeError) as e:
+        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
             with torch.no_grad():
                 for p, old in zip(self.model.parameters(), snapshot, strict=True):
                     p.copy_(old)
@@ -364,9 +359,27 @@ class Trainer:
             raise checkpoint.CheckpointError(
                 f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})"
             ) from None
-        self.step = int(state["step"])
+        self.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
 
     def fit(self) -> dict[str, Any]:
+        """Train to `run.steps`, logging and checkpointing; the run folder's lock is released when it returns.
+
+        Raises ConfigError when the folder already holds steps and `resume()` was not called (never mix two runs),
+        TrainingDiverged after `optim.max_rollbacks` wrecked updates in a row, VerifierFailing when the verifier
+        errs on more than `run.max_verifier_error_share` of a step's samples (after saving a checkpoint)."""
+        try:
+            if not self._may_train:
+                run_folder.refuse_fresh_start(self.run_dir)
+            return self._fit()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the metric sinks and release the run folder's lock."""
+        self.tracker.close()
+        self.lock.release()
+
+    def _fit(self) -> dict[str, Any]:
         r = self.cfg.run
         last: dict[str, Any] = {}
         if self.step == 0:
@@ -385,19 +398,39 @@ class Trainer:
                 bar.update(1)
                 bar.set_postfix(_postfix(m))
                 last = m
-                if stop.requested and self.step < r.steps:
+                failing = verifier_failing(m, self.cfg)
+                if failing or (stop.requested and self.step < r.steps):
                     if not saved:
                         self.save()
                     bar.close()
-                    self.tracker.close()
+                    if failing:
+                        raise VerifierFailing(failing + f"; a checkpoint of step {self.step} is in {self.run_dir}")
                     raise Interrupted(self.step)
         bar.close()
-        self.tracker.close()
         return last
 
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
+
+
+class VerifierFailing(ConfigError):
+    """The verifier failed on more than `run.max_verifier_error_share` of a step's samples: the run stops."""
+
+
+def verifier_failing(m: dict[str, Any], cfg: TrainConfig) -> str:
+    """Why the run must stop for its verifier, or "": a dead reward (every sample an error, every reward 0) trains
+    on nothing and would otherwise exit 0 after days of zero loss."""
+    errors, total = m.get("verifier_errors", 0) or 0, m.get("samples_generated", 0) or 0
+    limit = cfg.run.max_verifier_error_share
+    if not total or errors / total <= limit:
+        return ""
+    name = cfg.task.verifier or f"the {cfg.task.name} task's verifier"
+    return (
+        f"the verifier {name} failed on {errors} of {total} samples at step {m.get('step')} "
+        f"({errors / total:.0%} > run.max_verifier_error_share={limit:g}); fix the verifier and resume, or raise "
+        "--run.max_verifier_error_share (1.0 = never stop)"
+    )
 
 
 class Drift:
