@@ -80,6 +80,18 @@ def test_cli_fresh_run_into_a_used_folder_is_refused(model_dir, two_step_run, tm
     assert e.value.code == 2 and f"--resume {run}" in capsys.readouterr().err
 
 
+def test_a_folder_holding_only_another_runs_config_is_not_reused(model_dir, tmp_path, capsys):
+    cfg = cfg_for(model_dir, tmp_path / "default")
+    (tmp_path / "default").mkdir()
+    other = dataclasses.replace(cfg, strategy=cfg.strategy.replace(n=2))
+    (tmp_path / "default" / "config.toml").write_text(to_toml(other))  # a run killed before its first step
+    moved = run_dir.fresh_run_dir(cfg, explicit=False, resume=False)
+    assert moved.run.run_dir == str(tmp_path / "default-1")
+    with pytest.raises(ConfigError, match=r"strategy.n: 2 -> 4"):
+        run_dir.fresh_run_dir(cfg, explicit=True, resume=False)
+    assert run_dir.fresh_run_dir(other, explicit=True, resume=False) == other  # its own config: start over there
+
+
 # -- nothing written or deleted outside the folder --------------------------------------------------------------
 @pytest.mark.parametrize("name", ["report.png", "config.toml", "metrics.jsonl", "tensorboard", "checkpoints"])
 def test_a_symlink_in_the_run_folder_is_refused_and_its_target_untouched(model_dir, two_step_run, tmp_path, name):

@@ -1,5 +1,5 @@
-"""A guard around each optimizer step: an update that wrecks the weights is rolled back, counted, and stops the run
-when it keeps happening.
+"""The run's guards: an optimizer step that wrecks the weights is rolled back, counted, and stops the run when it
+keeps happening (`StepGuard`); a verifier that fails on most of a step's samples stops the run (`verifier_failing`).
 
 A step is rolled back when it leaves a non-finite weight, when torch refuses it (a step size that overflows
 float32), or when it moves the trainable weights by more than `optim.max_update_ratio` times their own norm
@@ -96,3 +96,22 @@ class StepGuard:
             state["exp_avg"].sub_(g, alpha=1 - b1).div_(b1)
             state["exp_avg_sq"].addcmul_(g, g, value=-(1 - b2)).div_(b2).clamp_(min=0)
             state["step"] -= 1
+
+
+class VerifierFailing(ConfigError):
+    """The verifier failed on more than `run.max_verifier_error_share` of a step's samples: the run stops."""
+
+
+def verifier_failing(m: dict[str, Any], cfg: Any) -> str:
+    """Why the run must stop for its verifier, or "": a dead reward (every sample an error, every reward 0) trains
+    on nothing and would otherwise exit 0 after days of zero loss."""
+    errors, total = m.get("verifier_errors", 0) or 0, m.get("samples_generated", 0) or 0
+    limit = cfg.run.max_verifier_error_share
+    if not total or errors / total <= limit:
+        return ""
+    name = cfg.task.verifier or f"the {cfg.task.name} task's verifier"
+    return (
+        f"the verifier {name} failed on {errors} of {total} samples at step {m.get('step')} "
+        f"({errors / total:.0%} > run.max_verifier_error_share={limit:g}); fix the verifier and resume, or raise "
+        "--run.max_verifier_error_share (1.0 = never stop)"
+    )

@@ -111,16 +111,29 @@ def refuse_fresh_start(run_dir: Path) -> None:
 def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
     """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
     run_dir = Path(cfg.run.run_dir)
-    if resume or not holds_steps(run_dir):
+    if resume or not used(run_dir, cfg):
         return cfg
     if explicit:
+        if not holds_steps(run_dir):
+            check_saved_config(run_dir, cfg)  # names the fields of the other run's config
         refuse_fresh_start(run_dir)
     i = 1
-    while holds_steps(run_dir.with_name(f"{run_dir.name}-{i}")):
+    while used(run_dir.with_name(f"{run_dir.name}-{i}"), cfg):
         i += 1
     new = run_dir.with_name(f"{run_dir.name}-{i}")
     print(f"{run_dir} already holds a run: writing to {new}")
     return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(new)))
+
+
+def used(run_dir: Path, cfg: Any) -> bool:
+    """Whether a fresh run cannot start in the folder: it holds steps, or another run's config."""
+    if holds_steps(run_dir):
+        return True
+    try:
+        check_saved_config(run_dir, cfg)
+    except ConfigError:
+        return True
+    return False
 
 
 def reached_step(run_dir: Path) -> int | None:

@@ -62,3 +62,28 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [row for ln in path.read_text(errors="replace").splitlines() if (row := _parse(ln)) is not None]
+
+
+def postfix(m: dict[str, Any]) -> dict[str, str]:
+    keys = {
+        "reward_first_round": "reward",
+        "zero_adv_prompt_share": "zero_adv",
+        "samples_generated": "samples",
+        "eval_accuracy": "eval_acc",
+        "time_step_s": "s/step",
+    }
+    return {short: f"{m[k]:.3g}" for k, short in keys.items() if isinstance(m.get(k), int | float)}
+
+
+def progress_bar(enabled: bool, **kw: Any) -> Any:
+    if enabled:
+        from tqdm.auto import tqdm
+
+        return tqdm(**kw, dynamic_ncols=True)
+    return _NullBar()
+
+
+class _NullBar:
+    def update(self, n: int) -> None: ...
+    def set_postfix(self, d: dict) -> None: ...
+    def close(self) -> None: ...

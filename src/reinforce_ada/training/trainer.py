@@ -14,7 +14,12 @@
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations).
 4) AdamW with linear warm-up (a function of the step: nothing to checkpoint), grad clip, fp32 master weights
-   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`).
+   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`); a
+   step that leaves non-finite weights or moves them too far is rolled back (`rolled_back_update`, `training.guard`),
+   and `optim.max_rollbacks` of them in a row stop the run.
+The run folder's rules (another run's config refused, steps only after `resume()`, no symlinks, one trainer at a time)
+are `training.run_dir`'s, checked before the model is loaded; a verifier failing on more than
+`run.max_verifier_error_share` of a step's samples stops the run after a checkpoint.
 Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
 uninterrupted run's later steps exactly (CPU).
 """
@@ -45,11 +50,11 @@ from reinforce_ada.training import checkpoint
 from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
-from reinforce_ada.training.guard import StepGuard
+from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
-from reinforce_ada.training.tracking import Tracker
+from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
 
@@ -71,6 +76,13 @@ class Trainer:
         self.run_dir = Path(cfg.run.run_dir)
         self.lock = run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), before anything is loaded
         self._may_train = not run_folder.holds_steps(self.run_dir)  # a folder holding steps trains after resume() only
+        try:
+            self._build(cfg, tensorboard)
+        except BaseException:
+            self.lock.release()  # a trainer that could not be built holds no folder
+            raise
+
+    def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
@@ -385,7 +397,7 @@ class Trainer:
         if self.step == 0:
             last = {"step": 0, **self.evaluate(), **self.warm_start_metrics(), **self.too_long}
             self.tracker.log(last)
-        bar = _progress(r.progress, total=r.steps, initial=self.step)
+        bar = progress_bar(r.progress, total=r.steps, initial=self.step)
         with StopAtStepBoundary() as stop:
             while self.step < r.steps:
                 m = guarded_step(self) if self.cfg.rollout.workers else self.train_step()
@@ -396,7 +408,7 @@ class Trainer:
                 if saved:
                     self.save()
                 bar.update(1)
-                bar.set_postfix(_postfix(m))
+                bar.set_postfix(postfix(m))
                 last = m
                 failing = verifier_failing(m, self.cfg)
                 if failing or (stop.requested and self.step < r.steps):
@@ -412,25 +424,6 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
-
-
-class VerifierFailing(ConfigError):
-    """The verifier failed on more than `run.max_verifier_error_share` of a step's samples: the run stops."""
-
-
-def verifier_failing(m: dict[str, Any], cfg: TrainConfig) -> str:
-    """Why the run must stop for its verifier, or "": a dead reward (every sample an error, every reward 0) trains
-    on nothing and would otherwise exit 0 after days of zero loss."""
-    errors, total = m.get("verifier_errors", 0) or 0, m.get("samples_generated", 0) or 0
-    limit = cfg.run.max_verifier_error_share
-    if not total or errors / total <= limit:
-        return ""
-    name = cfg.task.verifier or f"the {cfg.task.name} task's verifier"
-    return (
-        f"the verifier {name} failed on {errors} of {total} samples at step {m.get('step')} "
-        f"({errors / total:.0%} > run.max_verifier_error_share={limit:g}); fix the verifier and resume, or raise "
-        "--run.max_verifier_error_share (1.0 = never stop)"
-    )
 
 
 class Drift:
@@ -460,28 +453,3 @@ class Drift:
         if self.mode != "none":
             out["is_affected_token_share"] = self.affected / self.count
         return out
-
-
-def _postfix(m: dict[str, Any]) -> dict[str, str]:
-    keys = {
-        "reward_first_round": "reward",
-        "zero_adv_prompt_share": "zero_adv",
-        "samples_generated": "samples",
-        "eval_accuracy": "eval_acc",
-        "time_step_s": "s/step",
-    }
-    return {short: f"{m[k]:.3g}" for k, short in keys.items() if isinstance(m.get(k), int | float)}
-
-
-def _progress(enabled: bool, **kw: Any) -> Any:
-    if enabled:
-        from tqdm.auto import tqdm
-
-        return tqdm(**kw, dynamic_ncols=True)
-    return _NullBar()
-
-
-class _NullBar:
-    def update(self, n: int) -> None: ...
-    def set_postfix(self, d: dict) -> None: ...
-    def close(self) -> None: ...
