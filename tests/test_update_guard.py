@@ -5,6 +5,7 @@ nothing until the end."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,7 @@ def test_a_verifier_failing_on_most_samples_stops_with_a_checkpoint(model_dir, t
 
 def test_a_share_of_one_never_stops(model_dir, tmp_path):
     cfg = cfg_for(model_dir, tmp_path / "run")
-    cfg = cfg.__class__(
-        **{**cfg.__dict__, "run": cfg.run.__class__(**{**cfg.run.__dict__, "max_verifier_error_share": 1.0})}
-    )
+    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, max_verifier_error_share=1.0))
     tr = Trainer(cfg, tensorboard=False)
     tr.verifier = _broken
     assert tr.fit()["verifier_errors"] == 8

@@ -6,7 +6,9 @@ adapter) and `manifest.json` (the sha256 of every file). Nothing is unpickled: a
 on `--resume` (the pre-0.3 `state.pt` is refused, not loaded). It is written to a temporary folder and renamed into
 place, and `latest` is replaced atomically afterwards, so a run killed at any moment resumes from the last complete
 checkpoint; `verify` re-hashes every file, so a truncated or bit-flipped checkpoint is detected, and the trainer
-falls back to the previous good one.
+falls back to the previous good one. Checksums only catch accidents: a folder someone prepared can be rehashed, so
+the manifest may name only plain files inside the checkpoint (no `..`, absolute paths or links), and the state's step
+must be the one the checkpoint was written at (`check_state`), with a finite optimizer state.
 """
 
 from __future__ import annotations

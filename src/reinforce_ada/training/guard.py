@@ -15,6 +15,7 @@ Keeping a second copy of the moments instead would cost two more copies of the w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -63,12 +64,19 @@ class StepGuard:
         """Why the step just taken must be undone, or "" when it is fine."""
         if not all(bool(torch.isfinite(p).all()) for p in self.params):
             return "the weights became NaN or inf"
-        with torch.no_grad():
-            norm = torch.sqrt(sum((b.double() ** 2).sum() for b in before))
-            moved = torch.sqrt(
-                sum(((p.detach().double() - b.double()) ** 2).sum() for p, b in zip(self.params, before, strict=True))
+        with torch.no_grad():  # per-tensor norms, then the norm of those: no flat copy of the weights
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(b.float()) for b in before]))
+            moved = torch.linalg.vector_norm(
+                torch.stack(
+                    [
+                        torch.linalg.vector_norm((p.detach() - b).float())
+                        for p, b in zip(self.params, before, strict=True)
+                    ]
+                )
             )
-        self.last_ratio = float(moved / norm) if float(norm) > 0 else 0.0
+        self.last_ratio = float(moved) / float(norm) if float(norm) > 0 else 0.0
+        if not math.isfinite(self.last_ratio):
+            return "one step moved the weights beyond float32's range"
         if self.last_ratio > self.cfg.max_update_ratio:
             return f"one step moved the weights by {self.last_ratio:.3g} x their norm"
         return ""
