@@ -50,6 +50,7 @@ from reinforce_ada.training import checkpoint
 from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
@@ -424,32 +425,3 @@ class Trainer:
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
-
-
-class Drift:
-    """Sampler/learner mismatch over the tokens of a step: mean and max |learner log-prob - sampler log-prob|, and
-    the share of tokens the importance weight truncated or masked (reported every step, so drift is visible)."""
-
-    def __init__(self, mode: str = "none", cap: float = 2.0) -> None:
-        self.mode, self.cap = mode, cap
-        self.total = self.count = 0.0
-        self.max = 0.0
-        self.affected = 0.0
-
-    def add(self, learner_logp_BT: torch.Tensor, rows: list[Row], mask_BT: torch.Tensor) -> None:
-        sampler, _ = right_pad([r.sampler_logp for r in rows], device=learner_logp_BT.device)
-        diff = (learner_logp_BT.float() - sampler).abs()[mask_BT.bool()]
-        if self.mode != "none":
-            _, share = importance_weights(learner_logp_BT.float(), sampler, mask_BT, mode=self.mode, cap=self.cap)
-            self.affected += share * len(diff)
-        self.total += float(diff.sum())
-        self.count += len(diff)
-        self.max = max(self.max, float(diff.max()) if len(diff) else 0.0)
-
-    def metrics(self) -> dict[str, float]:
-        if not self.count:
-            return {}
-        out = {"mismatch_logp_abs_mean": self.total / self.count, "mismatch_logp_abs_max": self.max}
-        if self.mode != "none":
-            out["is_affected_token_share"] = self.affected / self.count
-        return out
