@@ -121,6 +121,8 @@ NOT_RUN = {
     "python benchmarks/step_time.py --model smollm2 --steps 4 --warmup 1": "benchmark (about 12 min)",
     "python benchmarks/smollm2_run.py": "benchmark (about 25 min)",
     "reinforce-ada compare": "benchmark (hours on 2 cores); --quick stands for it",
+    "python benchmarks/convergence.py": "benchmark (hours on 2 cores; writes benchmarks/results/); compare --quick "
+    "stands for it",
     "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
     "command as the quick tour's simulate with one arm fewer",

@@ -1,6 +1,9 @@
-"""Shared fixtures: the char-level tokenizer and a tiny random Llama on CPU (session-scoped: do not mutate them)."""
+"""Shared fixtures: the char-level tokenizer, a tiny random Llama on CPU and that model saved as a folder
+(session-scoped: do not mutate them)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,3 +46,12 @@ def tiny_llama(char_tokenizer) -> LlamaForCausalLM:
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     return model.eval()
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
+    """`tiny_llama` and its tokenizer saved as a Hugging Face folder (what `model.path` takes)."""
+    d = tmp_path_factory.mktemp("tiny_model")
+    tiny_llama.save_pretrained(d)
+    char_tokenizer.save_pretrained(d)
+    return d

@@ -103,3 +103,18 @@ def test_bootstrap_ratio_and_medians():
 
 def test_doctests():
     assert doctest.testmod(curves).failed == 0
+
+
+def test_t_interval_is_wider_than_the_bootstrap_at_three_seeds_and_reaches_the_worst_seed():
+    from reinforce_ada.bench.curves import paired_factor
+
+    f = paired_factor([3.08, 1.95, 3.35])  # the MoPPS seeds: the bootstrap excludes its own worst seed
+    assert f["lo"] > 1.95 and f["t_lo"] < 1.95 < 3.35 < f["t_hi"]
+
+
+def test_identical_arms_are_flagged():
+    from reinforce_ada.bench.analysis import identical_arms
+
+    run = {"accuracy": [0.1, 0.2], "eval_tokens": [0, 10]}
+    arms = {"a": {0: run, 1: run}, "b": {0: dict(run), 1: dict(run)}, "c": {0: {**run, "accuracy": [0.1, 0.3]}}}
+    assert identical_arms(arms) == {"a": ["b"], "b": ["a"]}

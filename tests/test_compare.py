@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -240,7 +241,6 @@ def test_update_summary_keeps_other_entries(tmp_path):
 def test_compare_cli_rejects_bad_input(capsys):
     for argv, msg in (
         (["compare", "--arms", "grpo-n4,ppo"], "ppo"),
-        (["compare", "--quick", "--out", "benchmarks/results/x"], "scratch"),
         (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
         (["compare", "--lrs", "a,b"], "--lrs"),
         (["compare", "--check-against", "nowhere.json"], "no such"),
@@ -248,3 +248,17 @@ def test_compare_cli_rejects_bad_input(capsys):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and msg in capsys.readouterr().err
+
+
+def test_compare_writes_where_the_user_says_and_the_repository_script_guards_its_results(tmp_path):
+    # the user command has no opinion on this repository's folders; benchmarks/convergence.py keeps --quick out of
+    # the committed results
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "convergence.py"
+    spec = importlib.util.spec_from_file_location("convergence_script", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(SystemExit, match="scratch"):
+        mod.run(["--quick", "--out", str(mod.RESULTS / "x")])
+    assert CompareConfig().out.startswith("runs/")

@@ -3,13 +3,18 @@
 usage: accelerate launch --multi_gpu --num_processes 2 tests/trl_two_process.py OUT_DIR RUN [RUN ...]
 A RUN is a strategy name (`est`, `seq`, ...), optionally with `-asymmetric`: then rank 0's completions all score 1
 (its prompts retire in round 1 under exit=positive) and rank 1's all score 0 (its prompts run to the cap), so the
-processes disagree on how many rounds they need. Each process writes OUT_DIR/{RUN}_rank{r}.json: its ledgers per
-step (its own and the reduced one), its strategy's prompt memory, and TRL's log history.
+processes disagree on how many rounds they need; or with `-shared`: every dataset row is the same prompt, so both
+processes visit it (and its in-batch duplicate) in every step. Each process writes OUT_DIR/{RUN}_rank{r}.json: its
+ledgers per step (its own and the reduced one), its strategy's prompt memory, and TRL's log history. `launch` runs
+this script from a test.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +28,7 @@ def run(out: Path, spec: str) -> None:
     from reinforce_ada.integrations.trl import AdaGRPOConfig, AdaGRPOTrainer
 
     strategy, _, variant = spec.partition("-")
-    asymmetric = variant == "asymmetric"
+    asymmetric, shared = variant == "asymmetric", variant == "shared"
     model, tok = tiny_model_and_tokenizer()
 
     def reward(completions, **kwargs):
@@ -50,9 +55,10 @@ def run(out: Path, spec: str) -> None:
         budget=9,  # est: an odd total, so rows are padded
         **extra,
     )
-    trainer = AdaGRPOTrainer(
-        model=model, reward_funcs=reward, args=args, train_dataset=tiny_prompts(16), processing_class=tok
-    )
+    dataset = tiny_prompts(16)
+    if shared:
+        dataset = dataset.map(lambda row: {"prompt": "<bos>1+1="})
+    trainer = AdaGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset, processing_class=tok)
     trainer.train()
     acc = trainer.accelerator
     record = {
@@ -64,6 +70,27 @@ def run(out: Path, spec: str) -> None:
         "log_history": trainer.state.log_history,
     }
     (out / f"{spec}_rank{acc.process_index}.json").write_text(json.dumps(record))
+
+
+def launch(out: Path, runs: list[str], timeout: float = 240) -> dict[str, list[dict]]:
+    """Run this script under `accelerate launch` with two CPU processes (gloo); each RUN's two records."""
+    root = Path(__file__).resolve().parents[1]
+    with socket.socket() as sock:  # a free port for the two processes' rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([str(root), str(root / "src"), os.environ.get("PYTHONPATH", "")]),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+    cmd += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    cmd += ["--main_process_port", str(port), str(Path(__file__).resolve()), str(out), *runs]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {name: [json.loads((out / f"{name}_rank{r}.json").read_text()) for r in (0, 1)] for name in runs}
 
 
 if __name__ == "__main__":

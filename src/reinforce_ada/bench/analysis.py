@@ -65,6 +65,26 @@ def _factor(arm: dict[int, dict], ref: dict[int, dict], x: str) -> dict[str, Any
     return out
 
 
+def identical_arms(arms: dict[str, dict[int, dict[str, Any]]]) -> dict[str, list[str]]:
+    """Arms whose runs are the same on every seed they share (accuracy and tokens at every evaluation): such arms
+    did the same thing (e.g. a rule that never fired), so their differences are seed selection, not method; they are
+    flagged, not ranked against each other."""
+    names = sorted(arms)
+    out: dict[str, list[str]] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = sorted(set(arms[a]) & set(arms[b]))
+            same = shared and all(
+                arms[a][s]["accuracy"] == arms[b][s]["accuracy"]
+                and arms[a][s].get("eval_tokens") == arms[b][s].get("eval_tokens")
+                for s in shared
+            )
+            if same:
+                out.setdefault(a, []).append(b)
+                out.setdefault(b, []).append(a)
+    return out
+
+
 def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: str | None, steps: int) -> dict:
     """The per-arm table of one pool's main runs (keys: arm names)."""
     arms = _by_arm(records)
@@ -72,6 +92,7 @@ def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: s
     start = float(np.median([r["accuracy"][0] for r in ref.values()]))
     ref_gain = float(np.median([isotonic(r["accuracy"])[-1] - r["accuracy"][0] for r in ref.values()]))
     levels = [start + f * ref_gain for f in TARGETS]
+    twins = identical_arms(arms)
     table: dict[str, Any] = {}
     for name, runs in arms.items():
         seeds = sorted(runs)
@@ -121,6 +142,7 @@ def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: s
         }
         if matched and matched in arms:
             row["k_tokens_vs_matched"] = _factor(runs, arms[matched], "eval_tokens")
+        row["identical_to"] = twins.get(name, [])
         table[name] = row
     return {"start_accuracy": start, "reference_gain": ref_gain, "target_levels": levels, "table": table}
 

@@ -31,6 +31,7 @@ from reinforce_ada.bench.arms import ARMS, HEADLINE, MATCHED, MATCHED_TO, REFERE
 from reinforce_ada.bench.run import Job, run_job
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.strategies import strategy_class
 
 SWEEP_SEED_BASE = 1000
 QUICK: dict[str, Any] = {
@@ -78,7 +79,9 @@ class CompareConfig:
     """The adaptive arm P2 reads against budget-matched GRPO, named before the run."""
     pool_size: int | None = None
     """Cap every pool at this many prompts (quick runs)."""
-    out: str = "benchmarks/results/convergence"
+    out: str = "runs/compare/convergence"
+    """Where OUT.json and OUT.png go (the user's choice; this repository's benchmarks/convergence.py writes its
+    committed results under benchmarks/results/)."""
     run_root: str = "runs/compare"
 
     def __post_init__(self) -> None:
@@ -182,7 +185,7 @@ def run_jobs(
         if out:
             log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
     todo = [j for j in jobs if j.key not in out]
-    weight = {j.key: j.steps * (j.strategy.max_samples if j.strategy.name in ("seq", "est") else 8) for j in todo}
+    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy) for j in todo}
     total = sum(weight.values())
     spent = 0
     by_key = {j.key: j for j in todo}

@@ -36,6 +36,7 @@ def format_pool(name: str, s: dict[str, Any]) -> str:
             f"{_f(t50['steps'], '.0f'):>10}{_f(r['final_accuracy']['median'], '.3f'):>7}"
             f"{_f(r['no_signal_share']['median'], '.2f'):>7}{_f(r['samples_per_step']['median'], '.0f'):>7}"
             f"{_f(r['time_step_s']['median'], '.3f'):>7}"
+            + (f"  (identical to {', '.join(r['identical_to'])}: not ranked)" if r.get("identical_to") else "")
         )
     for k, g in s["goals"].items():
         lines.append(f"{k}: {_ci(g, '.3f')} (goal {g['goal']}) — {g['what']}")

@@ -14,38 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import STRATEGY_NAMES, StrategyConfig, coerce_value
+from reinforce_ada.sampling.config import StrategyConfig, coerce_value, strategy_names
 from reinforce_ada.training.config import SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
-PLAN_OPTIONS = (
-    "n",
-    "samples_per_round",
-    "max_samples",
-    "exit",
-    "k_pos",
-    "k_neg",
-    "threshold",
-    "unresolved",
-    "budget",
-    "min_samples",
-    "allocation",
-    "objective",
-    "alpha",
-    "eps",
-    "max_gen_batches",
-    "pilot",
-    "commit_lo",
-    "commit_hi",
-    "give_up",
-    "select",
-    "zero_variance_target",
-    "estimator",
-    "prior_alpha",
-    "prior_beta",
-    "seed",
-)
-"""The strategy options that change `plan`'s answer (closed forms or --monte-carlo); the others (downsampling,
-baselines, weights, trackers across steps) shape what a step teaches, not how many samples it draws."""
+PLAN_OPTIONS = tuple(f.name for f in fields(StrategyConfig) if f.name != "name" and f.metadata.get("plan", True))
+"""The strategy options that change `plan`'s answer (closed forms or --monte-carlo); the others (marked `plan=False`
+on the field: downsampling, baselines, weights, trackers across steps) shape what a step teaches, not how many
+samples it draws."""
 
 
 def add_strategy_flags(
@@ -58,9 +33,9 @@ def add_strategy_flags(
         "--strategy",
         dest="name",
         default=None,
-        choices=STRATEGY_NAMES,
+        choices=strategy_names(),
         metavar="NAME",
-        help=f"one of {', '.join(STRATEGY_NAMES)} (default seq)",
+        help=f"one of {', '.join(strategy_names())} (default seq)",
     )
     for f in fields(StrategyConfig):
         if f.name == "name" or f.name in skip or (only is not None and f.name not in only):
@@ -83,6 +58,23 @@ RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_sampl
 """Run fields that also get a short flag (`--steps`); every field has its dotted form (`--run.steps`)."""
 
 
+def verifier_names() -> str:
+    from reinforce_ada.tasks.verifiers import VERIFIERS
+
+    return ", ".join(VERIFIERS)
+
+
+def table_help() -> dict[str, str]:
+    """Help texts generated from the registries (task table, verifiers), so they never go stale."""
+    from reinforce_ada.tasks.registry import help_lines
+
+    return {
+        "task.name": f"one of: {help_lines(trainable=True)} (default arithmetic)",
+        "task.verifier": f"{verifier_names()}, or a function of yours as module:function or path/to/file.py:function "
+        "(default: the task's own, listed under --task.name)",
+    }
+
+
 def add_train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run], [rollout])"
@@ -95,6 +87,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group(f"[{sec}]")
         cls = factory()
         docs = field_docs(type(cls))
+        generated = table_help()
         for f in fields(cls):
             flags = [f"--{sec}.{f.name}"]
             if sec == "run" and f.name in RUN_FLAGS:
@@ -106,7 +99,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                 dest=f"{sec}.{f.name}",
                 default=None,
                 metavar=metavar(str(f.type)),
-                help=help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
+                help=generated.get(f"{sec}.{f.name}") or help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
 
 

@@ -19,8 +19,9 @@ from reinforce_ada.cli.commands import (
     cmd_simulate,
     cmd_train,
 )
-from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags
+from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags, verifier_names
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks.registry import benchmark_names, help_lines
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
@@ -34,8 +35,8 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verifier",
         default=None,
-        help="exact, numeric, math, arithmetic or module:function "
-        "(default: the dataset's own: math for the built-in math sets, exact for files)",
+        help=f"{verifier_names()} or module:function (default: the dataset's own, listed under --dataset; exact for "
+        "files)",
     )
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (the paper's 1.0)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="longest answer (default: the run's, else 512)")
@@ -88,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=SPEC",
-        help="repeatable; SPEC is a built-in (arithmetic, gsm_symbolic, gsm8k_original, champ) or a .jsonl/.csv/"
-        ".parquet file; default: the run's own held-out split",
+        help=f"repeatable; SPEC is a built-in ({help_lines(trainable=False)}) or a .jsonl/.csv/.parquet file; "
+        "default: the run's own held-out split",
     )
     ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt (Ave@k; pass@1, 2, 4, ..., k)")
     ev.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also greedy accuracy")
@@ -100,7 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     fi = sub.add_parser("filter", help="the paper's difficulty filter: keep prompts with base pass rate in (lo, hi]")
     add_model_flags(fi)
-    fi.add_argument("--dataset", required=True, metavar="SPEC", help="a built-in benchmark name or a data file")
+    fi.add_argument(
+        "--dataset",
+        required=True,
+        metavar="SPEC",
+        help=f"a built-in benchmark ({', '.join(benchmark_names())}) or a .jsonl/.csv/.parquet file",
+    )
     fi.add_argument("--samples", type=int, default=16, help="k answers per prompt (the paper's 16)")
     fi.add_argument("--lo", type=float, default=0.0, help="keep pass rates above this (default 0: >= 1 correct)")
     fi.add_argument(
@@ -141,9 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
     co.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
-    co.add_argument("--quick", action="store_true", help="a few minutes, every arm; writes to runs/compare-quick only")
-    co.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/convergence)")
-    co.add_argument("--no-summary", dest="summary", action="store_false", help="do not update summary.json")
+    co.add_argument("--quick", action="store_true", help="a few minutes, every arm (runs under runs/compare-quick)")
+    co.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix: OUT.json and OUT.png (default runs/compare/convergence; --quick: "
+        "runs/compare-quick/convergence)",
+    )
     co.add_argument(
         "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
     )
@@ -163,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reinforce_ada.sampling.strategies import load_strategy_plugins
+
+    try:  # strategies other packages declare (entry points `reinforce_ada.strategies`), before the flags are built
+        load_strategy_plugins()
+    except ConfigError as e:
+        print(f"reinforce-ada: error: {e}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

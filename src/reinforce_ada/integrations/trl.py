@@ -5,8 +5,9 @@ One generation batch, per process:
    times); we keep one row per prompt, as our `Prompt`s (id: a hash of the row's prompt, stable across steps).
 2) `sampling.rounds.collect` runs the strategy (any in the registry) over `TRLEngine` (`trl_engine`), whose rounds
    call TRL's own generation path and reward functions, agreed across processes; `drain()` keeps a finished process
-   in the rounds until every process is done. Refills and admission candidates come from the dataset's rows; the
-   strategy's prompt memory records every process's visits, so it is the same on all processes.
+   in the rounds until every process is done. Refills and admission candidates come from dataset rows whose prompts
+   are not already in the step (`_ada_more`). After the step every process's visits are replayed from the pre-step
+   memory in one order on every process (`trl_memory`), so the prompt memory is the same on all processes.
 3) The kept samples go through TRL's own `_generate_and_score_completions` as a replayed rollout (TRL's public
    `rollout_func` hook, set for that one call), so padding, old/reference log-probs, vLLM importance ratios, the loss
    inputs and TRL's logs are TRL's. `_calculate_rewards` returns the rewards already computed in the rounds, and the
@@ -16,9 +17,13 @@ One generation batch, per process:
 4) Each process's trained rows are padded to one count (a multiple of lcm(num_generations, steps_per_generation)),
    TRL's gathers need equal shapes: padding rows carry a zero loss mask (`env_mask`), NaN rewards and zero advantage.
    They leave token-normalised losses (`dapo`, the default, `bnpo`, `cispo`) exact; sequence-mean losses (`grpo`,
-   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform and seq (M >= n: n rows a prompt) never pad.
-5) The ledger is reduced over processes and logged under `ada/`; strategy state is written into every checkpoint
-   (`reinforce_ada/state_rank{r}.json`) and read back by `train(resume_from_checkpoint=...)`.
+   `dr_grpo`, `sapo`, `luspo`) count them as empty sequences. Uniform never pads; seq (n rows a prompt) pads only
+   with `unresolved="drop"` (processes then keep different numbers of prompts, or one keeps none); Est pads when its
+   budget is uneven, dynamic when processes keep different numbers of groups.
+5) The ledger is reduced over processes and logged under `ada/`; a step in which more than
+   `max_verifier_error_share` of the samples had no usable reward stops the run (`trl_ledger.check_verifier_errors`).
+   Strategy state is written into every checkpoint (`reinforce_ada/state_rank{r}.json`) and read back by
+   `train(resume_from_checkpoint=...)`, refusing a damaged or foreign file (`trl_state`).
 Departures: the std floor is TRL's 1e-4 (our trainer's is 1e-6), so uniform reproduces stock GRPOTrainer; TRL's
 `reward`, `frac_reward_zero_std` and `completions/*` logs describe the trained rows, `ada/*` the whole step.
 """
@@ -29,7 +34,7 @@ import hashlib
 import inspect
 import json
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +49,14 @@ from trl import GRPOTrainer
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.trl_config import AdaGRPOConfig
 from reinforce_ada.integrations.trl_engine import TRLEngine
-from reinforce_ada.integrations.trl_ledger import log_ledger, reduce_ledger
+from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFailedError: what a user catches
+    RewardsFailedError,
+    check_verifier_errors,
+    log_ledger,
+    reduce_ledger,
+)
+from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
+from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import compute_advantages
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
@@ -184,8 +196,14 @@ class AdaGRPOTrainer(GRPOTrainer):
         prompts = self._ada_prompts(rows)
         engine, strategy = self.ada_engine, self.ada_strategy
         engine.start(prompts, rows)
-        batch = collect(strategy, engine, prompts, more_prompts=self._ada_more)
-        engine.drain()
+        log = VisitLog(strategy.memory) if self.accelerator.num_processes > 1 else None
+        try:
+            batch = collect(strategy, engine, prompts, more_prompts=self._ada_more)
+            engine.drain()
+        except BaseException:
+            if log is not None:
+                log.close()
+            raise
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
         if c.resolved_scale_std:  # the same advantages with TRL's std floor (only the floor differs)
@@ -199,8 +217,8 @@ class AdaGRPOTrainer(GRPOTrainer):
                 eps=TRL_STD_FLOOR,
             )
         batch.ledger.verifier_errors += engine.errors
-        if self.accelerator.num_processes > 1:
-            self._ada_sync_memory()
+        if log is not None:  # every process's visits, in one order on every process (trl_memory)
+            share_visits(log, gather_object)
         kept = [
             (engine.scored[id(s)], float(a * w))
             for g, adv_R, w in zip(batch.groups, advs, weights, strict=True)
@@ -208,6 +226,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         ]
         local, total, target = reduce_ledger(self, batch, strategy, engine, len(kept))
         self.ada_history.append({"local": local, "total": total})
+        check_verifier_errors(total, self.args.max_verifier_error_share, self.args.output_dir, self.state.global_step)
         log_ledger(self._metrics["train"], total)
         replay = self._ada_replay_rows(kept, target, padded_anywhere=total["padded_rows"] > 0)
         strategy.begin([])  # drop the step's pools: what outlives a step is the rng and the prompt memory
@@ -224,44 +243,30 @@ class AdaGRPOTrainer(GRPOTrainer):
         return prompts
 
     def _ada_more(self, k: int) -> list[Prompt]:
-        """k fresh dataset rows not already in the step, for DAPO refills and admission candidates (each process
-        draws its own, from a seeded epoch order that is checkpointed). An iterable dataset has none to give."""
+        """Up to k fresh dataset rows whose prompts are not already in the step, for DAPO refills, Pilot-Commit's
+        deficit and admission candidates; fewer (or none: the protocol's "exhausted") only when the dataset has no
+        other prompt. Each process draws its own, from a seeded epoch order that is checkpointed. An iterable
+        dataset has none to give."""
         if not hasattr(self.train_dataset, "__getitem__"):
             warnings.warn(
                 "the strategy asked for more prompts; an iterable train_dataset cannot give them", stacklevel=2
             )
             return []
-        out: list[Prompt] = []
-        rows: list[dict[str, Any]] = []
-        for stub in self._ada_prompt_order().take(k):
-            row = self.train_dataset[int(stub.id)]
-            p = Prompt(id=prompt_key(row["prompt"]), text=json.dumps(row["prompt"], default=str))
-            if p.id not in self.ada_strategy.prompts and p.id not in {q.id for q in out}:
-                out.append(p), rows.append(row)
+        stubs = self._ada_prompt_order().take(k, exclude=self.ada_strategy.prompts)
+        rows = [self.train_dataset[s.meta["row"]] for s in stubs]
+        out = [Prompt(id=s.id, text=json.dumps(r["prompt"], default=str)) for s, r in zip(stubs, rows, strict=True)]
         self.ada_engine.add(out, rows)
         return out
 
     def _ada_prompt_order(self) -> PromptOrder:
+        """The dataset's rows in seeded epochs, keyed by `prompt_key` so that `take` can skip the step's prompts
+        (and a prompt the dataset holds twice is drawn once per step). Built on first use: one hash per row."""
         if self.ada_order is None:
-            stubs = [Prompt(id=str(i), text="") for i in range(len(self.train_dataset))]
+            ds = self.train_dataset
+            column = ds["prompt"] if hasattr(ds, "column_names") else (ds[i]["prompt"] for i in range(len(ds)))
+            stubs = [Prompt(id=prompt_key(p), text="", meta={"row": i}) for i, p in enumerate(column)]
             self.ada_order = PromptOrder(stubs, seed=self.args.seed * 1000 + 17 + self.accelerator.process_index)
         return self.ada_order
-
-    def _ada_sync_memory(self) -> None:
-        """The strategy's prompt memory (pass-rate tracker, visit history, evictions, predictor) learns from every
-        process's visits: each process sends the visits it recorded this step and records the others'. A prompt is
-        visited by one process per step (its group lives on one process), so every memory ends the step the same;
-        the predictor's pending visits are put in rank order, so its updates agree too."""
-        s = self.ada_strategy
-        th = s.cfg.threshold
-        mine = [(asdict(s.prompts[pid]), [float(x.reward) > th for x in pool]) for pid, pool in s.pools.items() if pool]
-        everyone = gather_object([mine])
-        memory, rank = s.memory, self.accelerator.process_index
-        for r, visits in enumerate(everyone):
-            for p, outcomes in visits if r != rank else []:
-                memory.record(Prompt(**p), outcomes)
-        if memory.predictor is not None:
-            memory.pending = [(Prompt(**p), sum(o), len(o)) for visits in everyone for p, o in visits if o]
 
     def _ada_replay_rows(self, kept: list, target: int, *, padded_anywhere: bool) -> Replay:
         e = self.ada_engine
@@ -312,23 +317,10 @@ class AdaGRPOTrainer(GRPOTrainer):
         }
 
     def save_ada_state(self, checkpoint: Path) -> None:
-        folder = checkpoint / "reinforce_ada"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"state_rank{self.accelerator.process_index}.json"
-        path.write_text(json.dumps(self.ada_state()))
+        write_state(checkpoint, self.accelerator.process_index, self.ada_state())
 
     def load_ada_state(self, checkpoint: Path) -> None:
-        folder = checkpoint / "reinforce_ada"
-        path = folder / f"state_rank{self.accelerator.process_index}.json"
-        if not path.exists():
-            path = folder / "state_rank0.json"
-            if not path.exists():
-                warnings.warn(f"{checkpoint} has no reinforce-ada state: the strategy starts fresh", stacklevel=2)
-                return
-            warnings.warn(
-                f"{checkpoint}: no state for this process; loading rank 0's (the prompt memory is shared)", stacklevel=2
-            )
-        state = json.loads(path.read_text())
-        self.ada_strategy.load_state_dict(state["strategy"])
-        if state["order"] is not None:
-            self._ada_prompt_order().load_state_dict(state["order"])
+        """Read this process's state from a TRL checkpoint; a damaged or foreign file is refused (`trl_state`)."""
+        found = read_state(checkpoint, self.accelerator.process_index, self.ada_config)
+        if found is not None:
+            load_into(*found, self.ada_strategy, self._ada_prompt_order)

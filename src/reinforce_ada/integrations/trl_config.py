@@ -3,8 +3,10 @@
 1) The strategy fields are generated from `sampling.config.StrategyConfig` (one vocabulary, one help text each):
    every field but `name` (here `strategy`), `n` (here TRL's `num_generations`, the group size trained on) and `seed`
    (TRL's `seed`; each process's strategy draws from `seed + process index`).
-2) `__post_init__` builds the `StrategyConfig`, so a bad value fails at config time with `StrategyConfig`'s message,
-   the field named as the user wrote it (`strategy=`, `num_generations=`).
+2) `__post_init__` checks each strategy field's type against its annotation (`k_pos="2"`, `max_samples=2.5` fail
+   naming the field; the command line converts for you), then builds the `StrategyConfig`, so a bad value fails at
+   config time with `StrategyConfig`'s message, the field named as the user wrote it (`strategy=`,
+   `num_generations=`). `reward_weights` must be finite real numbers, `max_verifier_error_share` in [0, 1].
 3) Options of TRL's that would silently change what our strategy decides are rejected or mapped here:
    `scale_rewards="none"` means `scale_std=False` unless `scale_std` is set; `scale_rewards="batch"` and
    `multi_objective_aggregation="normalize_then_sum"` are refused (the strategy's baseline is the advantage).
@@ -13,7 +15,9 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -39,6 +43,46 @@ def _with_strategy_fields(cls: type) -> type:
     return dataclass(cls)
 
 
+TYPE_NAMES = {"int": "an integer", "float": "a real number", "bool": "True or False", "str": "a string", "None": "None"}
+
+
+def _has_type(value: Any, name: str) -> bool:
+    if name == "None":
+        return value is None
+    if name == "bool":
+        return isinstance(value, bool)
+    if name == "int":
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if name == "float":
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if name == "str":
+        return isinstance(value, str)
+    return True  # an annotation we do not check (StrategyConfig has none today)
+
+
+def _type_names(annotation: Any) -> list[str]:
+    """["int", "None"] for "int | None", int | None or Optional[int] (HfArgumentParser swaps strings for types)."""
+    if isinstance(annotation, str):
+        return [t.strip() for t in annotation.split("|")]
+    args = typing.get_args(annotation)
+    return (
+        [n for a in args for n in _type_names(a)]
+        if args
+        else ["None" if annotation is type(None) else annotation.__name__]
+    )
+
+
+def check_types(config: Any, names: list[str], annotations: dict[str, Any]) -> None:
+    """Each strategy field's value has its annotated type (`"int | None"`, ...), else a ConfigError naming the field,
+    the value and what would be valid. Dataclasses do not check types; `StrategyConfig`'s comparisons would fail with a
+    bare TypeError (`k_pos="2"`) or accept a wrong number silently (`max_samples=2.5`)."""
+    for name in names:
+        value, allowed = getattr(config, name), _type_names(annotations[name])
+        if not any(_has_type(value, t) for t in allowed):
+            want = " or ".join(TYPE_NAMES.get(t, t) for t in allowed)
+            raise ConfigError(f"{name}={value!r} ({type(value).__name__}) is not valid: {name} must be {want}")
+
+
 def _user_names(message: str) -> str:
     """Rewrite StrategyConfig's field names in an error message to the ones an AdaGRPOConfig user wrote."""
     for ours, theirs in RENAMED.items():
@@ -56,6 +100,13 @@ class AdaGRPOConfig(GRPOConfig):
     """
 
     strategy: str = field(default="seq", metadata={"help": f"reinforce-ada: {STRATEGY_HELP['name']}"})
+    max_verifier_error_share: float = field(
+        default=0.5,
+        metadata={
+            "help": "reinforce-ada: stop training when more than this share of a step's samples has no usable reward "
+            "(a reward function raised or gave NaN/inf, or all gave None); 1.0 never stops"
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -78,6 +129,18 @@ class AdaGRPOConfig(GRPOConfig):
                 f"per_device_train_batch_size * steps_per_generation = {local} must be a multiple of "
                 f"num_generations={self.num_generations}: each process must hold whole prompt groups"
             )
+        types = {RENAMED.get(f.name, f.name): f.type for f in fields(StrategyConfig) if f.name not in ("n", "seed")}
+        check_types(self, list(types), types)
+        share = self.max_verifier_error_share
+        if not (_has_type(share, "float") and 0 <= share <= 1):
+            raise ConfigError(
+                f"max_verifier_error_share={share!r} is not valid: it must be a share in [0, 1] (1.0: never stop)"
+            )
+        for i, w in enumerate(self.reward_weights or []):
+            if not (_has_type(w, "float") and math.isfinite(w)):
+                raise ConfigError(
+                    f"reward_weights[{i}]={w!r} is not valid: every reward weight must be a finite real number"
+                )
         self.strategy_config()  # validates every strategy field
 
     def strategy_config(self, seed: int = 0) -> StrategyConfig:

@@ -11,15 +11,19 @@ vector per step reduces them as each metric requires:
 The same gather carries each process's trained-row count: all pad to the largest, rounded up to the config's
 `rows_multiple`, because TRL gathers per-row tensors and splits the batch into equal slices.
 `padded_rows` counts padding rows, `dummy_rows` the generated rows a process made only to take part in a round.
+`check_verifier_errors` stops the run when too many of the step's samples (over all processes, so every process stops
+together) had no usable reward: a dead reward service must not train on for days with zero loss and exit 0.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from transformers.trainer_utils import get_last_checkpoint
 
 from reinforce_ada.sampling.ledger import StepBatch
 from reinforce_ada.sampling.protocol import PoolStrategy
@@ -124,3 +128,28 @@ def log_ledger(metrics: dict[str, list], total: dict[str, Any]) -> None:
     """Append the reduced ledger to TRL's metrics (averaged over the logging window like TRL's own)."""
     for k in LOGGED:
         metrics[f"ada/{k}"].append(float(total[k]))
+
+
+class RewardsFailedError(RuntimeError):
+    """Too many of a step's samples had no usable reward (`AdaGRPOConfig.max_verifier_error_share`)."""
+
+
+def check_verifier_errors(total: dict[str, Any], limit: float, output_dir: str, step: int) -> None:
+    """Raise `RewardsFailedError` when the reduced ledger's share of samples with a failed reward exceeds `limit`,
+    saying where the last checkpoint is. Called on the reduced ledger, so every process raises in the same step."""
+    samples = total["samples_generated"]
+    share = total["verifier_errors"] / samples if samples else 0.0
+    if share <= limit:
+        return
+    last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    where = (
+        f"the last checkpoint is {last} (fix the reward functions, then trainer.train(resume_from_checkpoint=True))"
+        if last
+        else f"no checkpoint was saved in {output_dir} yet"
+    )
+    raise RewardsFailedError(
+        f"step {step + 1}: {int(total['verifier_errors'])} of {int(samples)} samples ({share:.0%}) had no usable "
+        f"reward (a reward function raised or gave NaN/inf, or all gave None), more than max_verifier_error_share="
+        f"{limit}: the reward functions look broken (a dead reward service?), so training stopped before this step "
+        f"updated the model; {where}. Raise max_verifier_error_share (1.0 never stops) if this is expected."
+    )

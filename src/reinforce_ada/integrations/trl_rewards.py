@@ -5,8 +5,13 @@
    (`nn.Module`) and async functions run as TRL runs them.
 2) A function that raises on a batch is called again row by row; each row that still raises scores 0 and is counted
    (`errors`), as `sampling.ledger.score` does for our verifiers: one bad completion must not lose a step's sampling.
-   A non-finite number is also 0 and counted. `None` means "not applicable" (TRL's multi-task convention): NaN here.
-3) The reward is TRL's weighted sum over functions, NaN entries left out. A row for which every function returned
+   A NaN or infinite reward is also 0 and counted. `None` means "not applicable" (TRL's multi-task convention): NaN
+   here. `errors` counts rows (completions), not function calls: a row is counted once however many functions failed.
+3) What a reward function may return: a real number (bool, int, float, a numpy scalar or one-element tensor) or
+   None. Text, dicts, complex numbers and numbers TRL cannot hold (it keeps rewards as float32: |x| <= 3.4e38) are a
+   bug in the function, not a failed verification: a `ConfigError` names the function, the row and the value. So is
+   a weighted sum that overflows (`reward_weights` are checked finite when the config is built).
+4) The reward is TRL's weighted sum over functions, NaN entries left out. A row for which every function returned
    None scores 0 and is counted. Departure from TRL, which leaves such rows out of the group baseline: our
    strategies need a number for every sample.
 `log_extra` values are kept per row (`ExtraLog`) so the completions table can show the kept rows' values.
@@ -16,12 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from reinforce_ada.errors import ConfigError
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+VALID = "a finite real number of magnitude <= 3.4e38 (TRL keeps rewards as float32) or None (not applicable)"
 
 
 class ExtraLog:
@@ -48,15 +59,33 @@ def _invoke(trainer: Any, fn: Any, kwargs: dict[str, Any]) -> list:
     return fn(**kwargs)
 
 
-def _number(value: Any) -> tuple[float, bool]:
-    """(reward, failed): None -> NaN (not applicable); non-finite -> 0, failed."""
+def _number(value: Any, name: str, row: int) -> tuple[float, bool]:
+    """(reward, failed): None -> NaN (not applicable); NaN or infinite -> 0, failed; anything else that is not a real
+    number TRL can hold -> ConfigError naming the function, the row and the value."""
     if value is None:
         return math.nan, False
+    one_element = (isinstance(value, np.ndarray) and value.size == 1) or (
+        isinstance(value, torch.Tensor) and value.numel() == 1
+    )
+    if isinstance(value, np.generic) or one_element:
+        value = value.item()  # a numpy scalar or a one-element array or tensor
+    if not isinstance(value, numbers.Real):
+        raise ConfigError(
+            f"the reward function {name!r} returned {value!r} ({type(value).__name__}) for row {row}: "
+            f"a reward must be {VALID}"
+        )
     x = float(value)
-    return (x, False) if math.isfinite(x) else (0.0, True)
+    if not math.isfinite(x):
+        return 0.0, True
+    if abs(x) > FLOAT32_MAX:
+        raise ConfigError(f"the reward function {name!r} returned {x!r} for row {row}: a reward must be {VALID}")
+    return x, False
 
 
-def _guarded(trainer: Any, fn: Any, name: str, kwargs: dict[str, Any], extra: ExtraLog) -> tuple[list[float], int]:
+def _guarded(
+    trainer: Any, fn: Any, name: str, kwargs: dict[str, Any], extra: ExtraLog
+) -> tuple[list[float], list[bool]]:
+    """(rewards, failed per row)."""
     n = len(kwargs["prompts"])
     try:
         out = list(_invoke(trainer, fn, kwargs))
@@ -65,21 +94,21 @@ def _guarded(trainer: Any, fn: Any, name: str, kwargs: dict[str, Any], extra: Ex
     if out is not None:
         if len(out) != n:
             raise ValueError(f"the reward function {name!r} returned {len(out)} rewards for {n} completions")
-        pairs = [_number(v) for v in out]
-        return [v for v, _ in pairs], sum(bad for _, bad in pairs)
-    values, errors = [], 0
+        pairs = [_number(v, name, j) for j, v in enumerate(out)]
+        return [v for v, _ in pairs], [bad for _, bad in pairs]
+    values, failed = [], []
     for j in range(n):
         row = {k: (v[j : j + 1] if isinstance(v, list) and len(v) == n else v) for k, v in kwargs.items()}
         extra.offset = j
         try:
             (value,) = _invoke(trainer, fn, row)
-            value, bad = _number(value)
         except Exception:  # deliberate: a broken reward costs this completion's reward, not the step
-            value, bad = 0.0, True
-        values.append(value)
-        errors += bad
+            values.append(0.0), failed.append(True)
+            continue
+        value, bad = _number(value, name, j)
+        values.append(value), failed.append(bad)
     extra.offset = 0
-    return values, errors
+    return values, failed
 
 
 def _model_rewards(trainer: Any, model: nn.Module, processing: Any, prompts: list, completions: list) -> list[float]:
@@ -103,7 +132,8 @@ def reward_table(
     trainer: Any, examples: list[dict], prompts: list, completions: list, completion_ids: list[list[int]]
 ) -> tuple[np.ndarray, np.ndarray, int, ExtraLog]:
     """Score rows with the trainer's reward functions: (per-function rewards (R, F) with NaN for None, the weighted
-    reward per row (R,), failures counted, the log_extra values)."""
+    reward per row (R,), rows that failed (a function failed on them, or every function returned None), the log_extra
+    values)."""
     n = len(prompts)
     extra = ExtraLog(n)
     columns = [k for k in examples[0] if k not in ("prompt", "completion", "completion_ids")] if examples else []
@@ -112,16 +142,25 @@ def reward_table(
     if getattr(trainer, "environments", None) is not None:
         kwargs["environments"] = trainer.environments
     table = np.full((n, len(trainer.reward_funcs)), np.nan)
-    errors = 0
+    failed = np.zeros(n, dtype=bool)
     funcs = zip(trainer.reward_funcs, trainer.reward_processing_classes, trainer.reward_func_names, strict=True)
     for i, (fn, processing, name) in enumerate(funcs):
         if isinstance(fn, nn.Module):
             table[:, i] = _model_rewards(trainer, fn, processing, prompts, completions)
             continue
         call = dict(kwargs, prompts=prompts, completions=completions, completion_ids=completion_ids)
-        table[:, i], failed = _guarded(trainer, fn, name, call, extra)
-        errors += failed
+        table[:, i], bad = _guarded(trainer, fn, name, call, extra)
+        failed |= np.asarray(bad, dtype=bool)
     weights = trainer.reward_weights.detach().cpu().numpy().astype(float)
     unscorable = np.isnan(table).all(axis=1)
-    reward = np.where(unscorable, 0.0, np.nansum(table * weights, axis=1))
-    return table, reward, errors + int(unscorable.sum()), extra
+    with np.errstate(over="ignore", invalid="ignore"):
+        reward = np.where(unscorable, 0.0, np.nansum(table * weights, axis=1))
+    overflow = np.flatnonzero(~np.isfinite(reward) | (np.abs(reward) > FLOAT32_MAX))
+    if overflow.size:
+        j = int(overflow[0])
+        raise ConfigError(
+            f"row {j}: the weighted reward sum(reward_weights * rewards) = {reward[j]!r} overflows (rewards "
+            f"{dict(zip(trainer.reward_func_names, table[j].tolist(), strict=True))}, reward_weights "
+            f"{weights.tolist()}): rewards and weights must keep it a finite number of magnitude <= 3.4e38"
+        )
+    return table, reward, int((failed | unscorable).sum()), extra

@@ -15,7 +15,6 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 
-STRATEGY_NAMES = ("uniform", "dynamic", "seq", "est", "pilot_commit", "knapsack", "greso", "mopps")
 EXITS = ("positive", "balanced")
 SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
@@ -23,17 +22,34 @@ ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack")
 RESIDUALS = ("inv_sqrt", "none")
 SELECTS = ("none", "greso", "mopps")
 ESTIMATORS = ("tracker", "predictor", "both")
-GLOBAL_BASELINE = ("seq", "est")
-"""Strategies whose default baseline is the whole pool without std (Reinforce-Ada); every other one is GRPO's."""
 
 
-def _f(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+def _traits(name: str):
+    """The named strategy's traits (`sampling.traits`), from the registry: the only list of strategy names."""
+    from reinforce_ada.sampling.strategies import strategy_class
+
+    return strategy_class(name).traits
+
+
+def strategy_names() -> tuple[str, ...]:
+    from reinforce_ada.sampling.strategies import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+def _f(default: Any, help: str, *, plan: bool = True) -> Any:
+    """A field with its help; `plan=False` marks a field that never changes how many samples a visit draws or
+    whether it has signal (downsampling, baselines, weights, cross-step trackers): `plan` offers no flag for it."""
+    return field(default=default, metadata={"help": help, "plan": plan})
 
 
 @dataclass(frozen=True)
 class StrategyConfig:
-    name: str = _f("seq", f"sampling strategy: one of {', '.join(STRATEGY_NAMES)}")
+    name: str = _f(
+        "seq",
+        "sampling strategy: a registered name (uniform, dynamic, seq, est, pilot_commit, knapsack, greso, mopps, and "
+        "any registered with register_strategy)",
+    )
     n: int = _f(4, "group size trained on per prompt (uniform/dynamic: samples per prompt)")
     samples_per_round: int = _f(8, "seq: samples drawn per active prompt per round (M)")
     max_samples: int = _f(32, "seq/est/knapsack/pilot_commit: cap on samples per prompt per step (N_max)")
@@ -45,15 +61,21 @@ class StrategyConfig:
     )
     k_neg: int | None = _f(None, "seq balanced: wrong samples needed to retire (default: n - n//2)")
     threshold: float = _f(0.5, "a sample is correct iff reward > threshold (the official code used 0.7)")
-    selection: str = _f("random", "seq downsampling: random (seeded) or earliest (arrival order, as the official code)")
+    selection: str = _f(
+        "random", "seq downsampling: random (seeded) or earliest (arrival order, as the official code)", plan=False
+    )
     unresolved: str = _f("keep", "seq prompts that hit the cap unresolved: keep (official) or drop (no loss dilution)")
     budget: int | None = _f(None, "est/knapsack: total samples per step (default 8 per prompt, the paper's setting)")
     min_samples: int = _f(4, "est/knapsack: lower clip on samples per prompt (N_min; knapsack paper 2)")
     allocation: str = _f("inv_sqrt", f"est allocation rule: one of {', '.join(ALLOCATIONS)}")
-    residual: str = _f("inv_sqrt", "est residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none")
+    residual: str = _f(
+        "inv_sqrt", "est residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none", plan=False
+    )
     prior_alpha: float = _f(1.0, "est pass-rate tracker: Beta prior alpha")
     prior_beta: float = _f(1.0, "est pass-rate tracker: Beta prior beta")
-    decay: float = _f(0.9, "est pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])")
+    decay: float = _f(
+        0.9, "est pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])", plan=False
+    )
     objective: str = _f("log", "objective f for allocation=objective and the optional correction: linear, log, power")
     alpha: float = _f(0.5, "exponent of the power objective")
     max_gen_batches: int = _f(
@@ -61,15 +83,17 @@ class StrategyConfig:
         "dynamic: most generation batches per step before training on a partial batch (pilot_commit: candidate "
         "prompts per step <= this x batch size)",
     )
-    variance_tol: float = _f(1e-8, "dynamic: a group with reward variance <= tol is dropped")
+    variance_tol: float = _f(1e-8, "dynamic: a group with reward variance <= tol is dropped", plan=False)
     advantage: str | None = _f(
-        None, "baseline: group (GRPO) or global (whole pool); default global for seq/est, group for the others"
+        None,
+        "baseline: group (GRPO) or global (whole pool); default global for seq/est, group for the others",
+        plan=False,
     )
     scale_std: bool | None = _f(
-        None, "divide advantages by the std; default off for seq/est (official), on for the others (GRPO)"
+        None, "divide advantages by the std; default off for seq/est (official), on for the others (GRPO)", plan=False
     )
     correction: str = _f(
-        "none", "explicit per-prompt weight f'(p_hat) from the pool (paper v3 §3.2): none or objective"
+        "none", "explicit per-prompt weight f'(p_hat) from the pool (paper v3 §3.2): none or objective", plan=False
     )
     eps: float = _f(1e-3, "floor added to p_hat in 1/sqrt(p_hat + eps) allocation and weights")
     seed: int = _f(0, "seed of the strategy's own generator (downsampling)")
@@ -79,9 +103,26 @@ class StrategyConfig:
         "of its own visits), predictor (learned from prompt features over all prompts) or both (the predictor is the "
         "tracker's prior, strength prior_alpha + prior_beta)",
     )
-    predictor_lr: float = _f(0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit")
-    predictor_dim: int = _f(4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)")
-    history: int = _f(16, "knapsack: recent rewards remembered per prompt (paper 16); an estimate needs half of them")
+    predictor_lr: float = _f(
+        0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit", plan=False
+    )
+    predictor_dim: int = _f(
+        4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)", plan=False
+    )
+    knapsack_value: str = _f(
+        "total",
+        "knapsack (and est allocation=knapsack): total (the paper's objective, sum of each prompt's value) or "
+        "reference (the released code's DP: a prompt given nothing beyond min_samples scores 0)",
+    )
+    knapsack_estimate: str = _f(
+        "recent",
+        "knapsack p_hat: recent (mean of the last `history` outcomes, the paper) or last_visit (the released code: the "
+        "latest visit alone once it has >= history samples)",
+        plan=False,
+    )
+    history: int = _f(
+        16, "knapsack: recent rewards remembered per prompt (paper 16); an estimate needs half of them", plan=False
+    )
     give_up: float = _f(
         0.0,
         "seq: stop sampling a prompt once its posterior chance of meeting the exit rule within max_samples falls "
@@ -94,6 +135,7 @@ class StrategyConfig:
         None,
         "skip in every later step a prompt whose pass rate on a visit was >= evict (default: 1.0 for pilot_commit, "
         "as its code; off for the others; a value > 1 turns it off)",
+        plan=False,
     )
     select: str | None = _f(
         None,
@@ -103,8 +145,10 @@ class StrategyConfig:
     zero_variance_target: float = _f(
         0.25, "greso: target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
     )
-    target: float = _f(0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen")
-    candidates: int = _f(16, "mopps: candidate prompts considered per prompt trained (paper 16)")
+    target: float = _f(
+        0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen", plan=False
+    )
+    candidates: int = _f(16, "mopps: candidate prompts considered per prompt trained (paper 16)", plan=False)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -113,25 +157,25 @@ class StrategyConfig:
     def resolved_advantage(self) -> str:
         if self.advantage is not None:
             return self.advantage
-        return "global" if self.name in GLOBAL_BASELINE else "group"
+        return _traits(self.name).baseline
 
     @property
     def resolved_scale_std(self) -> bool:
         if self.scale_std is not None:
             return self.scale_std
-        return self.name not in GLOBAL_BASELINE
+        return _traits(self.name).baseline == "group"
 
     @property
     def resolved_select(self) -> str:
         if self.select is not None:
             return self.select
-        return self.name if self.name in ("greso", "mopps") else "none"
+        return _traits(self.name).default_select
 
     @property
     def resolved_evict(self) -> float | None:
         """The eviction threshold in force, or None when eviction is off."""
         if self.evict is None:
-            return 1.0 if self.name == "pilot_commit" else None
+            return _traits(self.name).default_evict
         return self.evict if self.evict <= 1.0 else None
 
     @property
@@ -176,7 +220,7 @@ def _finite(c: StrategyConfig) -> None:
 def validate(c: StrategyConfig) -> None:
     """Check every field; the message names the field and the valid range."""
     _finite(c)
-    _choice("name", c.name, STRATEGY_NAMES)
+    _choice("name", c.name, strategy_names())
     _choice("exit", c.exit, EXITS)
     _choice("selection", c.selection, SELECTIONS)
     _choice("unresolved", c.unresolved, UNRESOLVED)
@@ -226,6 +270,9 @@ def validate(c: StrategyConfig) -> None:
         raise ConfigError(f"alpha={c.alpha} is out of range; it must be in (0, 1]")
     _at_least("variance_tol", c.variance_tol, 0.0)
     _validate_allocators(c)
+    from reinforce_ada.sampling.strategies import strategy_class
+
+    strategy_class(c.name).validate(c)
 
 
 def _unit(name: str, value: float, *, open_lo: bool = False, open_hi: bool = False) -> None:
@@ -241,12 +288,17 @@ def _validate_allocators(c: StrategyConfig) -> None:
     _choice("estimator", c.estimator, ESTIMATORS)
     if c.select is not None:
         _choice("select", c.select, SELECTS)
-        if c.name in ("greso", "mopps") and c.select != c.name:
-            raise ConfigError(f"select={c.select!r} contradicts name={c.name!r} (which is select={c.name!r} built in)")
+        built_in = _traits(c.name).default_select
+        if built_in != "none" and c.select != built_in:
+            raise ConfigError(
+                f"select={c.select!r} contradicts name={c.name!r} (which is select={built_in!r} built in)"
+            )
     if not c.predictor_lr > 0:
         raise ConfigError(f"predictor_lr={c.predictor_lr} is out of range; it must be > 0")
     _at_least("predictor_dim", c.predictor_dim, 0)
     _at_least("history", c.history, 2)
+    _choice("knapsack_value", c.knapsack_value, ("total", "reference"))
+    _choice("knapsack_estimate", c.knapsack_estimate, ("recent", "last_visit"))
     _unit("give_up", c.give_up, open_hi=True)
     _at_least("pilot", c.pilot, 1)
     if c.pilot > c.max_samples:

@@ -79,6 +79,8 @@ class PromptMemory:
         self.visits: dict[str, int] = {}
         self.last_seen: dict[str, int] = {}
         self.recent: dict[str, str] = {}
+        self.last_visit: dict[str, tuple[int, int]] = {}
+        """prompt id -> (correct, drawn) of its latest visit."""
         """prompt id -> its last `history` outcomes, oldest first, as '0'/'1' characters (compact in JSON)."""
         self.streak: dict[str, int] = {}
         self.evicted: set[str] = set()
@@ -106,6 +108,7 @@ class PromptMemory:
         self.visits[pid] = self.visits.get(pid, 0) + 1
         self.last_seen[pid] = self.step
         self.recent[pid] = (self.recent.get(pid, "") + "".join("1" if y else "0" for y in outcomes))[-self.history :]
+        self.last_visit[pid] = (k, n)
         s = self.streak.get(pid, 0)
         if k == n:
             self.streak[pid] = s + 1 if s > 0 else 1
@@ -138,8 +141,14 @@ class PromptMemory:
         a, b = self.posterior(prompt)
         return a / (a + b)
 
-    def recent_rate(self, prompt_id: str) -> float | None:
-        """Mean of the remembered outcomes once at least half the buffer is filled (Knapsack RL's rule), else None."""
+    def recent_rate(self, prompt_id: str, rule: str = "recent") -> float | None:
+        """Mean of the remembered outcomes once at least half the buffer is filled (Knapsack RL's rule), else None.
+
+        `rule="last_visit"` (Knapsack RL's released code): the latest visit's own pass rate when that visit alone
+        drew >= `history` samples, else the same mean of the last `history` outcomes."""
+        k_n = self.last_visit.get(prompt_id)
+        if rule == "last_visit" and k_n is not None and k_n[1] >= self.history:
+            return k_n[0] / k_n[1]
         r = self.recent.get(prompt_id, "")
         return r.count("1") / len(r) if len(r) >= max(1, self.history // 2) else None
 
@@ -151,6 +160,7 @@ class PromptMemory:
             "visits": dict(self.visits),
             "last_seen": dict(self.last_seen),
             "recent": dict(self.recent),
+            "last_visit": {pid: list(kn) for pid, kn in self.last_visit.items()},
             "streak": dict(self.streak),
             "evicted": sorted(self.evicted),
             "stats": dict(self.stats),
@@ -164,6 +174,7 @@ class PromptMemory:
         self.step = state["step"]
         self.visits, self.last_seen = dict(state["visits"]), dict(state["last_seen"])
         self.recent, self.streak = dict(state["recent"]), dict(state["streak"])
+        self.last_visit = {pid: (int(k), int(n)) for pid, (k, n) in state.get("last_visit", {}).items()}
         self.evicted = set(state["evicted"])
         self.stats, self.last_stats = dict(state["stats"]), dict(state["last_stats"])
         self.pending = [(Prompt(**p), k, n) for p, k, n in state["pending"]]

@@ -24,13 +24,14 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import memory_for
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
 IN_FLIGHT = ("cancel", "keep")
@@ -90,7 +91,35 @@ class PoolStrategy:
     Per prompt: `wave` (0 = given to `begin`, w = brought by the w-th `add_prompts`), `submitted`, `arrived`, `checks`
     (batches merged), `early` (arrived, not yet merged). A sample's `round` is wave + the index of its batch, so round
     mode's global round counter and streaming's per-prompt batches give the same numbers.
+
+    A concrete subclass declares `traits` (`sampling.traits.Traits`: baseline, streaming default, budget, planner,
+    the fields it reads) or inherits them; `class Base(PoolStrategy, abstract=True)` opts an intermediate class out.
     """
+
+    traits: ClassVar[Traits]
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not abstract and not isinstance(getattr(cls, "traits", None), Traits):
+            raise TypeError(
+                f"strategy class {cls.__name__} declares no `traits = Traits(...)` (reinforce_ada.sampling.traits: "
+                "baseline, streams, spends_budget, planner, reads); subclass a concrete strategy to inherit them, or "
+                "pass abstract=True for an intermediate base"
+            )
+
+    @classmethod
+    def validate(cls, cfg: StrategyConfig) -> None:
+        """Checks of this strategy's own fields beyond `StrategyConfig`'s per-field ones (raise ConfigError)."""
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+        """planner="allocation": samples per prompt for a batch at these (exact) pass rates."""
+        raise NotImplementedError(f"{cls.__name__} has planner={cls.traits.planner!r}, not 'allocation'")
+
+    @classmethod
+    def cost_hint(cls, cfg: StrategyConfig) -> float:
+        """Most samples a prompt can cost in one step (`compare` schedules its longest runs first with it)."""
+        return float(cfg.max_samples)
 
     def __init__(self, cfg: StrategyConfig):
         self.cfg = cfg

@@ -16,7 +16,8 @@ prompt's zero-variance streak with the initial exploration probabilities 0.5 -- 
 the prompt is chosen; `simulate` measures the selection); `monte_carlo` (runs the real strategy objects on a simulated
 policy with frozen pass rates; used to cross-check the others).
 Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
-batch.
+batch. Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
+that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ import numpy as np
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.rounds import collect
-from reinforce_ada.sampling.strategies import allocate_counts, build_strategy, knapsack_budget
+from reinforce_ada.sampling.strategies import build_strategy, strategy_class
 from reinforce_ada.sampling.strategies.select import Greso
 from reinforce_ada.sampling.strategies.seq import exit_holds, resolve_chance
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.types import Prompt
+
+MONTE_CARLO_REPS = 2000
+"""Visits per rate when a strategy has no closed form (planner="monte_carlo")."""
 
 
 @dataclass
@@ -157,20 +161,22 @@ def _pilot_commit(p: float, c: StrategyConfig) -> _Visit:
     return _Visit(row, right, wrong)
 
 
-def _visits(cfg: StrategyConfig, r: np.ndarray) -> list[_Visit]:
-    """The base sampler's law for one visit at each rate (no selection)."""
-    if cfg.name in ("uniform", "dynamic", "greso", "mopps"):
+def _visits(cfg: StrategyConfig, r: np.ndarray) -> list[_Visit] | None:
+    """The base sampler's law for one visit at each rate (no selection), by the class's declared planner; None for
+    planner="monte_carlo" (no closed form)."""
+    cls = strategy_class(cfg.name)
+    planner = cls.traits.planner
+    if planner == "group":
         return [_one_batch(float(p), cfg.n) for p in r]
-    if cfg.name in ("est", "knapsack"):
+    if planner == "allocation":
         budget = cfg.budget if cfg.budget is not None else 8 * len(r)
-        if cfg.name == "est":
-            counts = allocate_counts(r, cfg, budget)
-        else:
-            counts = knapsack_budget([float(p) for p in r], budget, cfg.min_samples, cfg.max_samples)
+        counts = cls.plan_counts(r, cfg, budget)
         return [_one_batch(float(p), int(k)) for p, k in zip(r, counts, strict=True)]
-    if cfg.name == "pilot_commit":
+    if planner == "pilot":
         return [_pilot_commit(float(p), cfg) for p in r]
-    return [_seq_exact(float(p), cfg) for p in r]
+    if planner == "sequential":
+        return [_seq_exact(float(p), cfg) for p in r]
+    return None
 
 
 def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.5, p_hard: float = 0.5) -> float:
@@ -206,8 +212,11 @@ def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     """Exact answers per pass rate (see the module docstring for which method applies)."""
     r = check_rates(rates)
+    visits = _visits(cfg, r)
+    if visits is None:  # no closed form: the strategy itself, run on a frozen simulated policy
+        return plan_monte_carlo(cfg, r, reps=MONTE_CARLO_REPS)
     rows = []
-    for v in _visits(cfg, r):
+    for v in visits:
         row = v.row
         if cfg.resolved_select == "greso":
             row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
@@ -227,7 +236,7 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
             f"select={cfg.resolved_select!r}: its effect depends on the prompts' history and the candidate pool, not "
             "on one visit; use the exact plan (without --monte-carlo) or `reinforce-ada simulate`"
         )
-    if cfg.name in ("est", "knapsack"):
+    if strategy_class(cfg.name).traits.planner == "allocation":
         return _est_monte_carlo(cfg, r, reps=reps, seed=seed)
     rows = []
     for i, p in enumerate(r):
@@ -235,7 +244,7 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
         engine = SimulatedPolicy(prompts, [p] * reps, SimConfig(lr=0.0, seed=seed + i))
         led = collect(build_strategy(cfg.replace(seed=seed + i)), engine, prompts).ledger
         z = led.no_signal_prompt_share
-        unresolved = led.unresolved_prompts / reps if cfg.name == "seq" else None
+        unresolved = led.unresolved_prompts / reps if strategy_class(cfg.name).traits.planner == "sequential" else None
         se = float(np.sqrt(z * (1 - z) / reps))
         rows.append(PlanRow(float(p), z, led.samples_generated / reps, unresolved, "monte_carlo", se))
     return rows

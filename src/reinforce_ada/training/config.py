@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.engines.config import STREAMING_BY_DEFAULT, GenerationConfig, RolloutConfig, resolve_engine
+from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig, coerce_value
+from reinforce_ada.sampling.strategies import strategy_class
 from reinforce_ada.tasks.config import TaskConfig
 
 MAX_LR = 1.0
@@ -195,11 +196,11 @@ class TrainConfig:
 
     @property
     def streaming(self) -> bool:
-        """`generation.streaming` resolved: None means on for `STREAMING_BY_DEFAULT` strategies."""
+        """`generation.streaming` resolved: None means the strategy's declared default (`traits.streams`)."""
         g = self.generation
         if g.streaming is not None:
             return g.streaming
-        return self.strategy.name in STREAMING_BY_DEFAULT
+        return strategy_class(self.strategy.name).traits.streams
 
     def __post_init__(self) -> None:
         s = self.strategy
@@ -209,12 +210,14 @@ class TrainConfig:
                 f"generation.temperature={t} must be a finite number > 0 (at inf every token is equally likely: "
                 "the run would train on uniform noise)"
             )
-        if s.name == "seq" and s.samples_per_round > s.max_samples:
+        traits = strategy_class(s.name).traits
+        if "samples_per_round" in traits.reads and s.samples_per_round > s.max_samples:
             raise ConfigError(
                 f"strategy.samples_per_round={s.samples_per_round} is larger than strategy.max_samples="
-                f"{s.max_samples}: seq could never draw a full round; lower samples_per_round or raise max_samples"
+                f"{s.max_samples}: {s.name} could never draw a full round; lower samples_per_round or raise "
+                "max_samples"
             )
-        if s.budget is not None and s.name in ("est", "knapsack") and s.budget < self.run.batch_size * s.min_samples:
+        if s.budget is not None and traits.spends_budget and s.budget < self.run.batch_size * s.min_samples:
             raise ConfigError(
                 f"strategy.budget={s.budget} is below run.batch_size x strategy.min_samples = "
                 f"{self.run.batch_size} x {s.min_samples}: not every prompt of a step could get its minimum"

@@ -114,10 +114,31 @@ def make_report(run_dir: Path, title: str = "") -> Path:
             ax[3].plot(
                 [r["step"] for r in evals], [r.get(k) for r in evals], "o-", label=k.replace("eval_accuracy_", "")
             )
+    per_level = bool(evals) and any(k.startswith("eval_accuracy_L") for r in evals for k in r)
+    if not per_level and train:  # no difficulty levels (a file task): what the completions look like instead
+        ax[3].plot(
+            s,
+            [r.get("tokens_generated", np.nan) / max(r.get("samples_generated") or 1, 1) for r in train],
+            color="C4",
+            label="tokens per sample",
+        )
+        ax3b = ax[3].twinx()
+        ax3b.plot(
+            s,
+            [r.get("completions_clipped_share", np.nan) for r in train],
+            color="C5",
+            ls="--",
+            label="cut at max_new_tokens",
+        )
+        ax3b.set(ylabel="share cut", ylim=(0, 1.02))
+        ax3b.legend(fontsize=7, loc="lower right")
     ax[0].set(xlabel="step", ylabel="reward / accuracy", title=title or "reward and held-out accuracy")
     ax[1].set(xlabel="step", ylabel="share", ylim=(0, 1), title="prompts without signal")
     ax[2].set(xlabel="step", ylabel="samples", title="samples per step")
-    ax[3].set(xlabel="step", ylabel="accuracy", ylim=(0, 1.02), title="held-out accuracy per level")
+    if per_level or not train:
+        ax[3].set(xlabel="step", ylabel="accuracy", ylim=(0, 1.02), title="held-out accuracy per level")
+    else:
+        ax[3].set(xlabel="step", ylabel="tokens", title="completion length (no levels in this task)")
     for a in ax[:3]:
         if a.get_legend_handles_labels()[0]:
             a.legend(fontsize=7)

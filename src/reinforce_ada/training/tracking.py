@@ -40,12 +40,32 @@ class Tracker:
         if self.writer is not None:
             for k, v in metrics.items():
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k != "step":
-                    self.writer.add_scalar(k, v, metrics["step"])
+                    self.writer.add_scalar(tb_tag(k), v, metrics["step"])
             self.writer.flush()
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+TB_GROUPS = (
+    ("eval_", "eval"),
+    ("time_", "time"),
+    ("worker", "rollout"),
+    ("rollout_", "rollout"),
+    ("warm_start", "eval"),
+)
+"""TensorBoard sections by metric-name prefix; every other metric is under `train/`."""
+
+
+def tb_tag(key: str) -> str:
+    """The TensorBoard tag of a metric: `section/name`, so the dashboard groups train, eval, time and rollout.
+
+    >>> tb_tag("eval_accuracy"), tb_tag("loss"), tb_tag("time_step_s")
+    ('eval/eval_accuracy', 'train/loss', 'time/time_step_s')
+    """
+    group = next((g for prefix, g in TB_GROUPS if key.startswith(prefix)), "train")
+    return f"{group}/{key}"
 
 
 def _parse(line: str) -> dict[str, Any] | None:

@@ -1,4 +1,10 @@
-"""Sampling strategies in one literal registry, all built as `cls(cfg)`; each implements `sampling.protocol` once.
+"""Sampling strategies in one registry, all built as `cls(cfg)`; each implements `sampling.protocol` once.
+
+The registry is the only list of names. Everything else about a strategy -- its baseline, streaming default, budget,
+planner, the fields it reads, its own validation -- is declared on its class (`sampling.traits.Traits`) and asked of
+the class through `strategy_class(name)`. Adding a strategy: one file (a `PoolStrategy` subclass with `traits`) and
+one line, here or from outside the package with `register_strategy("foo", Foo)` (or a `reinforce_ada.strategies`
+entry point, which the CLI loads).
 
 `greso` and `mopps` are prompt-admission rules over a base sampler (`strategies.select`): the names build DAPO
 dynamic sampling + GRESO (as the GRESO paper) and GRPO + MoPPS (as the MoPPS paper); `select=greso|mopps` puts the
@@ -7,16 +13,21 @@ same rule in front of any other strategy, and `evict` (on by default for pilot_c
 
 from __future__ import annotations
 
+import re
+
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import STRATEGY_NAMES, StrategyConfig
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.protocol import PoolStrategy, Strategy, downsample
 from reinforce_ada.sampling.strategies.dynamic import Dynamic
 from reinforce_ada.sampling.strategies.est import Est, allocate, allocate_counts, allocation_weights, knapsack_allocate
+from reinforce_ada.sampling.strategies.greso import GresoDynamic
 from reinforce_ada.sampling.strategies.knapsack import Knapsack, knapsack_budget
+from reinforce_ada.sampling.strategies.mopps import MoppsUniform
 from reinforce_ada.sampling.strategies.pilot_commit import PilotCommit
 from reinforce_ada.sampling.strategies.select import needs_admission, with_admission
 from reinforce_ada.sampling.strategies.seq import Seq
 from reinforce_ada.sampling.strategies.uniform import Uniform
+from reinforce_ada.sampling.traits import Traits
 
 STRATEGIES: dict[str, type[PoolStrategy]] = {
     "uniform": Uniform,
@@ -25,20 +36,69 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
     "est": Est,
     "pilot_commit": PilotCommit,
     "knapsack": Knapsack,
-    "greso": Dynamic,
-    "mopps": Uniform,
+    "greso": GresoDynamic,
+    "mopps": MoppsUniform,
 }
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
-assert tuple(STRATEGIES) == STRATEGY_NAMES
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def register_strategy(name: str, cls: type[PoolStrategy], *, replace: bool = False) -> type[PoolStrategy]:
+    """Make `cls` known as `name` everywhere (config, CLI, trainer, TRL, planner, simulate, compare).
+
+    The class must be a `PoolStrategy` subclass with `traits`; registering a taken name is an error unless
+    `replace=True`. Returns `cls`, so it also works as `register_strategy("foo", Foo)` right after the class.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(f"strategy name {name!r} must be lower-case letters, digits and '_', starting with a letter")
+    if not (isinstance(cls, type) and issubclass(cls, PoolStrategy)):
+        raise ConfigError(f"strategy {name!r}: {cls!r} is not a subclass of reinforce_ada.sampling.PoolStrategy")
+    if not isinstance(getattr(cls, "traits", None), Traits):
+        raise ConfigError(f"strategy {name!r}: {cls.__name__} declares no traits (reinforce_ada.sampling.traits)")
+    if name in STRATEGIES and STRATEGIES[name] is not cls and not replace:
+        raise ConfigError(f"strategy name {name!r} is taken by {STRATEGIES[name].__name__}; pass replace=True")
+    STRATEGIES[name] = cls
+    return cls
+
+
+def strategy_class(name: str) -> type[PoolStrategy]:
+    """The class registered as `name`; the error lists the registered names."""
+    try:
+        return STRATEGIES[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)}") from None
+
+
+def strategy_names() -> tuple[str, ...]:
+    return tuple(STRATEGIES)
+
+
+def load_strategy_plugins() -> list[str]:
+    """Register the strategies other packages declare as `reinforce_ada.strategies` entry points (name = class).
+
+    Returns the names loaded. A plugin that fails to import is an error naming it (never skipped silently).
+    """
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for ep in entry_points(group="reinforce_ada.strategies"):
+        try:
+            cls = ep.load()
+        except Exception as e:  # noqa: BLE001 - any import failure of a plugin is reported with its name
+            raise ConfigError(f"strategy plugin {ep.name!r} ({ep.value}) failed to import: {e}") from e
+        register_strategy(ep.name, cls, replace=STRATEGIES.get(ep.name) is cls)
+        loaded.append(ep.name)
+    return loaded
 
 
 def build_strategy(cfg: StrategyConfig, **kwargs) -> PoolStrategy:
-    """Build the strategy named by `cfg.name`. `predictor=` (prompt -> p_hat) is passed through to `est`/`knapsack`."""
-    if cfg.name not in STRATEGIES:
-        raise ConfigError(f"unknown strategy {cfg.name!r}; choose one of {sorted(STRATEGIES)}")
-    cls = STRATEGIES[cfg.name]
-    if kwargs and not issubclass(cls, Est):
-        raise ConfigError(f"strategy {cfg.name!r} takes no {sorted(kwargs)} (only est and knapsack take predictor=)")
+    """Build the strategy named by `cfg.name`. `predictor=` (prompt -> p_hat) is passed through to strategies whose
+    traits say `takes_predictor` (est, knapsack)."""
+    cls = strategy_class(cfg.name)
+    if kwargs and not cls.traits.takes_predictor:
+        takers = [n for n, c in STRATEGIES.items() if c.traits.takes_predictor]
+        raise ConfigError(f"strategy {cfg.name!r} takes no {sorted(kwargs)} (only {', '.join(takers)} take predictor=)")
     if needs_admission(cfg):
         cls = with_admission(cls)
     return cls(cfg, **kwargs)
@@ -46,6 +106,9 @@ def build_strategy(cfg: StrategyConfig, **kwargs) -> PoolStrategy:
 
 __all__ = [
     "STRATEGIES",
+    "GresoDynamic",
+    "MoppsUniform",
+    "Traits",
     "Dynamic",
     "Est",
     "Knapsack",
@@ -61,5 +124,9 @@ __all__ = [
     "downsample",
     "knapsack_allocate",
     "knapsack_budget",
+    "load_strategy_plugins",
+    "register_strategy",
+    "strategy_class",
+    "strategy_names",
     "with_admission",
 ]

@@ -19,11 +19,25 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 
 class Dynamic(PoolStrategy):
+    traits = Traits(
+        baseline="group",
+        streams=False,
+        spends_budget=False,
+        planner="group",
+        reads=("n", "max_gen_batches", "variance_tol"),
+    )
+
+    @classmethod
+    def cost_hint(cls, cfg: StrategyConfig) -> float:
+        return float(cfg.n * cfg.max_gen_batches)
+
     def _reset(self) -> None:
         super()._reset()
         self.batch_size, self.kept, self.dropped = 0, [], []

@@ -29,6 +29,7 @@ from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 Predictor = Callable[[Prompt], float]
@@ -83,13 +84,23 @@ def knapsack_value(p: np.ndarray, n: np.ndarray) -> np.ndarray:
     return (1.0 - p**n - (1.0 - p) ** n) * p * (1.0 - p) ** 2
 
 
-def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
-    """Integers N_x in [lo, hi] summing to `budget` (clipped to [B lo, B hi]) that maximise sum_x value(p_x, N_x).
+KNAPSACK_VALUES = ("total", "reference")
 
-    Each value is concave in N (its increment p^N (1 - p) + (1 - p)^N p shrinks with N), so taking the budget's
-    largest increments is exact: the same optimum as the paper's dynamic programme, in O(B (hi - lo) log) instead of
-    O(B budget (hi - lo)). Ties (e.g. prompts at p = 0 or 1, whose increments are all 0) go to the lowest index.
+
+def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int, value: str = "total") -> np.ndarray:
+    """Integers N_x in [lo, hi] summing to `budget` (clipped to [B lo, B hi]) that maximise the knapsack's value.
+
+    `value="total"` (the paper's objective): sum_x value(p_x, N_x). Each value is concave in N (its increment
+    p^N (1 - p) + (1 - p)^N p shrinks with N), so taking the budget's largest increments is exact, in
+    O(B (hi - lo) log) instead of the dynamic programme's O(B budget (hi - lo)).
+    `value="reference"` (the released code's dynamic programme, `solve_by_dp`): a prompt left at `lo` scores 0 and
+    one given k >= 1 more scores value(p, lo + k) -- its first extra sample is worth the whole value(p, lo + 1), not
+    the increment over value(p, lo), which spreads the budget over more prompts. Its gains are still non-increasing
+    in k (value is concave and value(p, 1) = 0), so the same greedy is exact for it too.
+    Ties (e.g. prompts at p = 0 or 1, whose gains are all 0) go to the lowest index.
     """
+    if value not in KNAPSACK_VALUES:
+        raise ValueError(f"value={value!r}; choose one of {list(KNAPSACK_VALUES)}")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
     b = len(p)
     n = np.full(b, lo, dtype=int)
@@ -99,6 +110,8 @@ def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int) -> np.nd
     steps_BK = lo + np.arange(hi - lo)[None, :]  # (B, K): taking the (lo + j + 1)-th sample
     p_B1 = p[:, None]
     gain_BK = (p_B1**steps_BK * (1 - p_B1) + (1 - p_B1) ** steps_BK * p_B1) * p_B1 * (1 - p_B1) ** 2
+    if value == "reference":
+        gain_BK[:, 0] = knapsack_value(p, lo + 1)
     order = np.lexsort((np.arange(gain_BK.size), -gain_BK.ravel()))[:extra]
     np.add.at(n, order // (hi - lo), 1)
     return n
@@ -107,11 +120,24 @@ def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int) -> np.nd
 def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
     """Est's samples per prompt for one batch: the weight rules of `allocation_weights` or the knapsack."""
     if cfg.allocation == "knapsack":
-        return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples)
+        return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
     return allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
 
 
 class Est(PoolStrategy):
+    traits = Traits(
+        baseline="global",
+        streams=True,
+        spends_budget=True,
+        planner="allocation",
+        reads=("budget", "min_samples", "max_samples", "allocation", "residual", "knapsack_value"),
+        takes_predictor=True,
+    )
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+        return allocate_counts(rates, cfg, budget)
+
     def __init__(self, cfg: StrategyConfig, predictor: Predictor | None = None):
         self.predictor = predictor
         super().__init__(cfg)

@@ -13,6 +13,13 @@ n = 8) and N in [min_samples, max_samples] (paper [2, 128]: `knapsack:min_sample
    prompts (or, if there are none, to the other prompts not in the knapsack); what they cannot take under the cap
    stays in the knapsack (the paper's code divides by zero when there are no such prompts).
 4) One batch, every sample trained on, GRPO's group baseline with std, no per-prompt weight (the paper's GRPO).
+Where the released code departs from the paper, both are offered:
+- `knapsack_value="total"` (default, the paper's objective sum_x value(p_x, N_x)) or `"reference"` (the code's
+  dynamic programme: a prompt given nothing beyond min_samples scores 0, one given k more scores value(p, lo + k);
+  allocations differ in about a fifth of small cases, the reference spreading the budget over more prompts);
+- `knapsack_estimate="recent"` (default, the paper's "last 16 rewards") or `"last_visit"` (the code's
+  `epoch_estimation`: the whole latest visit once it alone has >= `history` samples, else the last `history`
+  outcomes across visits -- with 16-of-32 visits a prompt's estimate then rests on one visit only).
 Departures: N never exceeds max_samples (the paper's fallback can push p_hat = 0 prompts past max_n); budget that
 cannot be placed under the caps is left unspent and `metrics()["budget_used"]` says so. The p_hat buffer lives in
 the strategy's prompt memory (`sampling.memory`, `recent`), checkpointed with it; a `predictor=` callable
@@ -28,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.strategies.est import Est, knapsack_allocate
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 CONFIDENCE = 0.9
@@ -49,7 +58,7 @@ def _spread(counts: np.ndarray, idx: list[int], amount: int, hi: int) -> int:
     return amount
 
 
-def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int) -> np.ndarray:
+def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int, value: str = "total") -> np.ndarray:
     """The paper's per-step allocation (module docstring, 1-3); None marks a prompt without enough history."""
     b = len(p_hat)
     counts = np.zeros(b, dtype=int)
@@ -71,18 +80,34 @@ def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int) ->
     if need < left:  # what the others cannot take (caps, or no others) stays in the knapsack
         left = need + _spread(counts, zero or rest, left - need, hi)
     p_eff = np.array([p_hat[i] for i in eff], dtype=float)
-    counts[eff] = knapsack_allocate(p_eff, left + lo * len(eff), lo, hi)
+    counts[eff] = knapsack_allocate(p_eff, left + lo * len(eff), lo, hi, value)
     return counts
 
 
 class Knapsack(Est):
+    traits = Traits(
+        baseline="group",
+        streams=False,
+        spends_budget=True,
+        planner="allocation",
+        reads=("budget", "min_samples", "max_samples", "history", "knapsack_value", "knapsack_estimate"),
+        takes_predictor=True,
+    )
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+        return knapsack_budget([float(p) for p in rates], budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
+
     def on_add(self, ids: list[str]) -> None:
         p_hat: list[float | None] = []
         for pid in ids:
-            p = self.estimate(self.prompts[pid]) if self.predictor is not None else self.memory.recent_rate(pid)
+            if self.predictor is not None:
+                p = self.estimate(self.prompts[pid])
+            else:
+                p = self.memory.recent_rate(pid, rule=self.cfg.knapsack_estimate)
             p_hat.append(p)
         budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
-        counts = knapsack_budget(p_hat, budget, self.cfg.min_samples, self.cfg.max_samples)
+        counts = knapsack_budget(p_hat, budget, self.cfg.min_samples, self.cfg.max_samples, self.cfg.knapsack_value)
         self.p_hat.update({pid: p for pid, p in zip(ids, p_hat, strict=True) if p is not None})
         self.alloc.update(zip(ids, counts.tolist(), strict=True))
 

@@ -29,10 +29,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from reinforce_ada.sampling.protocol import PoolStrategy, split_correct
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 
 class PilotCommit(PoolStrategy):
+    traits = Traits(
+        baseline="group",
+        streams=False,
+        spends_budget=False,
+        planner="pilot",
+        reads=("pilot", "commit_lo", "commit_hi", "max_samples", "max_gen_batches"),
+        default_evict=1.0,
+    )
+
     def _reset(self) -> None:
         super()._reset()
         self.batch_size = 0

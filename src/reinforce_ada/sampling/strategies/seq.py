@@ -15,6 +15,13 @@
    Beta-binomial probability that the remaining max_samples - drawn samples bring the missing correct (and wrong)
    ones. A prompt that can no longer resolve even with perfect luck always stops. Given-up prompts count as
    unresolved (kept or dropped by `unresolved`). Off by default, so the paper's Seq is unchanged.
+   When it can act at all: the rule needs evidence that outweighs its prior. On a first visit (prior Beta(1, 1)) the
+   most hopeless pool -- every sample wrong -- keeps a chance of 0.52 / 0.23 / 0.053 after 8 / 16 / 24 samples of
+   the default cap of 32 (balanced exit, k_pos = k_neg = 2), so `give_up=0.05` never fires on a first visit and
+   `give_up=0.1` first fires after 24 samples; after one earlier all-wrong visit of 32 the chances are 0.13 / 0.058 /
+   0.013. With a pool offered about twice in a run, give-up therefore acts mostly through a prior that already knows
+   the prompt is hard: `estimator=both` (the learned predictor's prior) or many visits. `give_up_point` computes the
+   first sample count at which it fires for given settings, and the planner gives its exact law.
 Departures: k_pos/k_neg generalise the official code's hard-wired rules (positive: 1 correct; balanced: n//2 and
 n - n//2); the kept subset is drawn at random by default (`selection="earliest"` reproduces the official code).
 
@@ -33,6 +40,7 @@ from math import exp, lgamma
 from typing import Any
 
 from reinforce_ada.sampling.protocol import PoolStrategy, downsample, split_correct
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 
@@ -57,7 +65,29 @@ def resolve_chance(n_pos: int, n_neg: int, remaining: int, a: float, b: float, *
     return min(1.0, total)
 
 
+def give_up_point(
+    *, max_samples: int, samples_per_round: int, k_pos: int, k_neg: int, give_up: float, a: float, b: float
+) -> int | None:
+    """The first pool size (a batch boundary) at which a prompt whose samples were all wrong is given up, under the
+    prior Beta(a, b); None when it never is before the cap. An all-wrong pool is the strongest case for giving up,
+    so no prompt is given up earlier than this."""
+    drawn = samples_per_round
+    while drawn < max_samples:
+        if resolve_chance(0, drawn, max_samples - drawn, a, b, k_pos=k_pos, k_neg=k_neg) < give_up:
+            return drawn
+        drawn += samples_per_round
+    return None
+
+
 class Seq(PoolStrategy):
+    traits = Traits(
+        baseline="global",
+        streams=True,
+        spends_budget=False,
+        planner="sequential",
+        reads=("n", "samples_per_round", "max_samples", "exit", "k_pos", "k_neg", "selection", "unresolved", "give_up"),
+    )
+
     def _reset(self) -> None:
         super()._reset()
         self.prior: dict[str, tuple[float, float]] = {}

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 
 class Uniform(PoolStrategy):
+    traits = Traits(baseline="group", streams=False, spends_budget=False, planner="group", reads=("n",))
+
+    @classmethod
+    def cost_hint(cls, cfg: StrategyConfig) -> float:
+        return float(cfg.n)
+
     def batch_end(self, pid: str) -> int:
         return self.cfg.n
 
