@@ -187,14 +187,20 @@ def test_a_rehashed_state_with_a_false_step_is_not_trusted(model_dir, two_step_r
     assert "says step 1000000000, but the checkpoint was written at step 2" in capsys.readouterr().out
 
 
-def test_non_finite_optimizer_state_is_refused(model_dir, two_step_run, tmp_path):
+def test_non_finite_numbers_anywhere_in_the_state_are_refused(model_dir, two_step_run, tmp_path):
     run = copy_run(two_step_run, tmp_path / "run")
     ckpt = run / "checkpoints" / "step_000002"
     state = checkpoint.load_state(ckpt)
     state["optimizer"]["param_groups"][0]["lr"] = float("nan")
     checkpoint.write_state(ckpt, state)
     rehash(ckpt)
-    with pytest.raises(CheckpointError, match=r"optimizer\.param_groups\[0\]\.lr holds NaN or inf"):
+    with pytest.raises(CheckpointError, match=r"state\.optimizer\.param_groups\[0\]\.lr holds NaN or inf"):
+        checkpoint.load_state(ckpt)
+    state["optimizer"]["param_groups"][0]["lr"] = 2e-4
+    state["order"] = {**state["order"], "planted": [1.0, float("inf")]}
+    checkpoint.write_state(ckpt, state)
+    rehash(ckpt)
+    with pytest.raises(CheckpointError, match=r"state\.order\.planted\[1\] holds NaN or inf"):
         checkpoint.load_state(ckpt)
 
 

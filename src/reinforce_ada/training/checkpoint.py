@@ -8,7 +8,7 @@ place, and `latest` is replaced atomically afterwards, so a run killed at any mo
 checkpoint; `verify` re-hashes every file, so a truncated or bit-flipped checkpoint is detected, and the trainer
 falls back to the previous good one. Checksums only catch accidents: a folder someone prepared can be rehashed, so
 the manifest may name only plain files inside the checkpoint (no `..`, absolute paths or links), and the state's step
-must be the one the checkpoint was written at (`check_state`), with a finite optimizer state.
+must be the one the checkpoint was written at (`check_state`), with every number in it finite.
 """
 
 from __future__ import annotations
@@ -263,7 +263,8 @@ def load_state(ckpt: Path) -> dict[str, Any]:
 
 def check_state(ckpt: Path, state: Any) -> None:
     """The state's own step must be the checkpoint's (its folder name and manifest: a rehashed state.json saying
-    step 1e9 is refused), and every number in the optimizer's state finite."""
+    step 1e9 is refused), and every number in the state finite (a NaN-filled strategy memory or optimizer state
+    would load and then steer or wreck the run silently)."""
     if not isinstance(state, dict):
         raise CheckpointError(f"{ckpt}: {STATE_JSON} holds a {type(state).__name__}, not the trainer's state")
     step = state.get("step")
@@ -279,9 +280,9 @@ def check_state(ckpt: Path, state: Any) -> None:
             f"{ckpt}: the state says step {step}, but the checkpoint was written at step "
             f"{int(m.group(1)) if m else recorded} (folder name and manifest); it was edited after it was saved"
         )
-    bad = _non_finite(state.get("optimizer"), "optimizer")
+    bad = _non_finite(state, "state")  # no strategy, optimizer or engine state holds NaN or inf in a sound run
     if bad:
-        raise CheckpointError(f"{ckpt}: the state's {bad} holds NaN or inf")
+        raise CheckpointError(f"{ckpt}: {bad} holds NaN or inf")
 
 
 def _non_finite(obj: Any, where: str) -> str:
