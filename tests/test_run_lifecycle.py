@@ -180,6 +180,9 @@ def test_a_checkpoint_of_another_model_size_is_named_as_such(tiny_llama, char_to
     LlamaForCausalLM(config).save_pretrained(bigger)
     char_tokenizer.save_pretrained(bigger)
     run = copy_run(two_step_run, tmp_path / "run")
+    with pytest.raises(ConfigError, match="model.path: .* -> .*bigger"):  # the run folder names the other model
+        Trainer(cfg_for(bigger, run), tensorboard=False)
+    (run / "config.toml").unlink()  # a folder without its config: the checkpoint itself must tell
     tr = Trainer(cfg_for(bigger, run), tensorboard=False)
     before = [p.detach().clone() for p in tr.model.parameters()]
     with pytest.raises(CheckpointError, match="another model"):
@@ -227,7 +230,8 @@ def test_metrics_survive_a_half_written_line_and_repeated_steps(tmp_path):
 
 
 def test_an_update_to_non_finite_weights_is_rolled_back(model_dir, tmp_path):
-    tr = Trainer(cfg_for(model_dir, tmp_path / "run", lr=1e39), tensorboard=False)
+    tr = Trainer(cfg_for(model_dir, tmp_path / "run"), tensorboard=False)
+    object.__setattr__(tr.cfg.optim, "lr", 1e39)  # past the config's own bound: the guard is the last line
     tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)  # signal in every group
     m = tr.train_step()
     assert m["rolled_back_update"] >= 1 and m["skipped_update"] >= m["rolled_back_update"]

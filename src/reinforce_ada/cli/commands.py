@@ -30,7 +30,7 @@ from reinforce_ada.cli.checks import (
     read_json_object,
     read_lrs,
 )
-from reinforce_ada.cli.flags import changed_run_fields, strategy_from_args, train_config_from_args
+from reinforce_ada.cli.flags import strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 
 
@@ -131,28 +131,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
-    """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
-    run_dir = Path(cfg.run.run_dir)
-    if resume or not (run_dir / "metrics.jsonl").exists():
-        return cfg
-    if explicit:
-        raise ConfigError(
-            f"run.run_dir={str(run_dir)!r} already holds a run; pass --resume {run_dir} or a new --run-dir"
-        )
-    i = 1
-    while (run_dir.with_name(f"{run_dir.name}-{i}") / "metrics.jsonl").exists():
-        i += 1
-    new = run_dir.with_name(f"{run_dir.name}-{i}")
-    print(f"{run_dir} already holds a run: writing to {new}")
-    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(new)))
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
     from reinforce_ada.models.load import resolve_device
-    from reinforce_ada.training import checkpoint
-    from reinforce_ada.training.config import load_toml
+    from reinforce_ada.training import run_dir as run_folder
     from reinforce_ada.training.interrupt import Interrupted
     from reinforce_ada.training.report import make_report, summary_lines
     from reinforce_ada.training.tracking import read_metrics
@@ -162,19 +144,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
         threads = warn_if_oversubscribed(cfg.model.threads, explicit=getattr(args, "model.threads") is not None)
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
-    cfg = fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    # the run folder's rules live in training.run_dir (the Trainer enforces them too); the CLI reports them early
+    cfg = run_folder.fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
     resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
     run_dir = Path(cfg.run.run_dir)
     if args.resume:
-        changed = changed_run_fields(load_toml(run_dir / "config.toml"), cfg)
-        if changed:
-            raise ConfigError(
-                f"--resume {run_dir}: these fields define the run and differ from its config.toml: {'; '.join(changed)}"
-                ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
-                "change), or start a new run with --run-dir"
-            )
-        ckpt = checkpoint.latest(run_dir)
-        reached = _checkpoint_step(ckpt) if ckpt else None
+        run_folder.check_no_links(run_dir)
+        run_folder.check_saved_config(run_dir, cfg)
+        reached = run_folder.reached_step(run_dir)
         if reached is not None and reached >= cfg.run.steps:
             print(
                 f"{run_dir} already reached step {reached} (run.steps={cfg.run.steps}): nothing to do. "
@@ -201,17 +178,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checkpoint_step(ckpt: Path) -> int | None:
-    try:
-        return int(json.loads((ckpt / "manifest.json").read_text())["step"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def _remove_if_empty_run(run_dir: Path) -> None:
     """A run that failed before its first step leaves no folder behind (it holds no metrics or checkpoints)."""
     import shutil
 
+    if not run_dir.is_dir() or run_dir.is_symlink() or any(p.is_symlink() for p in run_dir.iterdir()):
+        return  # never rmtree through a link (run_dir.check_no_links refused it; leave it for the user to see)
     metrics = run_dir / "metrics.jsonl"
     has_steps = metrics.exists() and any('"step": ' in ln and '"step": 0,' not in ln for ln in metrics.open())
     if not has_steps and not any((run_dir / "checkpoints").glob("step_*")):

@@ -2,7 +2,8 @@
 
 Owns: `TrainConfig` (composing the `[strategy]`, `[model]`, `[task]`, `[generation]`, `[rollout]` sections of the
 folders below with `[optim]` and `[run]`), `losses.policy_loss`, `trainer.Trainer`, the embedded model's `warm_start`,
-`checkpoint`, `tracking` (metrics.jsonl, TensorBoard), `report` and `rollout` (the trainer's side of Ray rollout
-workers).
+`checkpoint`, `tracking` (metrics.jsonl, TensorBoard), `report`, `rollout` (the trainer's side of Ray rollout
+workers), `run_dir` (the run folder's rules: one run per folder, no links, one trainer at a time), `guard` (update
+rollback, stop on a failing verifier) and `drift` (the sampler/learner mismatch metrics).
 May import: `types`, `errors`, `cache`, `sampling`, `models`, `engines`, `tasks`, `evaluation`.
 """

@@ -6,7 +6,9 @@ adapter) and `manifest.json` (the sha256 of every file). Nothing is unpickled: a
 on `--resume` (the pre-0.3 `state.pt` is refused, not loaded). It is written to a temporary folder and renamed into
 place, and `latest` is replaced atomically afterwards, so a run killed at any moment resumes from the last complete
 checkpoint; `verify` re-hashes every file, so a truncated or bit-flipped checkpoint is detected, and the trainer
-falls back to the previous good one.
+falls back to the previous good one. Checksums only catch accidents: a folder someone prepared can be rehashed, so
+the manifest may name only plain files inside the checkpoint (no `..`, absolute paths or links), and the state's step
+must be the one the checkpoint was written at (`check_state`), with every number in it finite.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import base64
 import errno
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.config import load_toml
@@ -117,10 +122,12 @@ def verify(ckpt: Path) -> None:
         raise CheckpointError(f"{ckpt}: no {MANIFEST} (an incomplete or foreign checkpoint)")
     try:
         listed = json.loads(manifest.read_text())["sha256"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{ckpt}: {MANIFEST} is damaged ({e})") from None
+        if not isinstance(listed, dict):
+            raise TypeError(f"sha256 is a {type(listed).__name__}, not an object")
+    except (ValueError, KeyError, TypeError, RecursionError, OSError) as e:
+        raise CheckpointError(f"{ckpt}: {MANIFEST} is damaged ({type(e).__name__}: {e})") from None
     for rel, digest in listed.items():
-        f = ckpt / rel
+        f = inside(ckpt, rel)
         if not f.is_file():
             raise CheckpointError(f"{ckpt}: {rel} is missing")
         if sha256(f) != digest:
@@ -130,21 +137,34 @@ def verify(ckpt: Path) -> None:
             raise CheckpointError(f"{ckpt}: the manifest does not list {needed}")
 
 
+def inside(ckpt: Path, rel: Any) -> Path:
+    """`ckpt / rel` for a manifest entry that names a plain file inside the checkpoint folder, else CheckpointError
+    (an absolute path, `..`, or a link could make `--resume` hash or read /proc or another run's files)."""
+    parts = Path(rel).parts if isinstance(rel, str) else ()
+    if not parts or Path(rel).is_absolute() or ".." in parts or "\x00" in rel:
+        raise CheckpointError(f"{ckpt}: {MANIFEST} lists {rel!r}, which is not a path inside the checkpoint folder")
+    f = p = ckpt / rel
+    while p != ckpt:
+        if p.is_symlink():
+            raise CheckpointError(f"{ckpt}: {p} is a symbolic link; checkpoints hold none")
+        p = p.parent
+    return f
+
+
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
 
 
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    from reinforce_ada.training.run_dir import write_file
+
+    write_file(path, text)
 
 
 def save(run_dir: Path, step: int, state: dict[str, Any], model: Any, tokenizer: Any, keep: int = 2) -> Path:
     root = checkpoint_dir(run_dir)
+    if root.is_symlink():
+        raise CheckpointError(f"{root} is a symbolic link; checkpoints are written inside the run folder only")
     root.mkdir(parents=True, exist_ok=True)
     clean_partial(root)
     final = root / f"step_{step:06d}"
@@ -155,20 +175,31 @@ def save(run_dir: Path, step: int, state: dict[str, Any], model: Any, tokenizer:
         tokenizer.save_pretrained(tmp / "model")
         digests = {str(p.relative_to(tmp)): sha256(p) for p in _files(tmp)}
         (tmp / MANIFEST).write_text(json.dumps({"step": step, "sha256": digests}, indent=1))
-        if final.exists():
+        if final.is_symlink():
+            final.unlink()
+        elif final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
-    except OSError as e:
-        raise CheckpointError(_os_message(e, root, f"writing the checkpoint of step {step}")) from None
+    except (OSError, SafetensorError) as e:
+        raise CheckpointError(_os_message(as_os_error(e), root, f"writing the checkpoint of step {step}")) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     try:
         write_atomic(root / "latest", final.name + "\n")
     except OSError as e:
         raise CheckpointError(_os_message(e, root, "updating checkpoints/latest")) from None
-    for old in sorted(p for p in root.glob("step_*") if p.is_dir())[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+    for old in sorted(p for p in root.glob("step_*") if p.is_dir() and not p.is_symlink())[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)  # rmtree never follows a link inside the folder it removes
     return final
+
+
+def as_os_error(e: Exception) -> OSError:
+    """safetensors reports a failed write as its own error (`... Os { code: 28, ... }`): the OSError it wraps."""
+    if isinstance(e, OSError):
+        return e
+    m = re.search(r"code: (\d+)", str(e))
+    code = int(m.group(1)) if m else 0
+    return OSError(code, os.strerror(code) if code else str(e))
 
 
 def _os_message(e: OSError, where: Path, doing: str) -> str:
@@ -187,7 +218,10 @@ def _os_message(e: OSError, where: Path, doing: str) -> str:
 def clean_partial(root: Path) -> None:
     """Remove the temporary folders of checkpoint writes that were killed half-way (`.step_*`)."""
     for p in Path(root).glob(".step_*"):
-        shutil.rmtree(p, ignore_errors=True)
+        if p.is_symlink():
+            p.unlink()
+        else:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def complete(run_dir: Path) -> list[Path]:
@@ -218,9 +252,53 @@ def load_state(ckpt: Path) -> dict[str, Any]:
     verify(ckpt)
     try:
         tensors = load_file(str(Path(ckpt) / STATE_TENSORS))
-        return unpack(json.loads((Path(ckpt) / STATE_JSON).read_text()), tensors)
-    except (ValueError, KeyError, OSError) as e:
-        raise CheckpointError(f"{ckpt}: the state cannot be read ({e})") from None
+        state = unpack(json.loads((Path(ckpt) / STATE_JSON).read_text()), tensors)
+    except (ValueError, KeyError, TypeError, OSError, SafetensorError) as e:
+        raise CheckpointError(f"{ckpt}: the state cannot be read ({type(e).__name__}: {e})") from None
+    except RecursionError:
+        raise CheckpointError(f"{ckpt}: {STATE_JSON} is nested too deeply to be a trainer state") from None
+    check_state(Path(ckpt), state)
+    return state
+
+
+def check_state(ckpt: Path, state: Any) -> None:
+    """The state's own step must be the checkpoint's (its folder name and manifest: a rehashed state.json saying
+    step 1e9 is refused), and every number in the state finite (a NaN-filled strategy memory or optimizer state
+    would load and then steer or wreck the run silently)."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{ckpt}: {STATE_JSON} holds a {type(state).__name__}, not the trainer's state")
+    step = state.get("step")
+    m = re.fullmatch(r"step_(\d+)", ckpt.name)
+    try:
+        recorded = json.loads((ckpt / MANIFEST).read_text()).get("step")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise CheckpointError(f"{ckpt}: the state's step is {step!r}, not a whole number >= 0")
+    if (m and int(m.group(1)) != step) or recorded != step:
+        raise CheckpointError(
+            f"{ckpt}: the state says step {step}, but the checkpoint was written at step "
+            f"{int(m.group(1)) if m else recorded} (folder name and manifest); it was edited after it was saved"
+        )
+    bad = _non_finite(state, "state")  # no strategy, optimizer or engine state holds NaN or inf in a sound run
+    if bad:
+        raise CheckpointError(f"{ckpt}: {bad} holds NaN or inf")
+
+
+def _non_finite(obj: Any, where: str) -> str:
+    """The path of the first non-finite number in `obj` (tensors, floats, nested dicts/lists), else ""."""
+    stack = [(obj, where)]
+    while stack:
+        x, at = stack.pop()
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            return at
+        if isinstance(x, float) and not math.isfinite(x):
+            return at
+        if isinstance(x, dict):
+            stack.extend((v, f"{at}.{k}") for k, v in x.items())
+        elif isinstance(x, list | tuple):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(x))
+    return ""
 
 
 def model_folder(path: Path) -> Path:
@@ -240,15 +318,22 @@ def load_model_weights(model: Any, folder: Path) -> None:
     """Load a checkpoint's weights (full model, or LoRA adapter) into `model` in place."""
     from safetensors.torch import load_file
 
+    def read(name: str) -> dict[str, torch.Tensor]:
+        try:
+            return load_file(str(folder / name))
+        except (SafetensorError, OSError) as e:
+            raise CheckpointError(f"{folder / name} cannot be read (truncated or not safetensors: {e})") from None
+
     if (folder / "adapter_model.safetensors").exists():
         from peft import set_peft_model_state_dict
 
-        set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
+        set_peft_model_state_dict(model, read("adapter_model.safetensors"))
         return
     if not (folder / "model.safetensors").exists():
         raise FileNotFoundError(f"{folder} holds no model.safetensors or adapter_model.safetensors")
+    weights = read("model.safetensors")
     try:
-        result = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+        result = model.load_state_dict(weights, strict=False)
     except RuntimeError as e:  # shapes differ: another model size
         first = str(e).strip().splitlines()[-1].strip() if str(e).strip() else str(e)
         raise CheckpointError(f"checkpoint {folder} holds another model than this run's ({first})") from None

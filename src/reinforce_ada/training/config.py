@@ -23,6 +23,10 @@ from reinforce_ada.sampling.config import StrategyConfig, coerce_value
 from reinforce_ada.sampling.strategies import strategy_class
 from reinforce_ada.tasks.config import TaskConfig
 
+MAX_LR = 1.0
+"""The largest `optim.lr` accepted: AdamW moves each weight by about lr per step, so above 1 every step overshoots."""
+MAX_WEIGHT_DECAY = 1.0
+"""The largest `optim.weight_decay` accepted (decoupled decay: each weight is scaled by 1 - lr x weight_decay)."""
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
 WARMUP_SHARE = 0.2
 """The lr warm-up lasts at most this share of run.steps (`TrainConfig.warmup_steps`)."""
@@ -67,6 +71,11 @@ class OptimConfig:
     recomputing, none otherwise)."""
     is_cap: float = 2.0
     """Cap C of the importance weight: truncate to min(w, C), or mask tokens/sequences with w > C."""
+    max_update_ratio: float = 1.0
+    """Roll back an optimizer step that moves the trainable weights by more than this times their norm (a sane
+    AdamW step moves them by well under 1%; `training.guard`)."""
+    max_rollbacks: int = 3
+    """Stop the run after this many rolled-back optimizer steps in a row (lr or weight decay far too large)."""
 
     def __post_init__(self) -> None:
         if self.old_logprobs not in OLD_LOGPROBS:
@@ -84,8 +93,15 @@ class OptimConfig:
                 f"optim.is_correction={self.is_correction!r} needs optim.old_logprobs='recompute' (with the sampler's "
                 "log-probs as the old policy, the PPO ratio already carries the sampler/learner mismatch)"
             )
-        if not 0 < self.lr < float("inf"):
-            raise ConfigError(f"optim.lr={self.lr} must be a finite number > 0")
+        if not 0 < self.lr <= MAX_LR:
+            raise ConfigError(
+                f"optim.lr={self.lr} must be a finite number > 0 and <= {MAX_LR:g}; AdamW fine-tuning uses about "
+                "1e-6..1e-3, and a larger step overshoots every weight"
+            )
+        if not 0 < self.max_update_ratio < float("inf"):
+            raise ConfigError(f"optim.max_update_ratio={self.max_update_ratio} must be a finite number > 0")
+        if self.max_rollbacks < 1:
+            raise ConfigError(f"optim.max_rollbacks={self.max_rollbacks} must be >= 1")
         for name in ("epochs", "minibatches", "micro_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"optim.{name}={getattr(self, name)} must be >= 1")
@@ -95,6 +111,11 @@ class OptimConfig:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"optim.{name}={value!r} must be a finite number >= 0")
+        if self.weight_decay > MAX_WEIGHT_DECAY:
+            raise ConfigError(
+                f"optim.weight_decay={self.weight_decay} must be <= {MAX_WEIGHT_DECAY:g} (usual values are 0..0.1; "
+                "AdamW multiplies each weight by 1 - lr x weight_decay every step)"
+            )
         if self.grad_clip <= 0:
             raise ConfigError(f"optim.grad_clip={self.grad_clip} must be > 0")
         if self.clip_low >= 1:
@@ -129,6 +150,9 @@ class RunConfig:
     """Most recent checkpoints kept."""
     progress: bool = True
     """Show a progress bar with live metrics."""
+    max_verifier_error_share: float = 0.5
+    """Stop the run (after saving a checkpoint) when the verifier fails on more than this share of a step's
+    samples: a dead reward trains on nothing. 1.0 = never stop."""
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_samples", "save_every", "keep_checkpoints"):
@@ -140,6 +164,9 @@ class RunConfig:
             raise ConfigError(f"run.eval_every={self.eval_every} must be >= 0")
         if self.seed < 0:
             raise ConfigError(f"run.seed={self.seed} must be >= 0")
+        share = self.max_verifier_error_share
+        if not (isinstance(share, int | float) and 0 <= share <= 1):
+            raise ConfigError(f"run.max_verifier_error_share={share!r} must be a number in [0, 1] (1.0 = never stop)")
         if not str(self.run_dir).strip():
             raise ConfigError("run.run_dir is empty; give the folder the run writes to (default runs/default)")
 
@@ -191,8 +218,20 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         s = self.strategy
-        spends = strategy_class(s.name).traits.spends_budget
-        if s.budget is not None and spends and s.budget < self.run.batch_size * s.min_samples:
+        t = self.generation.temperature
+        if not (isinstance(t, int | float) and 0 < t < float("inf")):
+            raise ConfigError(
+                f"generation.temperature={t} must be a finite number > 0 (at inf every token is equally likely: "
+                "the run would train on uniform noise)"
+            )
+        traits = strategy_class(s.name).traits
+        if "samples_per_round" in traits.reads and s.samples_per_round > s.max_samples:
+            raise ConfigError(
+                f"strategy.samples_per_round={s.samples_per_round} is larger than strategy.max_samples="
+                f"{s.max_samples}: {s.name} could never draw a full round; lower samples_per_round or raise "
+                "max_samples"
+            )
+        if s.budget is not None and traits.spends_budget and s.budget < self.run.batch_size * s.min_samples:
             raise ConfigError(
                 f"strategy.budget={s.budget} is below run.batch_size x strategy.min_samples = "
                 f"{self.run.batch_size} x {s.min_samples}: not every prompt of a step could get its minimum"
@@ -238,8 +277,19 @@ def load_toml(path: str | Path, cfg: TrainConfig | None = None) -> TrainConfig:
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"config file {p} does not exist")
+    if not p.is_file():
+        raise ConfigError(f"config file {p} is not a file (a folder?); give a .toml file")
     try:
-        data = tomllib.loads(p.read_text())
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"config file {p} cannot be read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bom = "UTF-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "not UTF-8"
+        raise ConfigError(f"{p}: TOML files are UTF-8, this one is {bom} (byte {e.start}); save it as UTF-8") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: not valid TOML: {e}") from None
     return apply_overrides(cfg or TrainConfig(), data, str(p))
@@ -265,11 +315,18 @@ def to_toml(cfg: TrainConfig) -> str:
     return "\n".join(lines)
 
 
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+
+
+def _control(c: str) -> bool:
+    return ord(c) < 0x20 or ord(c) == 0x7F
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, str):  # a TOML basic string: backslash, quote and every control character escaped
+        return '"' + "".join(_TOML_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if _control(c) else c) for c in v) + '"'
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     return repr(v)

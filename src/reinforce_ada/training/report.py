@@ -149,6 +149,7 @@ def make_report(run_dir: Path, title: str = "") -> Path:
     fig.tight_layout()
     out = Path(run_dir) / "report.png"
     tmp = out.with_name(".report.tmp.png")
+    tmp.unlink(missing_ok=True)  # a link left there is removed, never written through
     fig.savefig(tmp, dpi=100, bbox_inches="tight")  # keeps the per-level legend outside the axes in the image
     plt.close(fig)
     tmp.replace(out)

@@ -1,4 +1,6 @@
-"""Metrics sinks: `metrics.jsonl` (the contract), TensorBoard events, and a progress bar."""
+"""Metrics sinks: `metrics.jsonl` (the contract), TensorBoard events, and a progress bar.
+
+`metrics.jsonl` is appended and rewritten without following links (`run_dir.append_line`, `run_dir.write_file`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+
+from reinforce_ada.training.run_dir import append_line, write_file
 
 
 class Tracker:
@@ -28,14 +32,11 @@ class Tracker:
             row = _parse(ln)
             if row is not None and isinstance(row.get("step"), int) and row["step"] <= step:
                 keep[row["step"]] = ln  # the last line of a step wins: it is the one the checkpoint followed
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text("".join(keep[k] + "\n" for k in sorted(keep)))
-        tmp.replace(self.path)
+        write_file(self.path, "".join(keep[k] + "\n" for k in sorted(keep)))
 
     def log(self, metrics: dict[str, Any]) -> None:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
-        with self.path.open("a") as fh:
-            fh.write(json.dumps(clean) + "\n")
+        append_line(self.path, json.dumps(clean) + "\n")
         if self.writer is not None:
             for k, v in metrics.items():
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k != "step":
@@ -81,3 +82,28 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [row for ln in path.read_text(errors="replace").splitlines() if (row := _parse(ln)) is not None]
+
+
+def postfix(m: dict[str, Any]) -> dict[str, str]:
+    keys = {
+        "reward_first_round": "reward",
+        "zero_adv_prompt_share": "zero_adv",
+        "samples_generated": "samples",
+        "eval_accuracy": "eval_acc",
+        "time_step_s": "s/step",
+    }
+    return {short: f"{m[k]:.3g}" for k, short in keys.items() if isinstance(m.get(k), int | float)}
+
+
+def progress_bar(enabled: bool, **kw: Any) -> Any:
+    if enabled:
+        from tqdm.auto import tqdm
+
+        return tqdm(**kw, dynamic_ncols=True)
+    return _NullBar()
+
+
+class _NullBar:
+    def update(self, n: int) -> None: ...
+    def set_postfix(self, d: dict) -> None: ...
+    def close(self) -> None: ...

@@ -15,7 +15,11 @@
    batch's tokens, or sequences for the seq-mean aggregations).
 4) AdamW with linear warm-up (a function of the step: nothing to checkpoint; `TrainConfig.warmup_steps`, at most
    a fifth of the run), grad clip, fp32 master weights (optional bf16 autocast). A non-finite loss or gradient
-   skips the update and is reported (`skipped_update`).
+   skips the update and is reported (`skipped_update`); a step that leaves non-finite weights or moves them too far
+   is rolled back (`rolled_back_update`, `training.guard`), and `optim.max_rollbacks` of them in a row stop the run.
+The run folder's rules (another run's config refused, steps only after `resume()`, no symlinks, one trainer at a time)
+are `training.run_dir`'s, checked before the model is loaded; a verifier failing on more than
+`run.max_verifier_error_share` of a step's samples stops the run after a checkpoint.
 Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
 uninterrupted run's later steps exactly (CPU).
 """
@@ -44,13 +48,16 @@ from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
+from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.drift import Drift
+from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.samples_log import SampleLog
-from reinforce_ada.training.tracking import Tracker
+from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
 
@@ -69,10 +76,18 @@ class Row:
 class Trainer:
     def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
         self.cfg = cfg
+        self.run_dir = Path(cfg.run.run_dir)
+        self.lock = run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), before anything is loaded
+        self._may_train = not run_folder.holds_steps(self.run_dir)  # a folder holding steps trains after resume() only
+        try:
+            self._build(cfg, tensorboard)
+        except BaseException:
+            self.lock.release()  # a trainer that could not be built holds no folder
+            raise
+
+    def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
-        self.run_dir = Path(cfg.run.run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
@@ -118,6 +133,7 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
         self.opt = torch.optim.AdamW(self.params, lr=o.lr, weight_decay=o.weight_decay)
+        self.guard = StepGuard(self.opt, self.params, o)
         self.rng = np.random.default_rng(cfg.run.seed + 7)  # minibatch shuffling
         self.ref = None
         if o.kl_coef > 0:
@@ -131,7 +147,7 @@ class Trainer:
                 file=sys.stderr,
             )
         self._prompt_ids: dict[str, list[int]] = {}
-        (self.run_dir / "config.toml").write_text(to_toml(cfg))
+        run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))
 
     # -- one step -----------------------------------------------------------------------------------------------
     def train_step(self) -> dict[str, Any]:
@@ -196,24 +212,13 @@ class Trainer:
                     self.opt.zero_grad(set_to_none=True)
                     out["skipped_update"] += 1
                     continue
-                before = [p.detach().clone() for p in self.params]
-                try:
-                    self.opt.step()
-                    finite = all(bool(torch.isfinite(p).all()) for p in self.params)
-                except RuntimeError as e:  # torch refuses a step size that overflows float32 (lr far too large)
-                    if "overflow" not in str(e):
-                        raise
-                    finite = False
-                self.opt.zero_grad(set_to_none=True)
-                if not finite:
-                    # a finite gradient can still give non-finite weights (lr or weight decay too large): roll the
-                    # weights back so the next step does not start from NaN (Adam's moments keep this gradient)
-                    with torch.no_grad():
-                        for p, old in zip(self.params, before, strict=True):
-                            p.copy_(old)
+                if not self.guard.step():  # rolled back: the step would have wrecked the weights (training.guard)
+                    self.opt.zero_grad(set_to_none=True)
                     out["skipped_update"] += 1
                     out["rolled_back_update"] = out.get("rolled_back_update", 0) + 1
                     continue
+                self.opt.zero_grad(set_to_none=True)
+                out["update_ratio"] = self.guard.last_ratio
                 losses.append(loss), entropies.append(ent), norms.append(float(norm)), clip.append(cf)
         mean = lambda x: float(np.mean(x)) if x else float("nan")  # noqa: E731
         return {
@@ -332,9 +337,11 @@ class Trainer:
     def resume(self) -> bool:
         """Load the newest good checkpoint of the run folder; returns whether one was loaded.
 
-        A checkpoint that fails its checksums, cannot be read, does not fit the model or holds non-finite weights is
-        skipped with a warning and the one before it is tried; when none is good, a CheckpointError names why each
-        failed. Metrics of steps after the loaded checkpoint are dropped (resuming repeats them)."""
+        A checkpoint that fails its checksums, cannot be read, does not fit the model, holds non-finite weights or a
+        state that does not match its own step is skipped with a warning and the one before it is tried; when none
+        is good, a CheckpointError names why each failed. Metrics of steps after the loaded checkpoint are dropped
+        (resuming repeats them)."""
+        self._may_train = True
         found = checkpoint.complete(self.run_dir)
         if not found:
             self.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
@@ -364,7 +371,7 @@ class Trainer:
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])
-        except (KeyError, ValueError, TypeError, RuntimeError) as e:
+        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
             with torch.no_grad():
                 for p, old in zip(self.model.parameters(), snapshot, strict=True):
                     p.copy_(old)
@@ -373,15 +380,33 @@ class Trainer:
             raise checkpoint.CheckpointError(
                 f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})"
             ) from None
-        self.step = int(state["step"])
+        self.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
 
     def fit(self) -> dict[str, Any]:
+        """Train to `run.steps`, logging and checkpointing; the run folder's lock is released when it returns.
+
+        Raises ConfigError when the folder already holds steps and `resume()` was not called (never mix two runs),
+        TrainingDiverged after `optim.max_rollbacks` wrecked updates in a row, VerifierFailing when the verifier
+        errs on more than `run.max_verifier_error_share` of a step's samples (after saving a checkpoint)."""
+        try:
+            if not self._may_train:
+                run_folder.refuse_fresh_start(self.run_dir)
+            return self._fit()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the metric sinks and release the run folder's lock."""
+        self.tracker.close()
+        self.lock.release()
+
+    def _fit(self) -> dict[str, Any]:
         r = self.cfg.run
         last: dict[str, Any] = {}
         if self.step == 0:
             last = {"step": 0, **self.evaluate(), **self.warm_start_metrics(), **self.too_long}
             self.tracker.log(last)
-        bar = _progress(r.progress, total=r.steps, initial=self.step)
+        bar = progress_bar(r.progress, total=r.steps, initial=self.step)
         with StopAtStepBoundary() as stop:
             while self.step < r.steps:
                 m = guarded_step(self) if self.cfg.rollout.workers else self.train_step()
@@ -392,72 +417,19 @@ class Trainer:
                 if saved:
                     self.save()
                 bar.update(1)
-                bar.set_postfix(_postfix(m))
+                bar.set_postfix(postfix(m))
                 last = m
-                if stop.requested and self.step < r.steps:
+                failing = verifier_failing(m, self.cfg)
+                if failing or (stop.requested and self.step < r.steps):
                     if not saved:
                         self.save()
                     bar.close()
-                    self.tracker.close()
+                    if failing:
+                        raise VerifierFailing(failing + f"; a checkpoint of step {self.step} is in {self.run_dir}")
                     raise Interrupted(self.step)
         bar.close()
-        self.tracker.close()
         return last
 
     def warm_start_metrics(self) -> dict[str, Any]:
         info = warm_start_info(self.model_path)
         return {f"warm_start_pass_rate_L{k}": v for k, v in info.get("pass_rates", {}).items()}
-
-
-class Drift:
-    """Sampler/learner mismatch over the tokens of a step: mean and max |learner log-prob - sampler log-prob|, and
-    the share of tokens the importance weight truncated or masked (reported every step, so drift is visible)."""
-
-    def __init__(self, mode: str = "none", cap: float = 2.0) -> None:
-        self.mode, self.cap = mode, cap
-        self.total = self.count = 0.0
-        self.max = 0.0
-        self.affected = 0.0
-
-    def add(self, learner_logp_BT: torch.Tensor, rows: list[Row], mask_BT: torch.Tensor) -> None:
-        sampler, _ = right_pad([r.sampler_logp for r in rows], device=learner_logp_BT.device)
-        diff = (learner_logp_BT.float() - sampler).abs()[mask_BT.bool()]
-        if self.mode != "none":
-            _, share = importance_weights(learner_logp_BT.float(), sampler, mask_BT, mode=self.mode, cap=self.cap)
-            self.affected += share * len(diff)
-        self.total += float(diff.sum())
-        self.count += len(diff)
-        self.max = max(self.max, float(diff.max()) if len(diff) else 0.0)
-
-    def metrics(self) -> dict[str, float]:
-        if not self.count:
-            return {}
-        out = {"mismatch_logp_abs_mean": self.total / self.count, "mismatch_logp_abs_max": self.max}
-        if self.mode != "none":
-            out["is_affected_token_share"] = self.affected / self.count
-        return out
-
-
-def _postfix(m: dict[str, Any]) -> dict[str, str]:
-    keys = {
-        "reward_first_round": "reward",
-        "zero_adv_prompt_share": "zero_adv",
-        "samples_generated": "samples",
-        "eval_accuracy": "eval_acc",
-        "time_step_s": "s/step",
-    }
-    return {short: f"{m[k]:.3g}" for k, short in keys.items() if isinstance(m.get(k), int | float)}
-
-
-def _progress(enabled: bool, **kw: Any) -> Any:
-    if enabled:
-        from tqdm.auto import tqdm
-
-        return tqdm(**kw, dynamic_ncols=True)
-    return _NullBar()
-
-
-class _NullBar:
-    def update(self, n: int) -> None: ...
-    def set_postfix(self, d: dict) -> None: ...
-    def close(self) -> None: ...

@@ -1,0 +1,238 @@
+"""The run folder's promises, kept by the library (the CLI only reports them).
+
+1) Never mix two runs: a folder whose `config.toml` defines another run (any field outside `RESUME_MAY_CHANGE`
+   differs) is refused; a folder that already holds steps is trained on only after `Trainer.resume()` (CLI:
+   `--resume`), never started over on top of them.
+2) A resume cannot change what defines the run (the same check: only how long, how often and where it runs may).
+3) Nothing is written or deleted outside the folder: a symlink anywhere inside it is refused (a folder prepared by
+   someone else could point `checkpoints/` or `config.toml` anywhere), files are written through `write_file`
+   (O_NOFOLLOW, atomic rename) and appended through `append_line` (O_NOFOLLOW).
+4) One trainer at a time: `RunLock` holds `fcntl.flock` on `<run>/.lock` for the run's life; a second trainer on
+   the folder gets an error naming the folder and the holder's pid.
+5) A folder that cannot be written (read-only file system, permissions) is an error up front, not a TensorBoard
+   traceback mid-run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.errors import ConfigError
+
+LOCK = ".lock"
+
+RESUME_MAY_CHANGE = {
+    "run": (
+        "steps",
+        "eval_every",
+        "eval_samples",
+        "save_every",
+        "keep_checkpoints",
+        "progress",
+        "run_dir",
+        "max_verifier_error_share",
+    ),
+    "model": ("threads", "device"),
+    "task": ("verifier_timeout_s",),
+    "rollout": ("address", "cpus_per_worker", "gpus_per_worker", "threads", "timeout_s", "max_restarts", "local_cpus"),
+}
+"""Fields a resumed run may change: how long, how often it evaluates and saves, where it runs, when it gives up on a
+failing verifier. Anything else would make the folder hold two different runs."""
+
+
+def changed_run_fields(saved: Any, new: Any) -> list[str]:
+    """`section.field: old -> new` for every field that defines the run and differs between the two configs."""
+    out = []
+    for sec in dataclasses.fields(saved):
+        a, b = getattr(saved, sec.name), getattr(new, sec.name)
+        if not dataclasses.is_dataclass(a):
+            continue
+        for f in dataclasses.fields(a):
+            if f.name in RESUME_MAY_CHANGE.get(sec.name, ()) or (sec.name == "strategy" and f.name == "seed"):
+                continue
+            va, vb = getattr(a, f.name), getattr(b, f.name)
+            if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
+                out.append(f"{sec.name}.{f.name}: {va!r} -> {vb!r}")
+    return out
+
+
+def holds_steps(run_dir: Path) -> bool:
+    """Whether the folder holds a run's work: a metrics line or a checkpoint."""
+    run_dir = Path(run_dir)
+    metrics = run_dir / "metrics.jsonl"
+    has_lines = metrics.is_file() and metrics.stat().st_size > 0
+    return has_lines or any((run_dir / "checkpoints").glob("step_*"))
+
+
+def check_no_links(run_dir: Path) -> None:
+    """Refuse a symlink anywhere inside the run folder (the folder itself may be one: the user chose it)."""
+    run_dir = Path(run_dir)
+    for root, dirs, files in os.walk(run_dir, followlinks=False):
+        for name in dirs + files:
+            p = Path(root) / name
+            if p.is_symlink():
+                raise ConfigError(
+                    f"{p} is a symbolic link (to {os.readlink(p)}); a run folder must not hold links, because the "
+                    "trainer would write or delete files wherever they point. Remove the link, or start a new run "
+                    "in another folder"
+                )
+
+
+def check_saved_config(run_dir: Path, cfg: Any) -> None:
+    """A folder whose config.toml defines another run is refused, naming every field that differs."""
+    from reinforce_ada.training.config import load_toml
+
+    saved_path = Path(run_dir) / "config.toml"
+    if not saved_path.exists():
+        return
+    changed = changed_run_fields(load_toml(saved_path), cfg)
+    if changed:
+        raise ConfigError(
+            f"run folder {run_dir}: these fields define the run and differ from its config.toml: {'; '.join(changed)}"
+            ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
+            "change), or start a new run in another folder (--run-dir, run.run_dir)"
+        )
+
+
+def refuse_fresh_start(run_dir: Path) -> None:
+    """The error for training from step 0 in a folder that already holds steps (no resume was asked for)."""
+    raise ConfigError(
+        f"run.run_dir={str(run_dir)!r} already holds a run; resume it (reinforce-ada train --resume {run_dir}, or "
+        "Trainer.resume() before fit()) or choose a new --run-dir"
+    )
+
+
+def fresh_run_dir(cfg: Any, *, explicit: bool, resume: bool) -> Any:
+    """Never mix two runs in one folder: the default folder gets a numeric suffix, an explicit one is an error."""
+    run_dir = Path(cfg.run.run_dir)
+    if resume or not used(run_dir, cfg):
+        return cfg
+    if explicit:
+        if not holds_steps(run_dir):
+            check_saved_config(run_dir, cfg)  # names the fields of the other run's config
+        refuse_fresh_start(run_dir)
+    i = 1
+    while used(run_dir.with_name(f"{run_dir.name}-{i}"), cfg):
+        i += 1
+    new = run_dir.with_name(f"{run_dir.name}-{i}")
+    print(f"{run_dir} already holds a run: writing to {new}")
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, run_dir=str(new)))
+
+
+def used(run_dir: Path, cfg: Any) -> bool:
+    """Whether a fresh run cannot start in the folder: it holds steps, or another run's config."""
+    if holds_steps(run_dir):
+        return True
+    try:
+        check_saved_config(run_dir, cfg)
+    except ConfigError:
+        return True
+    return False
+
+
+def reached_step(run_dir: Path) -> int | None:
+    """The step of the folder's newest complete checkpoint (as its manifest records it), else None."""
+    from reinforce_ada.training import checkpoint
+
+    ckpt = checkpoint.latest(run_dir)
+    if ckpt is None:
+        return None
+    try:
+        return int(json.loads((ckpt / checkpoint.MANIFEST).read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+class RunLock:
+    """`fcntl.flock` on `<run>/.lock`, held until `release()` (or the process ends): one trainer per run folder."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK
+        self.fd: int | None = None
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise ConfigError(not_writable(Path(run_dir), e)) from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(self.fd)
+            self.fd = None
+            if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise ConfigError(f"run folder {run_dir}: cannot lock {self.path} ({e.strerror})") from None
+            raise ConfigError(
+                f"run folder {run_dir} is in use by another trainer (pid {holder}); wait for it to finish or stop "
+                "it. Two trainers on one folder would interleave their metrics and checkpoints"
+            ) from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def not_writable(run_dir: Path, e: OSError) -> str:
+    why = {errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied"}.get(
+        e.errno or 0, e.strerror or str(e)
+    )
+    return f"run folder {run_dir} cannot be written ({why}); the trainer writes its metrics and checkpoints there"
+
+
+def open_run_dir(cfg: Any) -> RunLock:
+    """Check the folder's promises before anything is loaded or written; returns the lock the trainer holds.
+
+    Order: the folder is created (an error if it cannot be), links inside it are refused, another run's config is
+    refused, then the lock is taken (a read-only folder fails here, up front)."""
+    run_dir = Path(cfg.run.run_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(not_writable(run_dir, e)) from None
+    if not run_dir.is_dir():
+        raise ConfigError(f"run.run_dir={str(run_dir)!r} is not a folder")
+    check_no_links(run_dir)
+    check_saved_config(run_dir, cfg)
+    lock = RunLock(run_dir)
+    if not os.access(run_dir, os.W_OK):
+        lock.release()
+        raise ConfigError(not_writable(run_dir, OSError(errno.EACCES, "permission denied")))
+    return lock
+
+
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write `path` atomically without following a link: a temporary file (created fresh, O_EXCL | O_NOFOLLOW) is
+    renamed over it, so a link at `path` is replaced, never written through."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data.encode() if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line to `path`, refusing to follow a link there (ELOOP names it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ConfigError(f"{path} is a symbolic link; the trainer does not write through links") from None
+        raise
+    with os.fdopen(fd, "a") as fh:
+        fh.write(line)
