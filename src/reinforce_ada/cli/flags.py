@@ -125,32 +125,6 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
     return cfg
 
 
-RESUME_MAY_CHANGE = {
-    "run": ("steps", "eval_every", "eval_samples", "save_every", "keep_checkpoints", "progress", "run_dir"),
-    "model": ("threads", "device"),
-    "task": ("verifier_timeout_s",),
-    "rollout": ("address", "cpus_per_worker", "gpus_per_worker", "threads", "timeout_s", "max_restarts", "local_cpus"),
-}
-"""Fields a resumed run may change: how long, how often it evaluates and saves, where it runs. Anything else would
-make the folder hold two different runs."""
-
-
-def changed_run_fields(saved: Any, new: Any) -> list[str]:
-    """`section.field: old -> new` for every field that defines the run and differs between the two configs."""
-    out = []
-    for sec in dataclasses.fields(saved):
-        a, b = getattr(saved, sec.name), getattr(new, sec.name)
-        if not dataclasses.is_dataclass(a):
-            continue
-        for f in dataclasses.fields(a):
-            if f.name in RESUME_MAY_CHANGE.get(sec.name, ()) or (sec.name == "strategy" and f.name == "seed"):
-                continue
-            va, vb = getattr(a, f.name), getattr(b, f.name)
-            if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
-                out.append(f"{sec.name}.{f.name}: {va!r} -> {vb!r}")
-    return out
-
-
 def metavar(type_name: str) -> str:
     """`int | None` -> INT, `tuple[float, ...]` -> FLOAT,FLOAT,... (the comma-separated form the parser reads)."""
     base = type_name.split(" | ")[0].strip()

@@ -37,6 +37,7 @@ RESUME_MAY_CHANGE = {
         "progress",
         "run_dir",
         "max_verifier_error_share",
+        "samples_per_step",
     ),
     "model": ("threads", "device"),
     "task": ("verifier_timeout_s",),
