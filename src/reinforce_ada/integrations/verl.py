@@ -145,10 +145,13 @@ class AdaReplayBuffer(ReplayBuffer):
             if ready:
                 partition = self.partitions[partition_id]
                 for uid, sessions in read_sessions(partition, ready, partition_id).items():
-                    driver.observe(uid, sessions)
+                    driver.observe(uid, sessions, pump=False)
+                driver.pump()  # one dispatch for every request this poll made possible
                 continue
             if driver.done():
                 break
+            if not driver.outstanding:
+                raise RuntimeError(f"{driver.cfg.name} is not done but has nothing dispatched or to dispatch")
             time.sleep(self.poll_interval)
         trained = driver.finish()
         tags = dict(self.partitions[partition_id])

@@ -151,9 +151,9 @@ class StepDriver:
         self._reset()
         self.steps += 1
         self.strategy.begin(self._take(num_prompts), in_flight="cancel", prefetch=False)
-        self._pump()
+        self.pump()
 
-    def _pump(self) -> None:
+    def pump(self) -> None:
         while want := self.strategy.wanted_prompts():
             self.strategy.add_prompts(self._take(want))
         self._submit(self.strategy.propose())
@@ -179,8 +179,9 @@ class StepDriver:
         self.dispatch(batch)
 
     # -- results ----------------------------------------------------------------------------------------------------
-    def observe(self, uid: str, sessions: Sequence[Session]) -> None:
-        """A dispatched uid finished; sessions missing from `sessions` failed (reward 0, never trained)."""
+    def observe(self, uid: str, sessions: Sequence[Session], *, pump: bool = True) -> None:
+        """A dispatched uid finished; sessions missing from `sessions` failed (reward 0, never trained).
+        `pump=False` defers refills and new requests to the next `pump()` (one dispatch for many finished uids)."""
         sub = self.outstanding.pop(uid, None)
         if sub is None:
             raise ValueError(f"uid {uid!r} was not dispatched by this step or was observed twice")
@@ -203,7 +204,8 @@ class StepDriver:
         self.ledger.samples_generated += len(samples)
         self.ledger.tokens_generated += sum(s.num_tokens for s in samples)
         self.strategy.observe(samples)  # no prefetch: nothing is ever in flight for a stopped prompt
-        self._pump()
+        if pump:
+            self.pump()
 
     def done(self) -> bool:
         return not self.outstanding and self.strategy.done()
