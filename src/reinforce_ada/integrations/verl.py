@@ -233,9 +233,10 @@ class AdaPPOTrainer(PPOTrainerSync):
         return folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)
 
     def _save_checkpoint(self):
+        # before verl's own files: verl writes latest_checkpointed_iteration.txt (what a resume trusts) and runs its
+        # checkpoint callback (uploads) last, so the folder is complete by then
+        save_state(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"), self.ada)
         super()._save_checkpoint()
-        folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-        save_state(folder, self.ada)
 
     def _load_checkpoint(self):
         super()._load_checkpoint()
