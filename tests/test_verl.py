@@ -255,6 +255,8 @@ def test_config_from_verl_hydra_overrides(compose):
         strategy_config_from(compose("+ada.strategy=seq", "+ada.samples=8"))
     with pytest.raises(ConfigError, match="adv_estimator=gae"):
         AdaPPOTrainer(compose(*PRESET[1:], "actor_rollout_ref.rollout.n=4"))
+    with pytest.raises(ConfigError, match="enable_resource_pool"):
+        AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "reward.reward_model.enable=True"))
     with pytest.raises(ConfigError, match="filter_groups"):
         AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "algorithm.filter_groups.enable=True"))
 

@@ -78,6 +78,13 @@ def check_config(config: DictConfig, cfg: StrategyConfig) -> None:
             f"algorithm.adv_estimator={config.algorithm.adv_estimator} trains a critic, which reinforce_ada does not "
             "support: set algorithm.adv_estimator=grpo (verl's default is gae); the strategy's advantages replace it"
         )
+    reward_model = config.reward.reward_model
+    if reward_model.enable and not reward_model.enable_resource_pool:
+        raise ConfigError(
+            "reward.reward_model.enable=True without reward.reward_model.enable_resource_pool: a colocated reward "
+            "model scores after sampling, but the strategy needs each reward as it arrives; give it its own pool "
+            "or use a rule-based reward (the same condition as verl's algorithm.filter_groups)"
+        )
     n = int(config.actor_rollout_ref.rollout.n)
     if n != cfg.n:
         raise ConfigError(
