@@ -325,6 +325,13 @@ def test_trainer_step_over_a_real_transfer_queue(compose, transfer_queue):
     trained = trainer.replay_buffer.last
     assert batch.keys == trained.keys and len(batch.keys) == 6 * 4
     assert metrics["ada/prompts_trained"] == 6 and metrics["ada/rounds"] > 1
+    # what verl's step does with the sampler's metrics before its tracker logs them: they arrive unchanged
+    from verl.trainer.ppo.v1.utils import MetricsAggregator
+
+    aggregator = MetricsAggregator()
+    aggregator.add_step_metrics(metrics, sample_count=len(batch.keys))
+    logged = aggregator.get_aggregated_metrics()
+    assert {k: v for k, v in logged.items() if k.startswith("ada/")} == pytest.approx(metrics)
     left = tq.kv_list("train")["train"]
     assert set(left) == set(batch.keys)  # non-kept trajectories and every prompt uid are cleared
     # the strategy's advantage x weight is what verl's actor reads, on every response token
