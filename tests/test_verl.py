@@ -30,6 +30,7 @@ from reinforce_ada.integrations.verl import (  # noqa: E402
     TRAINER_NAME,
     AdaPPOTrainer,
     AdaReplayBuffer,
+    check_verl,
     load_state,
     save_state,
     strategy_config_from,
@@ -206,6 +207,19 @@ def test_duplicate_dataset_index_is_refused():
     driver = StepDriver(StrategyConfig(name="seq"), fetch_batch=same_index, dispatch=lambda rows: None)
     with pytest.raises(ConfigError, match="extra_info.index"):
         driver.begin(3)
+
+
+def test_an_untested_verl_fails_loudly_when_the_trainer_is_built(monkeypatch):
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    check_verl()  # the installed verl is in range
+    monkeypatch.setattr(verl, "__version__", "0.10.0")
+    with pytest.raises(RuntimeError, match=r"verl>=0.9.1,<0.10; found verl 0.10.0"):
+        check_verl()
+    monkeypatch.setattr(verl, "__version__", "0.9.1")
+    monkeypatch.delattr(PPOTrainer, "_fetch_one_gen_batch")
+    with pytest.raises(RuntimeError, match="lacks .'PPOTrainerSync._fetch_one_gen_batch'"):
+        check_verl()
 
 
 # -- verl's config, trainer registry and TransferQueue (slow: importing verl's trainer stack and Ray) ----------------

@@ -45,7 +45,29 @@ TRAINER_NAME = "reinforce_ada"
 TESTED_VERL = ">=0.9.1,<0.10"
 STATE_FILE = "reinforce_ada.json"
 DRIVER_KEYS = {"strategy": "the strategy name (StrategyConfig.name)", "poll_interval_s": "TransferQueue poll period"}
+USED = {
+    PPOTrainerSync: ("_fetch_one_gen_batch", "_submit_batch_to_rollout", "prepare_step", "_compute_advantage"),
+    ReplayBuffer: ("_sync_metadata_from_transfer_queue",),
+}
+"""verl methods the plugin calls or overrides. They are checked when the trainer is built, not at import: verl
+swallows a plugin's import error at DEBUG level, so only a later check can fail loudly."""
+BUFFER_STATE = ("partitions", "finished_keys", "failure_keys", "poll_interval")
+"""`ReplayBuffer` attributes (set by its __init__) that `AdaReplayBuffer.sample` reads."""
 logger = logging.getLogger(__name__)
+
+
+def check_verl() -> None:
+    """Fail naming the tested range when verl's version or the methods we use differ."""
+    import verl
+    from packaging.specifiers import SpecifierSet
+
+    gone = [f"{cls.__name__}.{name}" for cls, names in USED.items() for name in names if not hasattr(cls, name)]
+    if verl.__version__ not in SpecifierSet(TESTED_VERL) or gone:
+        raise RuntimeError(
+            f"reinforce-ada's verl plugin is tested with verl{TESTED_VERL}; found verl {verl.__version__}"
+            + (f", which lacks {gone}" if gone else "")
+            + f": pip install 'verl{TESTED_VERL}'"
+        )
 
 
 def strategy_config_from(config: DictConfig) -> tuple[StrategyConfig, float]:
@@ -138,6 +160,9 @@ class AdaReplayBuffer(ReplayBuffer):
 
     def __init__(self, *args: Any, driver: StepDriver, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        missing = [name for name in BUFFER_STATE if not hasattr(self, name)]
+        if missing:
+            raise RuntimeError(f"verl's ReplayBuffer no longer sets {missing}; tested with verl{TESTED_VERL}")
         self.driver = driver
         self.last: Trained | None = None
 
@@ -193,6 +218,7 @@ class AdaPPOTrainer(PPOTrainerSync):
     """verl's sync trainer with reinforce-ada sampling (module docstring)."""
 
     def __init__(self, config: DictConfig):
+        check_verl()
         self.ada_config, self.ada_poll_s = strategy_config_from(config)
         check_config(config, self.ada_config)
         self.ada = StepDriver(self.ada_config, fetch_batch=self._ada_fetch, dispatch=self._ada_dispatch)
