@@ -325,7 +325,7 @@ def transfer_queue():
 
 
 @pytest.mark.slow
-def test_trainer_step_over_a_real_transfer_queue(compose, transfer_queue):
+def test_trainer_step_over_a_real_transfer_queue(compose, transfer_queue, capsys):
     tq = transfer_queue
     from torchdata.stateful_dataloader import StatefulDataLoader
 
@@ -346,6 +346,10 @@ def test_trainer_step_over_a_real_transfer_queue(compose, transfer_queue):
     aggregator.add_step_metrics(metrics, sample_count=len(batch.keys))
     logged = aggregator.get_aggregated_metrics()
     assert {k: v for k, v in logged.items() if k.startswith("ada/")} == pytest.approx(metrics)
+    from verl.utils.tracking import Tracking
+
+    Tracking(project_name="p", experiment_name="e", default_backend=["console"]).log(data=logged, step=1)
+    assert "ada/samples_generated" in capsys.readouterr().out
     left = tq.kv_list("train")["train"]
     assert set(left) == set(batch.keys)  # non-kept trajectories and every prompt uid are cleared
     # the strategy's advantage x weight is what verl's actor reads, on every response token
