@@ -284,11 +284,22 @@ class FakeAgentLoop:
     def generate_sequences(self, batch):
         import transfer_queue as tq
         from tensordict import TensorDict
+        from tensordict.tensorclass import NonTensorData, NonTensorStack
 
         for i in range(len(batch)):
-            uid = tu.unwrap_non_tensor_data(batch["uid"][i])
-            n = int(tu.unwrap_non_tensor_data(batch[ROLLOUT_N][i]))
-            index = int(tu.unwrap_non_tensor_data(batch["index"][i]))
+            prompt = {}  # AgentLoopWorkerTQ.generate_sequences' per-row unpacking (it refuses other column types)
+            for k, v in batch.items():
+                if isinstance(v, torch.Tensor):
+                    prompt[k] = v[i]
+                elif isinstance(v, NonTensorStack):
+                    prompt[k] = v[i].data
+                elif isinstance(v, NonTensorData):
+                    prompt[k] = v.data
+                else:
+                    raise TypeError(f"AgentLoopWorkerTQ cannot unpack column {k!r} of type {type(v)}")
+            uid, index = prompt["uid"], int(prompt["index"])
+            n = prompt.pop(ROLLOUT_N, 1)  # as _run_prompt: the row's count, else rollout.n
+            assert isinstance(n, int) and prompt["global_steps"] == 1
             tq.kv_put(key=uid, partition_id="train", tag={"status": "running"})
             keys, masks, scores, tags = [], [], [], []
             for s in range(n):
