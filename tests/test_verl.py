@@ -41,39 +41,7 @@ from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.rounds import collect  # noqa: E402
 from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy  # noqa: E402
 from reinforce_ada.types import Prompt, Sample  # noqa: E402
-
-PASS_RATE = (0.0, 0.1, 0.5, 0.9, 1.0, 0.3)
-
-
-def reward(index: int, ordinal: int) -> float:
-    """Deterministic Bernoulli reward of a prompt's ordinal-th sample (same for both drivers)."""
-    return float(np.random.default_rng([index, ordinal]).random() < PASS_RATE[index % len(PASS_RATE)])
-
-
-def dataset_rows(start: int, count: int) -> list[dict]:
-    return [
-        {
-            "raw_prompt": [{"role": "user", "content": f"question {i}"}],
-            "data_source": "toy",
-            "reward_model": {"ground_truth": str(i)},
-            "extra_info": {"index": i},
-            "index": i,
-        }
-        for i in range(start, start + count)
-    ]
-
-
-class Rows:
-    """verl's fetch path: `collate_fn` over dataset rows, a uid column, `tu.get_tensordict` (_fetch_one_gen_batch)."""
-
-    def __init__(self, gen_batch: int):
-        self.gen_batch, self.next = gen_batch, 0
-
-    def __call__(self):
-        batch = collate_fn(dataset_rows(self.next, self.gen_batch))
-        self.next += self.gen_batch
-        batch["uid"] = np.array([f"fetch{self.next}x{i}" for i in range(self.gen_batch)], dtype=object)
-        return tu.get_tensordict(batch)
+from tests.verl_fixtures import FakeAgentLoop, Rows, WorkerGroupStub, dataset_rows, reward  # noqa: E402
 
 
 def run_driver(cfg: StrategyConfig, steps: int, batch: int) -> tuple[StepDriver, list, list]:
@@ -275,54 +243,6 @@ def test_config_from_verl_hydra_overrides(compose):
         AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "algorithm.filter_groups.enable=True"))
 
 
-class FakeAgentLoop:
-    """Stands in for verl's AgentLoopManagerTQ (no GPU here): writes what AgentLoopWorkerTQ writes to TransferQueue."""
-
-    def __init__(self):
-        self.sent: dict[int, int] = {}
-
-    def generate_sequences(self, batch):
-        import transfer_queue as tq
-        from tensordict import TensorDict
-        from tensordict.tensorclass import NonTensorData, NonTensorStack
-
-        for i in range(len(batch)):
-            prompt = {}  # AgentLoopWorkerTQ.generate_sequences' per-row unpacking (it refuses other column types)
-            for k, v in batch.items():
-                if isinstance(v, torch.Tensor):
-                    prompt[k] = v[i]
-                elif isinstance(v, NonTensorStack):
-                    prompt[k] = v[i].data
-                elif isinstance(v, NonTensorData):
-                    prompt[k] = v.data
-                else:
-                    raise TypeError(f"AgentLoopWorkerTQ cannot unpack column {k!r} of type {type(v)}")
-            uid, index = prompt["uid"], int(prompt["index"])
-            n = prompt.pop(ROLLOUT_N, 1)  # as _run_prompt: the row's count, else rollout.n
-            assert isinstance(n, int) and prompt["global_steps"] == 1
-            tq.kv_put(key=uid, partition_id="train", tag={"status": "running"})
-            keys, masks, scores, tags = [], [], [], []
-            for s in range(n):
-                ordinal = self.sent.get(index, 0) + s
-                length = 3 + ordinal % 4
-                score = torch.zeros(length)
-                score[-1] = reward(index, ordinal)
-                keys.append(f"{uid}_{s}_0")
-                masks.append(torch.ones(length, dtype=torch.int64))
-                scores.append(score)
-                tags.append({"status": "success", "prompt_len": 2, "response_len": length, "seq_len": 2 + length})
-            self.sent[index] = self.sent.get(index, 0) + n
-            fields = TensorDict(
-                {
-                    "response_mask": torch.nested.nested_tensor(masks, layout=torch.jagged),
-                    "rm_scores": torch.nested.nested_tensor(scores, layout=torch.jagged),
-                },
-                batch_size=n,
-            )
-            tq.kv_batch_put(keys=keys, partition_id="train", fields=fields, tags=tags)
-            tq.kv_put(key=uid, partition_id="train", tag={"status": "finished"})
-
-
 @pytest.fixture(scope="module")
 def transfer_queue():
     import ray
@@ -404,19 +324,6 @@ def test_example_config_and_gpu_script_overrides_compose_against_verl(compose, t
     rows = pd.read_parquet(tmp_path / "data" / "train.parquet")
     assert list(rows.extra_info.map(lambda e: e["index"])) == [0, 1, 2, 3]
     assert any("config.json" in m for m in script.missing(str(tmp_path)))  # no model there: named, not crashed
-
-
-class WorkerGroupStub:
-    """Stands in for the actor worker group (FSDP workers need a GPU): records checkpoint calls."""
-
-    def __init__(self):
-        self.calls = []
-
-    def save_checkpoint(self, local_path, *args, **kwargs):
-        self.calls.append(("save", local_path))
-
-    def load_checkpoint(self, local_path, **kwargs):
-        self.calls.append(("load", local_path))
 
 
 @pytest.mark.slow
