@@ -3,4 +3,7 @@ in the library imports them.
 
 - `integrations.trl`: `AdaGRPOConfig` and `AdaGRPOTrainer`, a drop-in TRL `GRPOTrainer` whose sampling is decided
   by our strategies (`pip install -e ".[trl]"`; see docs/trl.md).
+- `integrations.verl` (+ `verl_driver`): a verl 0.9 plugin (entry point `verl.plugins`): `AdaPPOTrainer`,
+  registered as `trainer.v1.trainer_mode=reinforce_ada`, and `AdaReplayBuffer` (`pip install -e ".[verl]"`; see
+  docs/verl.md).
 """
