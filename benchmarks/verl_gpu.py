@@ -14,7 +14,7 @@ GPU. What it does:
 None of verl, vLLM, a CUDA torch or the model fit in the 64 MiB the device tool carries: they must already be on the
 GPU machine. Only this repository travels (run with PYTHONPATH=src).
 
-    PYTHONPATH=src python benchmarks/verl_gpu.py --model /models/Qwen2.5-0.5B-Instruct --out "$OUT"
+    PYTHONPATH=src python -m benchmarks.verl_gpu --model /models/Qwen2.5-0.5B-Instruct --out "$OUT"
 """
 
 from __future__ import annotations
