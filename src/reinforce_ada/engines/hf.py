@@ -155,6 +155,12 @@ class HFEngine:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.set_state(state["generator"])
 
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """The weights of `model` changed in place. Nothing to do here: every `generate` prefills afresh (the
+        continuous engines drop their prompt cache). Part of the engine contract (`engines/protocol.py`)."""
+        if model is not self.model:
+            raise ConfigError("sync_weights(model): this engine samples from its own model object; pass that one")
+
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """k samples per request, in request order, `index` 0..k-1 within each request, `reward` None."""
         start = time.perf_counter()

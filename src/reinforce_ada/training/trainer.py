@@ -47,7 +47,7 @@ from reinforce_ada.training import checkpoint
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
-from reinforce_ada.training.losses import importance_weights, policy_loss
+from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker
@@ -153,8 +153,9 @@ class Trainer:
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
-        if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
-            self.engine.sync_weights(self.model)
+        # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
+        # (an in-place or fused optimizer step moves no version counter the engine could watch)
+        self.engine.sync_weights(self.model)
         self.step += 1
         m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
@@ -250,13 +251,15 @@ class Trainer:
     def accumulate(self, mb: list[Row], drift: Drift | None = None) -> tuple[float, float, float, bool]:
         """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""
         o, temp = self.cfg.optim, self.cfg.generation.temperature
-        by_tokens = o.agg == "token-mean"
-        denom = sum(len(r.completion_ids) for r in mb) if by_tokens else len(mb)
+        denom = aggregation_units(o.agg, [len(r.completion_ids) for r in mb])
         total_loss = total_ent = total_clip = 0.0
         device = next(self.model.parameters()).device
         for lo in range(0, len(mb), o.micro_batch_size):
             micro = mb[lo : lo + o.micro_batch_size]
-            share = (sum(len(r.completion_ids) for r in micro) if by_tokens else len(micro)) / denom
+            units = aggregation_units(o.agg, [len(r.completion_ids) for r in micro])
+            if units == 0:  # only empty completions: nothing the aggregation counts, and no gradient
+                continue
+            share = units / denom
             prompts, comps = [r.prompt_ids for r in micro], [r.completion_ids for r in micro]
             with self._autocast():
                 logp, mask, ent = sequence_logprobs(
