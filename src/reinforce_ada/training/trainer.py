@@ -46,6 +46,7 @@ from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
@@ -75,6 +76,7 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
+        disable_dropout(self.model)  # the engines sample without dropout: the learner must compute the same policy
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
         self.too_long = {}
         limit = context_limit(self.model, cfg.generation.max_new_tokens)
