@@ -27,13 +27,15 @@ import time
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from reinforce_ada.engines.hf import HFEngine, sample_next
+from reinforce_ada.engines.protocol import Capabilities
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 
@@ -108,19 +110,17 @@ class ContinuousEngine(HFEngine):
         """Bumped by `sync_weights`: the prompt cache holds KV for this version only."""
         self._counters = self._counter_sum()
 
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
+
     @classmethod
     def from_engine(cls, engine: HFEngine, **kwargs: Any) -> ContinuousEngine:
         """A streaming engine with `engine`'s model, tokenizer and sampling settings (a fresh generator)."""
-        base = dict(
-            max_new_tokens=engine.max_new_tokens,
-            temperature=engine.temperature,
-            top_p=engine.top_p,
-            top_k=engine.top_k,
-            stop=engine.stop,
-            seed=engine.seed,
-            eos_token_ids=engine.eos_token_ids,
-        )
+        base = {k: v for k, v in HFEngine.settings(engine).items() if k not in ("batch_size", "drop_finished")}
         return cls(engine.model, engine.tokenizer, **{**base, **kwargs})
+
+    def settings(self) -> dict[str, Any]:
+        layout = dict(slots=self.slots, steps_per_poll=self.steps_per_poll, max_cached_prompts=self.max_cached_prompts)
+        return {**super().settings(), **layout}
 
     # -- the StreamingEngine protocol ----------------------------------------------------------------------------
     def submit(self, requests: Sequence[Request]) -> list[int]:
@@ -191,19 +191,7 @@ class ContinuousEngine(HFEngine):
     # -- round mode on the same engine ---------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
-        if not self.idle():
-            raise RuntimeError("the engine has streaming work in flight; generate needs it idle")
-        tickets = self.submit(requests)
-        done: dict[int, Sample] = {}
-        while not self.idle():
-            done.update((s.index, s) for s in self.poll())
-        out = [done[t] for t in tickets]
-        j = 0
-        for r in requests:
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self, requests)
 
     def clear_prompt_cache(self) -> None:
         self.prompt_kv.clear()

@@ -25,10 +25,11 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
+from reinforce_ada.engines.protocol import Capabilities, EngineSpec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
 from reinforce_ada.types import Request, Sample
@@ -115,7 +116,26 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top
 
 
 class HFEngine:
-    """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs."""
+    """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs.
+
+    Registered as "hf" (`engines.factory`): `build` picks the layout -- this class for rounds, a continuous-batching
+    subclass for streaming or the fused decode (`local_engine`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    @classmethod
+    def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> HFEngine:
+        from reinforce_ada.engines.factory import local_engine
+
+        return local_engine(
+            model,
+            tokenizer,
+            decode=spec.decode,
+            streaming=spec.streaming,
+            slots=spec.slots,
+            batch_size=spec.batch_size,
+            **spec.sampling(),
+        )
 
     def __init__(
         self,
@@ -149,6 +169,27 @@ class HFEngine:
         self.throughput = Throughput()
         self._modules = list(model.modules())
 
+    def settings(self) -> dict[str, Any]:
+        """The constructor's keyword arguments that rebuild this engine over the same model."""
+        return dict(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            stop=self.stop,
+            seed=self.seed,
+            eos_token_ids=self.eos_token_ids,
+            batch_size=self.batch_size,
+            drop_finished=self.drop_finished,
+        )
+
+    def with_sampling(self, **overrides: Any) -> HFEngine:
+        """A new engine of this class over the same model, with `overrides` (e.g. temperature=0, seed=0) applied."""
+        return type(self)(self.model, self.tokenizer, **{**self.settings(), **overrides})
+
+    def reseed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
+
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state()}
 
@@ -157,7 +198,7 @@ class HFEngine:
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """The weights of `model` changed in place. Nothing to do here: every `generate` prefills afresh (the
-        continuous engines drop their prompt cache). Part of the engine contract (`engines/protocol.py`)."""
+        continuous engines drop their prompt cache)."""
         if model is not self.model:
             raise ConfigError("sync_weights(model): this engine samples from its own model object; pass that one")
 

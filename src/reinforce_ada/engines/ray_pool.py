@@ -36,13 +36,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from reinforce_ada.engines.config import GenerationConfig, RolloutConfig
+from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, engine_spec
+from reinforce_ada.engines.protocol import Capabilities
 from reinforce_ada.engines.ray_worker import RolloutWorker
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 STARTUP_TIMEOUT_S = 300.0
@@ -90,7 +92,10 @@ class _Worker:
 
 
 class RayRolloutPool:
-    """`workers` Ray actors, each a `RolloutWorker`; see the module docstring."""
+    """`workers` Ray actors, each a `RolloutWorker`; see the module docstring. A `RolloutEngine` (not registered by
+    name: the trainer builds it when `rollout.workers > 0`, and each worker builds the engine `rollout.engine`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, own_weights=True, step_metrics=True)
 
     def __init__(
         self,
@@ -110,13 +115,8 @@ class RayRolloutPool:
         self.ray, self.cfg, self.model, self.seed = ray, rollout, model, seed
         self.timeout_s = rollout.timeout_s
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        g = generation
-        kwargs = dict(
-            max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, seed=seed
-        )
-        if rollout.engine == "hf":
-            kwargs.update(decode=g.decode, slots=g.slots, batch_size=g.batch_size)
-        self._actor_args = (str(model_path), model_cfg, rollout.engine, kwargs, rollout.threads)
+        spec = engine_spec(generation, seed=seed, streaming=False, bf16=getattr(model_cfg, "bf16", False))
+        self._actor_args = (str(model_path), model_cfg, rollout.engine, spec, rollout.threads)
         connect(rollout)
         env = {"OMP_NUM_THREADS": str(rollout.threads), "MKL_NUM_THREADS": str(rollout.threads)}
         self._actor_cls = ray.remote(RolloutWorker).options(
@@ -202,19 +202,7 @@ class RayRolloutPool:
     # -- round mode ----------------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
-        if not self.idle():
-            raise RuntimeError("the pool has streaming work in flight; generate needs it idle")
-        tickets = self.submit(requests)
-        got: dict[int, Sample] = {}
-        while not self.idle():
-            got.update((s.index, s) for s in self.poll())
-        out = [got[t] for t in tickets]
-        j = 0
-        for r in requests:
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self, requests)
 
     # -- weights, state, metrics ---------------------------------------------------------------------------------
     def sync_weights(self, model: Any) -> None:
@@ -256,6 +244,16 @@ class RayRolloutPool:
             del self.pending[c.id]
         self.dropped.clear()
         self.results.clear()
+
+    def reseed(self, seed: int) -> None:
+        """Chunk seeds derive from (seed, weights version, chunk number): restart the chunk count under `seed`."""
+        self.seed, self.next_chunk = seed, 0
+
+    def with_sampling(self, **overrides: Any) -> RayRolloutPool:
+        raise ConfigError(
+            "a Ray rollout pool's sampling settings are fixed when its workers start; build another pool (or use "
+            f"engines.build_engine in this process) for other settings ({sorted(overrides)})"
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {"version": self.version, "next_chunk": self.next_chunk}

@@ -2,8 +2,10 @@
 
 1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
    streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
-   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM, in
-   this process, or a pool of Ray rollout workers (`[rollout] workers > 0`, `training.rollout`).
+   (`collect`). The engine is `engines.build_engine(generation.engine, ...)` (hf: `SlotEngine` for Llama-family
+   models; vLLM), in this process, or a pool of Ray rollout workers each building it (`[rollout] workers > 0`,
+   `training.rollout`). The trainer relies on the `engines.protocol.RolloutEngine` contract and its declared
+   capabilities only; `sync_weights` after every update, so no engine samples from stale weights.
 2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs, its advantage and
    its prompt's weight. The PPO "old" policy is the sampler's log-probs (`optim.old_logprobs="sampler"`, exact when
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
@@ -33,7 +35,8 @@ import numpy as np
 import torch
 
 from reinforce_ada import tasks
-from reinforce_ada.engines import local_engine
+from reinforce_ada.engines import RolloutEngine, build_engine
+from reinforce_ada.engines.config import engine_spec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import evaluate
 from reinforce_ada.models.forward import right_pad, sequence_logprobs
@@ -97,25 +100,12 @@ class Trainer:
             self.too_long[f"prompts_too_long_{split}"] = len(dropped)
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
-        g = cfg.generation
-        sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
-        if cfg.rollout.workers > 0:  # Ray rollout workers (docs/ray.md)
-            self.engine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
-        elif cfg.engine == "vllm":
-            from reinforce_ada.engines.vllm import VLLMEngine
-
-            dtype = "bfloat16" if cfg.model.bf16 else "float32"  # vLLM's "auto" downcasts fp32 checkpoints on CPU
-            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, dtype=dtype, **sampling)
+        self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
+        if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
+            self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
         else:
-            self.engine = local_engine(
-                self.model,
-                self.tokenizer,
-                decode=g.decode,
-                streaming=cfg.streaming,
-                slots=g.slots,
-                batch_size=g.batch_size,
-                seed=cfg.run.seed,
-                **sampling,
+            self.engine = build_engine(
+                cfg.engine, self.spec, model=self.model, tokenizer=self.tokenizer, model_path=str(self.model_path)
             )
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
@@ -151,7 +141,7 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
-        if hasattr(self.engine, "step_metrics"):  # Ray rollout workers: per-worker samples and busy time, restarts
+        if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
@@ -304,18 +294,10 @@ class Trainer:
 
     # -- evaluation, checkpoints, the loop -----------------------------------------------------------------------
     def evaluate(self) -> dict[str, Any]:
-        g = self.cfg.generation
-        eng = local_engine(
-            self.model,
-            self.tokenizer,
-            decode=g.decode,
-            streaming=False,
-            slots=g.slots,
-            batch_size=g.batch_size,
-            max_new_tokens=g.max_new_tokens,
-            temperature=g.temperature,
-            seed=self.cfg.run.seed * 100_003 + self.step,
-        )  # own seed: no drift
+        seed = self.cfg.run.seed * 100_003 + self.step  # own seed: no drift
+        # at generation.temperature, without top-k/top-p (as before the factory)
+        spec = dataclasses.replace(self.spec, streaming=False, top_p=1.0, top_k=0, seed=seed)
+        eng = build_engine("hf", spec, model=self.model, tokenizer=self.tokenizer)
         return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)
 
     def state_dict(self) -> dict[str, Any]:
