@@ -38,7 +38,12 @@ def build_engine(name: str, spec: EngineSpec, *, model: Any, tokenizer: Any, mod
         raise ConfigError(f"engine {name!r} loads its own copy of the policy: give model_path (the model folder)")
     if not cls.capabilities.own_weights and model is None:
         raise ConfigError(f"engine {name!r} samples from the in-process model: give model")
-    return cls.build(spec, model=model, tokenizer=tokenizer, model_path=model_path)
+    engine = cls.build(spec, model=model, tokenizer=tokenizer, model_path=model_path)
+    if spec.streaming and not engine.capabilities.streaming:
+        raise ConfigError(
+            f"engine {name!r} does not stream (no submit/poll); set generation.streaming=false to sample in rounds"
+        )
+    return engine
 
 
 def local_engine(

@@ -101,6 +101,17 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
+SAMPLING_DEFAULTS: dict[str, Any] = {"max_new_tokens": 16, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "stop": ()}
+"""The sampling settings every engine takes, and their defaults (`HFEngine`'s keyword arguments)."""
+
+
+def pop_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take the sampling settings out of `kwargs` (defaults for those missing) and check them."""
+    settings = {name: kwargs.pop(name, default) for name, default in SAMPLING_DEFAULTS.items()}
+    check_sampling(**settings)
+    return settings
+
+
 def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top_k: int, stop: Sequence[str]) -> None:
     """Sampling settings shared by every engine; the message names the bad one and its valid range."""
     if max_new_tokens < 1:

@@ -93,19 +93,17 @@ class VLLMEngine:
         model_path: str,
         tokenizer: Any,
         *,
-        max_new_tokens: int = 16,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        stop: Sequence[str] = (),
         seed: int = 0,
         dtype: str = "auto",
         gpu_memory_utilization: float = 0.4,
-        **llm_kwargs: Any,
+        **kwargs: Any,
     ):
-        from reinforce_ada.engines.hf import check_sampling
+        """`kwargs`: the sampling settings `HFEngine` takes (max_new_tokens, temperature, top_p, top_k, stop: see
+        `engines.hf.SAMPLING_DEFAULTS`); the rest goes to `vllm.LLM`."""
+        from reinforce_ada.engines.hf import pop_sampling
 
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
+        llm_kwargs = dict(kwargs)
+        s = pop_sampling(llm_kwargs)
         try:
             import vllm
             from vllm.sampling_params import RequestOutputKind
@@ -123,11 +121,11 @@ class VLLMEngine:
         self.llm = vllm.LLM(model=model_path, logprobs_mode="processed_logprobs", **kwargs)
         self.engine = self.llm.llm_engine
         self.params = dict(
-            max_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k if top_k > 0 else -1,
-            stop=list(stop) or None,
+            max_tokens=s["max_new_tokens"],
+            temperature=s["temperature"],
+            top_p=s["top_p"],
+            top_k=s["top_k"] if s["top_k"] > 0 else -1,
+            stop=list(s["stop"]) or None,
             logprobs=0,
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
