@@ -27,6 +27,7 @@
    counts them. With no worker left the pool raises `NoWorkersLeft` (the trainer saves a checkpoint first).
 6) Metrics (`step_metrics`, per step): samples and busy seconds per worker, so imbalance is visible, restarts, the
    weights versions that sampled, and the samples decoded for nothing after a cancel.
+Joining the cluster and checking it can hold the workers is `engines.ray_cluster`'s.
 Owns: `RayRolloutPool`, `NoWorkersLeft`, `chunk_seed`. May import: `types`, `errors`, `models`, `engines`; imports
 `ray` lazily (the `[ray]` extra), so the package imports without it.
 """
@@ -42,6 +43,7 @@ import numpy as np
 
 from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, engine_spec
 from reinforce_ada.engines.protocol import Capabilities
+from reinforce_ada.engines.ray_cluster import alive_nodes, check_resources, connect
 from reinforce_ada.engines.ray_worker import RolloutWorker
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.over_stream import generate_over_stream
@@ -118,6 +120,7 @@ class RayRolloutPool:
         spec = engine_spec(generation, seed=seed, streaming=False, bf16=getattr(model_cfg, "bf16", False))
         self._actor_args = (str(model_path), model_cfg, rollout.engine, spec, rollout.threads)
         connect(rollout)
+        check_resources(rollout, alive_nodes(ray))  # an actor no node can hold would be queued forever
         env = {"OMP_NUM_THREADS": str(rollout.threads), "MKL_NUM_THREADS": str(rollout.threads)}
         self._actor_cls = ray.remote(RolloutWorker).options(
             num_cpus=rollout.cpus_per_worker,
@@ -358,7 +361,11 @@ class RayRolloutPool:
         now = time.monotonic()
         for w in self._live():
             if w.index in deadlines and now > deadlines[w.index] and (w.ready_ref is not None or w.index in busy):
-                what = "loaded no weights" if w.ready_ref is not None else "returned nothing"
+                what = (  # a worker never scheduled (cluster resources taken by others) also ends here
+                    "started and loaded no weights (is the cluster short of rollout.cpus_per_worker / gpus_per_worker?)"
+                    if w.ready_ref is not None
+                    else "returned nothing"
+                )
                 self._lost(w, f"{what} for {self._limit(w):g} s (hung)")
 
     def _limit(self, w: _Worker) -> float:
@@ -434,16 +441,3 @@ def _faults(ray: Any) -> tuple[type[BaseException], ...]:
 def _weights_signature(model: Any) -> int:
     """Changes whenever any parameter is written in place (optimizer step, `load_state_dict`, `copy_`)."""
     return sum(p._version for p in model.parameters())
-
-
-def connect(rollout: RolloutConfig) -> None:
-    """Join the Ray cluster `rollout.address` names, or start a local one (once per process)."""
-    import ray
-
-    if ray.is_initialized():
-        return
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    if rollout.address:
-        ray.init(address=rollout.address, **kwargs)
-    else:
-        ray.init(num_cpus=rollout.local_cpus or None, **kwargs)

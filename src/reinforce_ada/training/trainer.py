@@ -348,6 +348,7 @@ class Trainer:
             self.opt.load_state_dict(state["optimizer"])
             self.strategy.load_state_dict(state["strategy"])
             self.order.load_state_dict(state["order"])
+            self.engine.sync_weights(self.model)  # vLLM would otherwise sample from the base weights until step 1 ends
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])
