@@ -94,6 +94,12 @@ def check_contract(name, streaming, tiny_llama, char_tokenizer, model_dir) -> No
         assert isinstance(engine.step_metrics(), dict)
 
 
+def test_an_engine_without_its_declarations_fails_loudly(monkeypatch):
+    monkeypatch.setitem(ENGINES, "bare", "reinforce_ada.types:Sample")  # a class that is no engine
+    with pytest.raises(ConfigError, match=r"engine 'bare' .*must declare `capabilities = Capabilities"):
+        engine_class("bare")
+
+
 def test_unknown_engine_names_the_registered_ones(tiny_llama, char_tokenizer):
     with pytest.raises(ConfigError, match=r"unknown engine 'nope'; choose one of \['hf', 'vllm'"):
         build_engine("nope", SPEC, model=tiny_llama, tokenizer=char_tokenizer)

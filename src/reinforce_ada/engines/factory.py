@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from reinforce_ada.engines.config import DECODES
-from reinforce_ada.engines.protocol import EngineSpec, RolloutEngine
+from reinforce_ada.engines.protocol import Capabilities, EngineSpec, RolloutEngine
 from reinforce_ada.errors import ConfigError
 
 ENGINES: dict[str, str] = {
@@ -27,7 +27,13 @@ def engine_class(name: str) -> type:
     if name not in ENGINES:
         raise ConfigError(f"unknown engine {name!r}; choose one of {sorted(ENGINES)}")
     module, attr = ENGINES[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    cls = getattr(importlib.import_module(module), attr)
+    if not isinstance(getattr(cls, "capabilities", None), Capabilities) or not callable(getattr(cls, "build", None)):
+        raise ConfigError(
+            f"engine {name!r} ({ENGINES[name]}) must declare `capabilities = Capabilities(...)` and a classmethod "
+            "`build(spec, *, model, tokenizer, model_path)` (engines/protocol.py)"
+        )
+    return cls
 
 
 def build_engine(name: str, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> RolloutEngine:
