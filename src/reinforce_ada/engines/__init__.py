@@ -5,7 +5,8 @@
 Owns: the engine registry and factory (`factory`: `ENGINES`, `build_engine`, `local_engine`), the contract
 (`protocol`), `HFEngine` (batched decode loop), `ContinuousEngine` with its two layouts `HFStreamEngine` and
 `SlotEngine` (continuous batching), `VLLMEngine`, the `[generation]` config, and the `[rollout]` config with
-`RayRolloutPool` (`ray_pool`, `ray_worker`: Ray rollout workers, `ray` imported lazily).
+`RayRolloutPool` (`ray_pool`, `ray_worker`, `ray_state`, `ray_cluster`: Ray rollout workers, `ray` imported
+lazily).
 May import: `types`, `errors`, `sampling` (the protocols, option names and `over_stream`), `models` (forward
 helpers). Heavy backends are imported lazily from a string table, so `import reinforce_ada` never imports them.
 """
