@@ -74,6 +74,8 @@ class ContinuousEngine(HFEngine):
     subclasses supply the batch layout.
     """
 
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
+
     def __init__(
         self,
         model: torch.nn.Module,
@@ -109,8 +111,6 @@ class ContinuousEngine(HFEngine):
         self.weights_version = 0
         """Bumped by `sync_weights`: the prompt cache holds KV for this version only."""
         self._counters = self._counter_sum()
-
-    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
 
     @classmethod
     def from_engine(cls, engine: HFEngine, **kwargs: Any) -> ContinuousEngine:
