@@ -15,6 +15,7 @@ import torch
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.engines.hf_stream import HFStreamEngine
 from reinforce_ada.engines.slots import SlotEngine
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, right_pad
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.strategies import build_strategy
@@ -222,6 +223,39 @@ def test_weight_update_invalidates_prompt_cache(Engine, tiny_llama, char_tokeniz
         next(model.parameters()).add_(0.0)
     with pytest.raises(RuntimeError, match="weights changed"):
         engine.poll()
+
+
+def test_fused_optimizer_step_needs_sync_weights(Engine, tiny_llama, char_tokenizer):
+    """Issue 21 item 3: a fused AdamW step moves the weights but not the version counters; `sync_weights` is what
+    tells the engine, after which samples carry the new policy's log-probs."""
+    model = copy.deepcopy(tiny_llama)
+    engine = Engine(model, char_tokenizer, max_new_tokens=N, temperature=1.0, slots=4, steps_per_poll=2, seed=0)
+    engine.generate(_requests())  # every prompt's KV is now cached
+    engine.submit(_requests())
+    engine.poll()
+    with pytest.raises(RuntimeError, match="weights changed"):
+        engine.sync_weights(model)  # rows still decoding
+    for i in range(len(PROMPTS)):
+        engine.cancel(f"p{i}")
+    engine.generate(_requests())
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05, fused=True)
+    ids_BP, mask_BP = left_pad([char_tokenizer.encode(p) for p in PROMPTS], char_tokenizer.pad_token_id)
+    model(input_ids=ids_BP, attention_mask=mask_BP).logits.logsumexp(-1).mean().backward()
+    versions = [p._version for p in model.parameters()]
+    opt.step()
+    assert [p._version for p in model.parameters()] == versions, "fused AdamW moves no version counter"
+    prompt_of = {f"p{i}": char_tokenizer.encode(p) for i, p in enumerate(PROMPTS)}
+
+    def mismatch(samples) -> float:
+        logp_BT, mask_BT, _ = teacher_forced_logprobs(model, char_tokenizer, prompt_of, samples, 1.0)
+        return float((logp_BT - right_pad([s.logprobs for s in samples])[0]).abs()[mask_BT].max())
+
+    assert mismatch(engine.generate(_requests(k=2))) > 1e-2  # the stale cache the counters cannot see
+    engine.sync_weights(model)
+    assert engine.weights_version == 1
+    assert mismatch(engine.generate(_requests(k=2))) < 1e-4
+    with pytest.raises(ConfigError, match="its own model"):
+        engine.sync_weights(tiny_llama)
 
 
 def test_throughput_and_model_mode(Engine, tiny_llama, char_tokenizer):

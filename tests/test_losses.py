@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from reinforce_ada.training.losses import AGGREGATIONS, policy_loss
+from reinforce_ada.training.losses import AGGREGATIONS, aggregation_units, policy_loss
 
 
 def _reference(
@@ -172,3 +172,43 @@ def test_bad_arguments_raise():
         policy_loss(logp, old, adv, mask, kl_coef=0.1)
     with pytest.raises(ValueError, match="clip_low"):
         policy_loss(logp, old, adv, mask, clip_low=1.0)
+
+
+@pytest.mark.parametrize("agg", sorted(AGGREGATIONS))
+def test_accumulation_with_empty_completions_equals_the_full_batch(agg):
+    """Issue 21 item 5: micro-batches weighted by `aggregation_units` give the full-batch gradient when some
+    completions are empty, and a micro-batch of only empty completions is skipped (it has no units)."""
+    lengths = [3, 0, 5, 0, 0, 0, 2, 4]  # micro-batches of 2 and of 3 each include one with only empty completions
+    B, T = len(lengths), max(lengths)
+    g = torch.Generator().manual_seed(0)
+    mask = torch.arange(T) < torch.tensor(lengths).unsqueeze(-1)
+    base = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3
+    old = base - (torch.rand(B, T, generator=g, dtype=torch.float64) - 0.5)
+    adv, ent0 = torch.randn(B, generator=g, dtype=torch.float64), torch.rand(B, T, generator=g, dtype=torch.float64)
+    ref = base + torch.randn(B, T, generator=g, dtype=torch.float64) * 0.3
+    kw = dict(agg=agg, entropy_coef=0.1, kl_coef=0.05)
+
+    def grads(size: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+        logp, ent = base.clone().requires_grad_(), ent0.clone().requires_grad_()
+        total, skipped = aggregation_units(agg, lengths), 0
+        loss_sum = 0.0
+        for lo in range(0, B, size):
+            sl = slice(lo, lo + size)
+            units = aggregation_units(agg, lengths[sl])
+            if units == 0:
+                skipped += 1
+                continue
+            res = policy_loss(logp[sl], old[sl], adv[sl], mask[sl], entropy_BT=ent[sl], ref_logp_BT=ref[sl], **kw)
+            (res.loss * units / total).backward()
+            loss_sum += float(res.loss.detach()) * units / total
+        assert skipped == (0 if size == B else {1: 4, 2: 1, 3: 1}[size])
+        return logp.grad, ent.grad, loss_sum
+
+    full_logp, full_ent, full_loss = grads(B)
+    for size in (1, 2, 3):
+        logp_grad, ent_grad, loss = grads(size)
+        assert torch.allclose(logp_grad, full_logp, atol=1e-12) and torch.allclose(ent_grad, full_ent, atol=1e-12)
+        assert loss == pytest.approx(full_loss, abs=1e-12)
+    assert aggregation_units(agg, [0, 0]) == 0
+    with pytest.raises(ValueError, match="unknown loss aggregation"):
+        aggregation_units("bogus", [1])

@@ -328,6 +328,13 @@ def test_rollout_config_errors_name_the_field(capsys):
         RayRolloutPool(None, None, model_path="", model_cfg=None, rollout=RolloutConfig(), generation=None)
 
 
+def test_workers_the_cluster_cannot_hold_fail_at_once(model_dir, tiny_llama, char_tokenizer):
+    """The test's local Ray has 2 CPUs: a worker asking for 8 would be queued forever; it is refused at start."""
+    gen = GenerationConfig(max_new_tokens=4)
+    with pytest.raises(ConfigError, match=r"rollout.cpus_per_worker=8.*2 CPUs"):
+        make_pool(model_dir, tiny_llama, char_tokenizer, gen, workers=1, cpus_per_worker=8)
+
+
 @pytest.mark.slow
 def test_driver_sigkill_then_resume_matches_uninterrupted_run(model_dir, tmp_path):
     """The CLI with 2 rollout workers, each run starting its own local Ray: a driver killed with SIGKILL and resumed

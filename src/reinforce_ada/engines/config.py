@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reinforce_ada.engines.protocol import EngineSpec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.protocol import IN_FLIGHT
 
 DECODES = ("auto", "fused", "hf")
 """`engines.local_engine`'s decode choices (`generation.decode`)."""
 
-ENGINE_CHOICES = ("auto", "hf", "vllm")
-"""`generation.engine` values; `resolve_engine` turns auto into hf or vllm."""
+
+def engine_choices() -> list[str]:
+    """`generation.engine` values: every registered engine (`engines.factory.ENGINES`) and auto (`resolve_engine`
+    turns it into hf or vllm). Read when a config is checked, so an engine registered at run time is accepted."""
+    from reinforce_ada.engines.factory import ENGINES
+
+    return ["auto", *ENGINES]
 
 
 def resolve_engine(engine: str, device: str) -> str:
@@ -67,16 +73,28 @@ class GenerationConfig:
             raise ConfigError(f"generation.temperature={self.temperature} must be > 0 for training rollouts")
         if self.in_flight not in IN_FLIGHT:
             raise ConfigError(f"generation.in_flight={self.in_flight!r} is not valid; choose one of {list(IN_FLIGHT)}")
-        if self.engine not in ENGINE_CHOICES:
-            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of {list(ENGINE_CHOICES)}")
+        if self.engine not in engine_choices():
+            raise ConfigError(f"generation.engine={self.engine!r} is not valid; choose one of {engine_choices()}")
         if self.decode not in DECODES:
             raise ConfigError(f"generation.decode={self.decode!r} is not valid; choose one of {list(DECODES)}")
         if self.slots < 1:
             raise ConfigError(f"generation.slots={self.slots} must be >= 1")
 
 
-ROLLOUT_ENGINES = ("hf", "vllm")
-"""Engines a rollout worker may hold (`rollout.engine`)."""
+def engine_spec(g: GenerationConfig, *, seed: int, streaming: bool, bf16: bool = False) -> EngineSpec:
+    """The `EngineSpec` of `[generation]` for a run: its sampling settings, layout options and the learner's dtype."""
+    return EngineSpec(
+        max_new_tokens=g.max_new_tokens,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        top_k=g.top_k,
+        seed=seed,
+        streaming=streaming,
+        decode=g.decode,
+        slots=g.slots,
+        batch_size=g.batch_size,
+        dtype="bfloat16" if bf16 else "float32",
+    )
 
 
 @dataclass(frozen=True)
@@ -91,8 +109,8 @@ class RolloutConfig:
     gpus_per_worker: float = 0.0
     """GPUs Ray reserves for each worker (fractions allowed; a worker with a GPU samples on it)."""
     engine: str = "hf"
-    """Each worker's engine: hf (`[generation]` decode, slots and batch size, as in-process) or vllm (untested: no
-    GPU was available)."""
+    """Each worker's engine (any registered name): hf (`[generation]` decode, slots and batch size, as in-process)
+    or vllm (untested: no GPU was available)."""
     threads: int = 1
     """torch threads per worker."""
     chunk_samples: int = 0
@@ -111,8 +129,9 @@ class RolloutConfig:
             raise ConfigError(
                 f"rollout.address={self.address!r} is not valid; use '' (local Ray), 'auto' or 'ray://host:port'"
             )
-        if self.engine not in ROLLOUT_ENGINES:
-            raise ConfigError(f"rollout.engine={self.engine!r} is not valid; choose one of {list(ROLLOUT_ENGINES)}")
+        choices = engine_choices()[1:]  # a worker's engine is named: every registered one
+        if self.engine not in choices:
+            raise ConfigError(f"rollout.engine={self.engine!r} is not valid; choose one of {choices}")
         if self.cpus_per_worker < 0 or self.gpus_per_worker < 0:
             raise ConfigError("rollout.cpus_per_worker and rollout.gpus_per_worker must be >= 0")
         if self.threads < 1:

@@ -7,10 +7,13 @@
 2) A row joins the running batch with its prompt's KV cache: each distinct prompt is prefilled once (one batched
    forward for the prompts an admission needs) and kept, unpadded, in an LRU prompt cache of `max_cached_prompts`
    entries -- prompts with rows queued or running are evicted last, and `cancel` evicts at once.
-3) The prompt cache is only valid for the weights it was computed with. Every parameter's in-place version counter
-   is checked on `submit` and `poll`: after an optimizer step (or `load_state_dict`) the cache is dropped; if rows are
-   still running then, `poll` raises -- their KV caches came from the old weights. Writes through `.data` bypass the
-   counter: call `clear_prompt_cache()` after those.
+3) The prompt cache is only valid for the weights it was computed with. Whoever changes the weights calls
+   `sync_weights(model)` afterwards (the trainer does after every update): it bumps `weights_version` and drops the
+   cache. This explicit bump is the contract: writes through `.data` and fused optimizers
+   (`torch.optim.AdamW(fused=True)`) update the weights without moving the parameters' in-place version counters.
+   Those counters are still checked on `submit` and `poll` as a safety net for ordinary in-place writes
+   (`load_state_dict`, `copy_` under no_grad). Either way, if rows are still running the engine raises -- their KV
+   caches came from the old weights.
 How the running rows' KV caches are laid out and how a decode step runs is the subclass's: `_maybe_admit` (admit
 queued rows), `_step` (one decode step: `_sample_rows`, then the forward) and `_clear_batch`.
 `HFStreamEngine` (engines/hf_stream.py) uses HF's forward on any causal LM; `SlotEngine` (engines/slots.py) a static
@@ -24,13 +27,15 @@ import time
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from reinforce_ada.engines.hf import HFEngine, sample_next
+from reinforce_ada.engines.protocol import Capabilities
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 
@@ -69,6 +74,8 @@ class ContinuousEngine(HFEngine):
     subclasses supply the batch layout.
     """
 
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
+
     def __init__(
         self,
         model: torch.nn.Module,
@@ -101,21 +108,19 @@ class ContinuousEngine(HFEngine):
         self.wasted_tokens = 0
         """Tokens decoded for rows later cancelled."""
         self._ids_of: dict[str, list[int]] = {}
-        self._weights = self._weights_version()
+        self.weights_version = 0
+        """Bumped by `sync_weights`: the prompt cache holds KV for this version only."""
+        self._counters = self._counter_sum()
 
     @classmethod
     def from_engine(cls, engine: HFEngine, **kwargs: Any) -> ContinuousEngine:
         """A streaming engine with `engine`'s model, tokenizer and sampling settings (a fresh generator)."""
-        base = dict(
-            max_new_tokens=engine.max_new_tokens,
-            temperature=engine.temperature,
-            top_p=engine.top_p,
-            top_k=engine.top_k,
-            stop=engine.stop,
-            seed=engine.seed,
-            eos_token_ids=engine.eos_token_ids,
-        )
+        base = {k: v for k, v in HFEngine.settings(engine).items() if k not in ("batch_size", "drop_finished")}
         return cls(engine.model, engine.tokenizer, **{**base, **kwargs})
+
+    def settings(self) -> dict[str, Any]:
+        layout = dict(slots=self.slots, steps_per_poll=self.steps_per_poll, max_cached_prompts=self.max_cached_prompts)
+        return {**super().settings(), **layout}
 
     # -- the StreamingEngine protocol ----------------------------------------------------------------------------
     def submit(self, requests: Sequence[Request]) -> list[int]:
@@ -186,19 +191,7 @@ class ContinuousEngine(HFEngine):
     # -- round mode on the same engine ---------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
-        if not self.idle():
-            raise RuntimeError("the engine has streaming work in flight; generate needs it idle")
-        tickets = self.submit(requests)
-        done: dict[int, Sample] = {}
-        while not self.idle():
-            done.update((s.index, s) for s in self.poll())
-        out = [done[t] for t in tickets]
-        j = 0
-        for r in requests:
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self, requests)
 
     def clear_prompt_cache(self) -> None:
         self.prompt_kv.clear()
@@ -295,14 +288,27 @@ class ContinuousEngine(HFEngine):
         for text in (idle + busy)[:excess]:
             del self.prompt_kv[text]
 
-    def _weights_version(self) -> int:
+    # -- the weights the prompt cache belongs to ------------------------------------------------------------------
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """The weights of `model` (this engine's own model) changed: drop the prompt cache computed with the old ones.
+
+        Call it after every in-place change of the weights -- an optimizer step (fused or not), `.data` writes, a
+        checkpoint load. Raises if rows are still decoding (their KV caches came from the old weights)."""
+        if model is not self.model:
+            raise ConfigError("sync_weights(model): this engine samples from its own model object; pass that one")
+        self._invalidate()
+        self.weights_version += 1
+
+    def _counter_sum(self) -> int:
         return sum(p._version for p in self.model.parameters())
 
     def _check_weights(self) -> None:
-        version = self._weights_version()
-        if version == self._weights:
-            return
+        """The safety net: parameters' version counters moved (an in-place write nobody announced)."""
+        if self._counter_sum() != self._counters:
+            self._invalidate()
+
+    def _invalidate(self) -> None:
         if any(not r.dead for r in self.rows):
             raise RuntimeError("the model's weights changed while samples were decoding; drain or cancel them first")
-        self._weights = version
+        self._counters = self._counter_sum()
         self.clear_prompt_cache()

@@ -25,10 +25,11 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
+from reinforce_ada.engines.protocol import Capabilities, EngineSpec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
 from reinforce_ada.types import Request, Sample
@@ -100,6 +101,17 @@ def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
+SAMPLING_DEFAULTS: dict[str, Any] = {"max_new_tokens": 16, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "stop": ()}
+"""The sampling settings every engine takes, and their defaults (`HFEngine`'s keyword arguments)."""
+
+
+def pop_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take the sampling settings out of `kwargs` (defaults for those missing) and check them."""
+    settings = {name: kwargs.pop(name, default) for name, default in SAMPLING_DEFAULTS.items()}
+    check_sampling(**settings)
+    return settings
+
+
 def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top_k: int, stop: Sequence[str]) -> None:
     """Sampling settings shared by every engine; the message names the bad one and its valid range."""
     if max_new_tokens < 1:
@@ -115,7 +127,26 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top
 
 
 class HFEngine:
-    """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs."""
+    """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs.
+
+    Registered as "hf" (`engines.factory`): `build` picks the layout -- this class for rounds, a continuous-batching
+    subclass for streaming or the fused decode (`local_engine`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    @classmethod
+    def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> HFEngine:
+        from reinforce_ada.engines.factory import local_engine
+
+        return local_engine(
+            model,
+            tokenizer,
+            decode=spec.decode,
+            streaming=spec.streaming,
+            slots=spec.slots,
+            batch_size=spec.batch_size,
+            **spec.sampling(),
+        )
 
     def __init__(
         self,
@@ -149,11 +180,38 @@ class HFEngine:
         self.throughput = Throughput()
         self._modules = list(model.modules())
 
+    def settings(self) -> dict[str, Any]:
+        """The constructor's keyword arguments that rebuild this engine over the same model."""
+        return dict(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            stop=self.stop,
+            seed=self.seed,
+            eos_token_ids=self.eos_token_ids,
+            batch_size=self.batch_size,
+            drop_finished=self.drop_finished,
+        )
+
+    def with_sampling(self, **overrides: Any) -> HFEngine:
+        """A new engine of this class over the same model, with `overrides` (e.g. temperature=0, seed=0) applied."""
+        return type(self)(self.model, self.tokenizer, **{**self.settings(), **overrides})
+
+    def reseed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
+
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.set_state(state["generator"])
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """The weights of `model` changed in place. Nothing to do here: every `generate` prefills afresh (the
+        continuous engines drop their prompt cache)."""
+        if model is not self.model:
+            raise ConfigError("sync_weights(model): this engine samples from its own model object; pass that one")
 
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """k samples per request, in request order, `index` 0..k-1 within each request, `reward` None."""

@@ -27,6 +27,8 @@
    counts them. With no worker left the pool raises `NoWorkersLeft` (the trainer saves a checkpoint first).
 6) Metrics (`step_metrics`, per step): samples and busy seconds per worker, so imbalance is visible, restarts, the
    weights versions that sampled, and the samples decoded for nothing after a cancel.
+Joining the cluster and checking it can hold the workers is `engines.ray_cluster`'s; the chunk and worker records,
+the seed rule and the fault types are `engines.ray_state`'s.
 Owns: `RayRolloutPool`, `NoWorkersLeft`, `chunk_seed`. May import: `types`, `errors`, `models`, `engines`; imports
 `ray` lazily (the `[ray]` extra), so the package imports without it.
 """
@@ -35,62 +37,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-import numpy as np
-
-from reinforce_ada.engines.config import GenerationConfig, RolloutConfig
+from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, engine_spec
+from reinforce_ada.engines.protocol import Capabilities
+from reinforce_ada.engines.ray_cluster import alive_nodes, check_resources, connect
+from reinforce_ada.engines.ray_state import Chunk, NoWorkersLeft, WorkerState, chunk_seed, worker_faults
 from reinforce_ada.engines.ray_worker import RolloutWorker
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 STARTUP_TIMEOUT_S = 300.0
 """Seconds a (re)started worker may take to load the model and the first weights before it counts as hung."""
 
 
-class NoWorkersLeft(RuntimeError):
-    """Every rollout worker died and used up its restarts: the step cannot finish."""
-
-
-def chunk_seed(seed: int, version: int, chunk: int) -> int:
-    """The sampling seed of the `chunk`-th chunk sent after weights `version`: a function of the run, not the worker."""
-    return int(np.random.SeedSequence([seed, version + 1, chunk]).generate_state(1, dtype=np.uint64)[0] >> 1)
-
-
-@dataclass
-class _Chunk:
-    id: int
-    requests: list[Request]
-    tickets: list[int]
-    """One per sample, in request order."""
-    prompt_ids: list[str]
-    """Prompt of each sample (parallel to `tickets`)."""
-    seed: int
-    version: int
-    worker: int = -1
-    ref: Any = None
-
-
-@dataclass
-class _Worker:
-    index: int
-    handle: Any = None
-    pid: int = -1
-    ready_ref: Any = None
-    """The pending weight load of a (re)started worker; None once it is ready."""
-    restarts: int = 0
-    alive: bool = True
-    since: float = 0.0
-    """When the worker last returned a chunk or became busy: the hang timer's start."""
-    samples: int = 0
-    busy_s: float = 0.0
-    chunks: int = 0
-    step: dict[str, float] = field(default_factory=lambda: {"samples": 0, "busy_s": 0.0})
-
-
 class RayRolloutPool:
-    """`workers` Ray actors, each a `RolloutWorker`; see the module docstring."""
+    """`workers` Ray actors, each a `RolloutWorker`; see the module docstring. A `RolloutEngine` (not registered by
+    name: the trainer builds it when `rollout.workers > 0`, and each worker builds the engine `rollout.engine`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, own_weights=True, step_metrics=True)
 
     def __init__(
         self,
@@ -110,14 +76,10 @@ class RayRolloutPool:
         self.ray, self.cfg, self.model, self.seed = ray, rollout, model, seed
         self.timeout_s = rollout.timeout_s
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        g = generation
-        kwargs = dict(
-            max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, seed=seed
-        )
-        if rollout.engine == "hf":
-            kwargs.update(decode=g.decode, slots=g.slots, batch_size=g.batch_size)
-        self._actor_args = (str(model_path), model_cfg, rollout.engine, kwargs, rollout.threads)
+        spec = engine_spec(generation, seed=seed, streaming=False, bf16=getattr(model_cfg, "bf16", False))
+        self._actor_args = (str(model_path), model_cfg, rollout.engine, spec, rollout.threads)
         connect(rollout)
+        check_resources(rollout, alive_nodes(ray))  # an actor no node can hold would be queued forever
         env = {"OMP_NUM_THREADS": str(rollout.threads), "MKL_NUM_THREADS": str(rollout.threads)}
         self._actor_cls = ray.remote(RolloutWorker).options(
             num_cpus=rollout.cpus_per_worker,
@@ -130,7 +92,7 @@ class RayRolloutPool:
         self.next_chunk = 0
         """Chunks sent since the last publication (the seed's counter)."""
         self.next_ticket = 0
-        self.pending: dict[int, _Chunk] = {}
+        self.pending: dict[int, Chunk] = {}
         """Chunks sent and not yet handed to the driver, by id (insertion = submission order)."""
         self.results: dict[int, list[Sample]] = {}
         self.dropped: set[int] = set()
@@ -140,7 +102,7 @@ class RayRolloutPool:
         self._versions: set[int] = set()
         self._weights_ref: Any = None
         self._published: int | None = None
-        self.workers = [_Worker(i) for i in range(rollout.workers)]
+        self.workers = [WorkerState(i) for i in range(rollout.workers)]
         for w in self.workers:
             self._start(w)
         self.publish()
@@ -164,7 +126,7 @@ class RayRolloutPool:
                 else:
                     reqs.append(Request(r.prompt, 1))
             seed = chunk_seed(self.seed, self.version, self.next_chunk)
-            c = _Chunk(self.next_chunk, reqs, [t for _, t in part], [r.prompt.id for r, _ in part], seed, self.version)
+            c = Chunk(self.next_chunk, reqs, [t for _, t in part], [r.prompt.id for r, _ in part], seed, self.version)
             self.next_chunk += 1
             self._send(c)
         return tickets
@@ -202,19 +164,7 @@ class RayRolloutPool:
     # -- round mode ----------------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
-        if not self.idle():
-            raise RuntimeError("the pool has streaming work in flight; generate needs it idle")
-        tickets = self.submit(requests)
-        got: dict[int, Sample] = {}
-        while not self.idle():
-            got.update((s.index, s) for s in self.poll())
-        out = [got[t] for t in tickets]
-        j = 0
-        for r in requests:
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self, requests)
 
     # -- weights, state, metrics ---------------------------------------------------------------------------------
     def sync_weights(self, model: Any) -> None:
@@ -257,6 +207,16 @@ class RayRolloutPool:
         self.dropped.clear()
         self.results.clear()
 
+    def reseed(self, seed: int) -> None:
+        """Chunk seeds derive from (seed, weights version, chunk number): restart the chunk count under `seed`."""
+        self.seed, self.next_chunk = seed, 0
+
+    def with_sampling(self, **overrides: Any) -> RayRolloutPool:
+        raise ConfigError(
+            "a Ray rollout pool's sampling settings are fixed when its workers start; build another pool (or use "
+            f"engines.build_engine in this process) for other settings ({sorted(overrides)})"
+        )
+
     def state_dict(self) -> dict[str, Any]:
         return {"version": self.version, "next_chunk": self.next_chunk}
 
@@ -297,7 +257,7 @@ class RayRolloutPool:
             w.handle, w.alive = None, False
 
     # -- internals -----------------------------------------------------------------------------------------------
-    def _live(self) -> list[_Worker]:
+    def _live(self) -> list[WorkerState]:
         live = [w for w in self.workers if w.alive]
         if not live:
             raise NoWorkersLeft(
@@ -306,15 +266,15 @@ class RayRolloutPool:
             )
         return live
 
-    def _all_dropped(self, c: _Chunk) -> bool:
+    def _all_dropped(self, c: Chunk) -> bool:
         return all(t in self.dropped for t in c.tickets)
 
-    def _start(self, w: _Worker) -> None:
+    def _start(self, w: WorkerState) -> None:
         w.handle = self._actor_cls.remote(*self._actor_args)
         w.ready_ref = w.handle.load_weights.remote(self._weights_ref, self.version) if self._weights_ref else None
         w.since = time.monotonic()
 
-    def _send(self, c: _Chunk) -> None:
+    def _send(self, c: Chunk) -> None:
         """Send `c` round-robin (by chunk number) to a live worker, skipping restarted ones still loading if any."""
         live = self._live()
         ready = [w for w in live if w.ready_ref is None] or live
@@ -329,12 +289,12 @@ class RayRolloutPool:
             self.drain()
             self.publish()
 
-    def _wait_for(self, c: _Chunk) -> list[Sample]:
+    def _wait_for(self, c: Chunk) -> list[Sample]:
         while c.id not in self.results:
             self._wait_any(c)
         return self.results.pop(c.id)
 
-    def _wait_any(self, target: _Chunk | None) -> None:
+    def _wait_any(self, target: Chunk | None) -> None:
         """Wait (at most until the next hang deadline) for any outstanding call; record results, handle faults."""
         ray = self.ray
         calls: dict[Any, tuple[str, Any]] = {}
@@ -360,30 +320,34 @@ class RayRolloutPool:
         now = time.monotonic()
         for w in self._live():
             if w.index in deadlines and now > deadlines[w.index] and (w.ready_ref is not None or w.index in busy):
-                what = "loaded no weights" if w.ready_ref is not None else "returned nothing"
+                what = (  # a worker never scheduled (cluster resources taken by others) also ends here
+                    "started and loaded no weights (is the cluster short of rollout.cpus_per_worker / gpus_per_worker?)"
+                    if w.ready_ref is not None
+                    else "returned nothing"
+                )
                 self._lost(w, f"{what} for {self._limit(w):g} s (hung)")
 
-    def _limit(self, w: _Worker) -> float:
+    def _limit(self, w: WorkerState) -> float:
         """Seconds without news before `w` counts as hung: starting (model load, engine build) may take longer."""
         return max(self.timeout_s, STARTUP_TIMEOUT_S) if w.ready_ref is not None else self.timeout_s
 
-    def _on_ready(self, w: _Worker, ref: Any) -> None:
+    def _on_ready(self, w: WorkerState, ref: Any) -> None:
         try:
             w.pid = self.ray.get(ref)
-        except _faults(self.ray) as e:
+        except worker_faults(self.ray) as e:
             if w.ready_ref is ref:
                 self._lost(w, f"{type(e).__name__} while loading weights")
             return
         if w.ready_ref is ref:
             w.ready_ref, w.since = None, time.monotonic()
 
-    def _on_chunk(self, c: _Chunk, ref: Any) -> None:
+    def _on_chunk(self, c: Chunk, ref: Any) -> None:
         if c.ref is not ref or c.id not in self.pending:  # re-sent after its worker died; an old answer
             return
         w = self.workers[c.worker]
         try:
             samples, busy_s = self.ray.get(ref)
-        except _faults(self.ray) as e:
+        except worker_faults(self.ray) as e:
             self._lost(w, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             return
         except self.ray.exceptions.RayTaskError as e:  # out of accelerator memory inside the engine: a fault too
@@ -405,7 +369,7 @@ class RayRolloutPool:
         w.step["samples"] += len(samples)
         w.step["busy_s"] += busy_s
 
-    def _lost(self, w: _Worker, why: str) -> None:
+    def _lost(self, w: WorkerState, why: str) -> None:
         """Kill `w`, re-send its outstanding chunks to the live workers, restart it if it has restarts left."""
         import warnings
 
@@ -427,25 +391,9 @@ class RayRolloutPool:
             self._send(c)
 
 
-def _faults(ray: Any) -> tuple[type[BaseException], ...]:
-    """The errors that mean the worker is gone (the deliberate faults this pool tolerates)."""
-    ex = ray.exceptions
-    return (ex.RayActorError, ex.OutOfMemoryError, ex.WorkerCrashedError)
-
-
 def _weights_signature(model: Any) -> int:
     """Changes whenever any parameter is written in place (optimizer step, `load_state_dict`, `copy_`)."""
     return sum(p._version for p in model.parameters())
 
 
-def connect(rollout: RolloutConfig) -> None:
-    """Join the Ray cluster `rollout.address` names, or start a local one (once per process)."""
-    import ray
-
-    if ray.is_initialized():
-        return
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    if rollout.address:
-        ray.init(address=rollout.address, **kwargs)
-    else:
-        ray.init(num_cpus=rollout.local_cpus or None, **kwargs)
+__all__ = ["NoWorkersLeft", "RayRolloutPool", "chunk_seed"]

@@ -1,11 +1,13 @@
 """One rollout worker: a Ray actor's body, holding an engine and its own copy of the policy weights.
 
 1) Built from the policy's folder (`model_path`, which every node must be able to read) and `[model]`, as the
-   trainer builds its own copy; the learner's current weights are then loaded with `load_weights` before anything is
-   sampled, so the folder only fixes the architecture (and, with LoRA, the frozen base weights).
+   trainer builds its own copy; the engine is `engines.factory.build_engine`'s, from the run's `EngineSpec`. The
+   learner's current weights are then loaded with `load_weights` before anything is sampled, so the folder only
+   fixes the architecture (and, with LoRA, the frozen base weights).
 2) `load_weights(params, version)` copies the published tensors (every trainable parameter: the whole model, or only
-   the LoRA adapter when LoRA is on) into the worker's model and records `version` (learner updates applied).
-3) `generate(requests, seed, version)` reseeds the engine's generator with `seed` before sampling: the pool derives
+   the LoRA adapter when LoRA is on) into the worker's model, tells the engine (`sync_weights`) and records
+   `version` (learner updates applied).
+3) `generate(requests, seed, version)` reseeds the engine (`reseed`) with `seed` before sampling: the pool derives
    the seed from the chunk of requests, never from the worker, and drops the engine's prompt cache (prompts are
    prefilled within the chunk), so a chunk gives the same samples, bit for bit, on any worker, and again after a
    fault re-queues it. A call whose `version` is not the loaded one fails (stale weights must never
@@ -16,12 +18,14 @@ Owns: `RolloutWorker`. May import: `types`, `errors`, `models`, `engines`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.engines.protocol import EngineSpec
 from reinforce_ada.types import Request, Sample
 
 
@@ -32,9 +36,10 @@ class StaleWeights(RuntimeError):
 class RolloutWorker:
     """An engine over a private copy of the policy; see the module docstring."""
 
-    def __init__(self, model_path: str, model_cfg: Any, engine: str, engine_kwargs: dict[str, Any], threads: int):
+    def __init__(self, model_path: str, model_cfg: Any, engine: str, spec: EngineSpec, threads: int):
         import torch
 
+        from reinforce_ada.engines.factory import build_engine
         from reinforce_ada.models.load import load_policy
 
         torch.set_num_threads(threads)
@@ -42,19 +47,9 @@ class RolloutWorker:
         self.model.eval()
         for p in self.model.parameters():
             p.requires_grad_(False)  # the worker never trains: inference mode and no autograd bookkeeping
-        self.kind = engine
         self.version = -1
-        kw = dict(engine_kwargs)
-        if engine == "vllm":
-            from reinforce_ada.engines.vllm import VLLMEngine
-
-            for name in ("decode", "slots", "batch_size"):  # the local engines' layout options
-                kw.pop(name, None)
-            self.engine: Any = VLLMEngine(model_path, self.tokenizer, **kw)
-        else:
-            from reinforce_ada.engines import local_engine
-
-            self.engine = local_engine(self.model, self.tokenizer, streaming=False, **kw)
+        spec = dataclasses.replace(spec, streaming=False)  # a worker answers whole chunks (`generate`)
+        self.engine = build_engine(engine, spec, model=self.model, tokenizer=self.tokenizer, model_path=model_path)
 
     def pid(self) -> int:
         return os.getpid()
@@ -70,8 +65,7 @@ class RolloutWorker:
         with torch.no_grad():
             for name, value in params.items():
                 own[name].copy_(value.to(own[name].device))
-        if self.kind == "vllm":
-            self.engine.sync_weights(self.model)
+        self.engine.sync_weights(self.model)
         self.version = version
         return os.getpid()
 
@@ -80,14 +74,11 @@ class RolloutWorker:
         if version != self.version:
             raise StaleWeights(f"chunk sampled for weights version {version}, but this worker holds {self.version}")
         t0 = time.perf_counter()
-        if self.kind == "vllm":  # per-sample seeds are seed * MIX + ticket: restart the tickets at 0
-            self.engine.seed, self.engine.next_ticket = seed % 2**31, 0
-        else:
-            self.engine.generator.manual_seed(seed)
-            if hasattr(self.engine, "clear_prompt_cache"):
-                # a prompt cached by an earlier chunk was prefilled in another batch: float noise would make the
-                # chunk's numbers depend on the worker's history, and re-sent chunks must repeat exactly
-                self.engine.clear_prompt_cache()
+        self.engine.reseed(seed)
+        if self.engine.capabilities.prompt_cache:
+            # a prompt cached by an earlier chunk was prefilled in another batch: float noise would make the
+            # chunk's numbers depend on the worker's history, and re-sent chunks must repeat exactly
+            self.engine.clear_prompt_cache()
         samples = self.engine.generate(requests)
         for s in samples:
             s.policy_version = version

@@ -22,11 +22,14 @@ path is the same code, not yet run on a GPU.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from reinforce_ada.engines.protocol import Capabilities, EngineSpec
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 MIX = 1_000_003
@@ -76,26 +79,31 @@ def plain_state_dict(model: Any) -> dict[str, Any]:
 
 
 class VLLMEngine:
-    """vLLM behind both driver interfaces; see the module docstring."""
+    """vLLM behind both driver interfaces; see the module docstring. Registered as "vllm" (`engines.factory`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, own_weights=True)
+
+    @classmethod
+    def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> VLLMEngine:
+        """Over the model folder `model_path` (`model` is not used: vLLM loads its own copy)."""
+        return cls(model_path, tokenizer, dtype=spec.dtype, **spec.sampling())
 
     def __init__(
         self,
         model_path: str,
         tokenizer: Any,
         *,
-        max_new_tokens: int = 16,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        stop: Sequence[str] = (),
         seed: int = 0,
         dtype: str = "auto",
         gpu_memory_utilization: float = 0.4,
-        **llm_kwargs: Any,
+        **kwargs: Any,
     ):
-        from reinforce_ada.engines.hf import check_sampling
+        """`kwargs`: the sampling settings `HFEngine` takes (max_new_tokens, temperature, top_p, top_k, stop: see
+        `engines.hf.SAMPLING_DEFAULTS`); the rest goes to `vllm.LLM`."""
+        from reinforce_ada.engines.hf import pop_sampling
 
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
+        llm_kwargs = dict(kwargs)
+        s = pop_sampling(llm_kwargs)
         try:
             import vllm
             from vllm.sampling_params import RequestOutputKind
@@ -113,11 +121,11 @@ class VLLMEngine:
         self.llm = vllm.LLM(model=model_path, logprobs_mode="processed_logprobs", **kwargs)
         self.engine = self.llm.llm_engine
         self.params = dict(
-            max_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k if top_k > 0 else -1,
-            stop=list(stop) or None,
+            max_tokens=s["max_new_tokens"],
+            temperature=s["temperature"],
+            top_p=s["top_p"],
+            top_k=s["top_k"] if s["top_k"] > 0 else -1,
+            stop=list(s["stop"]) or None,
             logprobs=0,
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
@@ -167,21 +175,32 @@ class VLLMEngine:
     # -- round mode ----------------------------------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
         """`Engine.generate`: k samples per request, in request order, `index` 0..k-1 within each request."""
-        if not self.idle():
-            raise RuntimeError("the engine has streaming work in flight; generate needs it idle")
-        tickets = self.submit(requests)
-        got: dict[int, Sample] = {}
-        while not self.idle():
-            got.update((s.index, s) for s in self.poll())
-        out = [got[t] for t in tickets]
-        j = 0
-        for r in requests:
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self, requests)
 
-    # -- weights and state ---------------------------------------------------------------------------------------
+    # -- siblings, seeds, weights and state -----------------------------------------------------------------------
+    def with_sampling(self, **overrides: Any) -> VLLMEngine:
+        """A sibling over the same vLLM instance (same weights, no second load) with other sampling settings."""
+        unknown = set(overrides) - {"max_new_tokens", "temperature", "top_p", "top_k", "stop", "seed"}
+        if unknown:
+            raise ConfigError(f"VLLMEngine.with_sampling: cannot override {sorted(unknown)}")
+        twin = copy.copy(self)
+        twin.running, twin.params = {}, dict(self.params)
+        renames = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+        for name, value in overrides.items():
+            if name in renames:
+                twin.params[renames[name]] = value
+            elif name == "top_k":
+                twin.params["top_k"] = value if value > 0 else -1
+            elif name == "stop":
+                twin.params["stop"] = list(value) or None
+            else:
+                twin.seed = value
+        return twin
+
+    def reseed(self, seed: int) -> None:
+        """Per-sample seeds are seed * MIX + ticket: restart the tickets at 0 too."""
+        self.seed, self.next_ticket = seed % 2**31, 0
+
     def sync_weights(self, model: Any) -> None:
         """Load the policy's current weights into vLLM (after each optimizer step), then drop the prefix cache."""
         if not self.idle():

@@ -19,39 +19,29 @@ def load_engines(
 ) -> tuple[Any, Any, Any]:
     """(tokenizer, sampling engine, greedy engine or None) for a model folder.
 
-    `engine="hf"` loads the model (or LoRA adapter) on `device`; `engine="vllm"` hands the folder to vLLM (GPU) and
-    shares one vLLM instance between the sampling and the greedy engine. `gen`: max_new_tokens, temperature, seed,
-    batch_size (the local engine's decode batch or slots; vLLM schedules its own).
+    Any registered engine (`engines.factory.ENGINES`), built as the trainer builds it: "hf" loads the model (or LoRA
+    adapter) on `device` (`SlotEngine` for Llama-family models, else `HFEngine`); an engine that loads its own copy
+    (`capabilities.own_weights`: "vllm", GPU) gets the folder, and its greedy sibling shares that one instance.
+    `gen`: max_new_tokens, temperature, seed, batch_size (the local engine's decode batch and slots; vLLM schedules
+    its own).
     """
-    import copy
-
     import torch
 
+    from reinforce_ada.engines import EngineSpec, build_engine, engine_class
+
     torch.set_num_threads(threads)
-    if engine == "vllm":
+    size = gen.pop("batch_size", 256)
+    spec = EngineSpec(**gen, slots=size, batch_size=size)
+    if engine_class(engine).capabilities.own_weights:
         from transformers import AutoTokenizer
 
-        from reinforce_ada.engines.vllm import VLLMEngine
-
         if (folder / "adapter_config.json").exists():
-            raise ConfigError(f"{folder} is a LoRA adapter; the vllm engine needs a full model folder (merge it)")
-        tok = AutoTokenizer.from_pretrained(folder)
-        gen.pop("batch_size", None)
-        eng = VLLMEngine(str(folder), tok, **gen)
-        g = copy.copy(eng)
-        g.params = {**eng.params, "temperature": 0.0}
-        return tok, eng, g if greedy else None
-    if engine != "hf":
-        raise ConfigError(f"unknown engine {engine!r}; choose one of ['hf', 'vllm']")
-    from reinforce_ada.engines import local_engine
-
-    model, tok = load_model(folder, device=device)
-    size = gen.pop("batch_size", 256)
-
-    def make(**over: Any) -> Any:  # SlotEngine for Llama-family models, else HFEngine (the trainer's choice)
-        return local_engine(model, tok, decode="auto", streaming=False, slots=size, batch_size=size, **{**gen, **over})
-
-    return tok, make(), make(temperature=0.0, seed=0) if greedy else None
+            raise ConfigError(f"{folder} is a LoRA adapter; the {engine} engine needs a full model folder (merge it)")
+        model, tok = None, AutoTokenizer.from_pretrained(folder)
+    else:
+        model, tok = load_model(folder, device=device)
+    eng = build_engine(engine, spec, model=model, tokenizer=tok, model_path=str(folder))
+    return tok, eng, eng.with_sampling(temperature=0.0, seed=0) if greedy else None
 
 
 def load_model(folder: Path, *, device: str = "cpu") -> tuple[Any, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
 
@@ -118,16 +119,4 @@ class RoundEngine:
         return self.stream.clock
 
     def generate(self, requests: Sequence[Request]) -> list[Sample]:
-        if not self.stream.idle():
-            raise RuntimeError("the stream has work in flight; round mode needs it idle")
-        tickets = self.stream.submit(requests)
-        done: dict[int, Sample] = {}
-        while not self.stream.idle():
-            done.update((s.index, s) for s in self.stream.poll())
-        out = [done[t] for t in tickets]
-        j = 0
-        for r in requests:  # restore each sample's position within its request, as `Engine.generate` returns it
-            for i in range(r.k):
-                out[j + i].index = i
-            j += r.k
-        return out
+        return generate_over_stream(self.stream, requests)

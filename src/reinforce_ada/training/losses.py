@@ -8,7 +8,11 @@
 3) The advantage is A_B * weight_B, broadcast over the tokens: the strategy's per-prompt weight (e.g. an objective's
    f'(p)) scales every token of that prompt's samples.
 4) Aggregation is a registry of functions with one signature, `(loss_BT, mask_BT) -> scalar`, and the same one
-   reduces the entropy and KL terms. Sequence means average over sequences with at least one token.
+   reduces the entropy and KL terms. Sequence means average over sequences with at least one token. Gradient
+   accumulation: `aggregation_units` counts what an aggregation averages over (tokens, or non-empty sequences);
+   scaling each micro-batch's loss by its units / the batch's units gives exactly the full-batch loss, also when
+   some completions are empty, and a micro-batch with 0 units (only empty completions) is skipped: it has no
+   gradient to give.
 5) loss = pg - entropy_coef * H + kl_coef * KL(pi || ref), KL by Schulman's k3 estimator exp(ref - logp) -
    (ref - logp) - 1 (unbiased and >= 0 for samples from pi). Both terms are off by default (the paper uses neither).
 6) Sampler/learner mismatch (`importance_weights`): when the old log-probs are recomputed by the learner, the
@@ -22,7 +26,7 @@ hold anything (even inf): every reduction selects with the mask instead of multi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -61,6 +65,21 @@ AGGREGATIONS: dict[str, AggregationFn] = {
     "seq-mean-token-mean": seq_mean_token_mean,
     "seq-mean-token-sum": seq_mean_token_sum,
 }
+
+
+AGGREGATION_UNITS: dict[str, Callable[[Sequence[int]], int]] = {
+    "token-mean": lambda lengths: sum(lengths),
+    "seq-mean-token-mean": lambda lengths: sum(n > 0 for n in lengths),
+    "seq-mean-token-sum": lambda lengths: sum(n > 0 for n in lengths),
+}
+"""What each aggregation divides by, given the completions' lengths (see `aggregation_units`)."""
+
+
+def aggregation_units(name: str, lengths: Sequence[int]) -> int:
+    """How many units (tokens for token-mean, non-empty sequences for the seq-mean aggregations) `name` averages
+    over in a batch of completions of these lengths: the weight of a micro-batch in gradient accumulation."""
+    get_aggregation(name)
+    return int(AGGREGATION_UNITS[name](lengths))
 
 
 def get_aggregation(name: str) -> AggregationFn:

@@ -2,8 +2,10 @@
 
 1) The sampling strategy runs against the rollout engine and the task verifier scores each sample: through the
    streaming scheduler (`collect_streaming`, no round barrier) for seq and est by default, else in rounds
-   (`collect`). The engine is `engines.local_engine`'s choice (`SlotEngine` for Llama-family models) or vLLM, in
-   this process, or a pool of Ray rollout workers (`[rollout] workers > 0`, `training.rollout`).
+   (`collect`). The engine is `engines.build_engine(generation.engine, ...)` (hf: `SlotEngine` for Llama-family
+   models; vLLM), in this process, or a pool of Ray rollout workers each building it (`[rollout] workers > 0`,
+   `training.rollout`). The trainer relies on the `engines.protocol.RolloutEngine` contract and its declared
+   capabilities only; `sync_weights` after every update, so no engine samples from stale weights.
 2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs, its advantage and
    its prompt's weight. The PPO "old" policy is the sampler's log-probs (`optim.old_logprobs="sampler"`, exact when
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
@@ -37,7 +39,8 @@ import numpy as np
 import torch
 
 from reinforce_ada import tasks
-from reinforce_ada.engines import local_engine
+from reinforce_ada.engines import RolloutEngine, build_engine
+from reinforce_ada.engines.config import engine_spec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import evaluate
 from reinforce_ada.models.forward import right_pad, sequence_logprobs
@@ -52,9 +55,10 @@ from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
 from reinforce_ada.training.context import context_limit, fit_context
 from reinforce_ada.training.drift import Drift
+from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
-from reinforce_ada.training.losses import importance_weights, policy_loss
+from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
@@ -90,6 +94,7 @@ class Trainer:
         torch.manual_seed(cfg.run.seed)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
+        disable_dropout(self.model)  # the engines sample without dropout: the learner must compute the same policy
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
         self.too_long = {}
         limit = context_limit(self.model, cfg.generation.max_new_tokens)
@@ -110,25 +115,12 @@ class Trainer:
             self.too_long[f"prompts_too_long_{split}"] = len(dropped)
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
-        g = cfg.generation
-        sampling = dict(max_new_tokens=g.max_new_tokens, temperature=g.temperature, top_p=g.top_p, top_k=g.top_k)
-        if cfg.rollout.workers > 0:  # Ray rollout workers (docs/ray.md)
-            self.engine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
-        elif cfg.engine == "vllm":
-            from reinforce_ada.engines.vllm import VLLMEngine
-
-            dtype = "bfloat16" if cfg.model.bf16 else "float32"  # vLLM's "auto" downcasts fp32 checkpoints on CPU
-            self.engine = VLLMEngine(str(self.model_path), self.tokenizer, seed=cfg.run.seed, dtype=dtype, **sampling)
+        self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
+        if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
+            self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
         else:
-            self.engine = local_engine(
-                self.model,
-                self.tokenizer,
-                decode=g.decode,
-                streaming=cfg.streaming,
-                slots=g.slots,
-                batch_size=g.batch_size,
-                seed=cfg.run.seed,
-                **sampling,
+            self.engine = build_engine(
+                cfg.engine, self.spec, model=self.model, tokenizer=self.tokenizer, model_path=str(self.model_path)
             )
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         o = cfg.optim
@@ -165,12 +157,13 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
-        if hasattr(self.engine, "step_metrics"):  # Ray rollout workers: per-worker samples and busy time, restarts
+        if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
         stats = self.update(self.rows(batch))
-        if hasattr(self.engine, "sync_weights"):  # vLLM holds its own copy of the weights
-            self.engine.sync_weights(self.model)
+        # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
+        # (an in-place or fused optimizer step moves no version counter the engine could watch)
+        self.engine.sync_weights(self.model)
         self.step += 1
         m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
@@ -255,13 +248,15 @@ class Trainer:
     def accumulate(self, mb: list[Row], drift: Drift | None = None) -> tuple[float, float, float, bool]:
         """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""
         o, temp = self.cfg.optim, self.cfg.generation.temperature
-        by_tokens = o.agg == "token-mean"
-        denom = sum(len(r.completion_ids) for r in mb) if by_tokens else len(mb)
+        denom = aggregation_units(o.agg, [len(r.completion_ids) for r in mb])
         total_loss = total_ent = total_clip = 0.0
         device = next(self.model.parameters()).device
         for lo in range(0, len(mb), o.micro_batch_size):
             micro = mb[lo : lo + o.micro_batch_size]
-            share = (sum(len(r.completion_ids) for r in micro) if by_tokens else len(micro)) / denom
+            units = aggregation_units(o.agg, [len(r.completion_ids) for r in micro])
+            if units == 0:  # only empty completions: nothing the aggregation counts, and no gradient
+                continue
+            share = units / denom
             prompts, comps = [r.prompt_ids for r in micro], [r.completion_ids for r in micro]
             with self._autocast():
                 logp, mask, ent = sequence_logprobs(
@@ -304,18 +299,10 @@ class Trainer:
 
     # -- evaluation, checkpoints, the loop -----------------------------------------------------------------------
     def evaluate(self) -> dict[str, Any]:
-        g = self.cfg.generation
-        eng = local_engine(
-            self.model,
-            self.tokenizer,
-            decode=g.decode,
-            streaming=False,
-            slots=g.slots,
-            batch_size=g.batch_size,
-            max_new_tokens=g.max_new_tokens,
-            temperature=g.temperature,
-            seed=self.cfg.run.seed * 100_003 + self.step,
-        )  # own seed: no drift
+        seed = self.cfg.run.seed * 100_003 + self.step  # own seed: no drift
+        # at generation.temperature, without top-k/top-p (as before the factory)
+        spec = dataclasses.replace(self.spec, streaming=False, top_p=1.0, top_k=0, seed=seed)
+        eng = build_engine("hf", spec, model=self.model, tokenizer=self.tokenizer)
         return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)
 
     def state_dict(self) -> dict[str, Any]:
@@ -368,6 +355,7 @@ class Trainer:
             self.opt.load_state_dict(state["optimizer"])
             self.strategy.load_state_dict(state["strategy"])
             self.order.load_state_dict(state["order"])
+            self.engine.sync_weights(self.model)  # vLLM would otherwise sample from the base weights until step 1 ends
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])
