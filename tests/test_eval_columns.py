@@ -56,3 +56,9 @@ def test_eval_reuses_the_run_columns_and_names_the_flag_when_one_is_missing(mode
         main(["eval", "--checkpoint", str(tmp_path / "run"), "--dataset", str(plain), "--threads", "1"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--prompt-key" in err and "'q'" in err
+
+
+def test_eval_refuses_a_verifier_that_cannot_score_the_dataset(model_dir, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["eval", "--model", str(model_dir), "--dataset", "arithmetic", "--verifier", "code", "--threads", "1"])
+    assert e.value.code == 2 and "cannot be scored by verifier 'code'" in capsys.readouterr().err

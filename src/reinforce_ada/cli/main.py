@@ -11,7 +11,6 @@ import errno
 import sys
 
 from reinforce_ada.cli.commands import (
-    cmd_compare,
     cmd_eval,
     cmd_filter,
     cmd_models,
@@ -20,6 +19,7 @@ from reinforce_ada.cli.commands import (
     cmd_simulate,
     cmd_train,
 )
+from reinforce_ada.cli.compare import cmd_compare
 from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags, verifier_names
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names, help_lines
@@ -54,7 +54,14 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling and the --limit subset (default 0)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
-    p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="hf (CPU or GPU) or vllm (GPU; unverified)")
+    from reinforce_ada.engines.factory import ENGINES
+
+    p.add_argument(
+        "--engine",
+        default="hf",
+        choices=sorted(ENGINES),
+        help=f"one of {', '.join(sorted(ENGINES))} (hf: CPU or GPU; vllm: GPU, unverified)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

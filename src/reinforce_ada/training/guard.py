@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from reinforce_ada.errors import ConfigError
+from reinforce_ada.errors import RunStopped
 
 
-class TrainingDiverged(ConfigError):
+class TrainingDiverged(RunStopped):
     """Too many optimizer steps in a row were rolled back: the learning rate or weight decay is too large."""
 
 
@@ -106,7 +106,7 @@ class StepGuard:
             state["step"] -= 1
 
 
-class VerifierFailing(ConfigError):
+class VerifierFailing(RunStopped):
     """The verifier failed on more than `run.max_verifier_error_share` of a step's samples: the run stops."""
 
 

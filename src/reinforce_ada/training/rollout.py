@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.engines.ray_pool import NoWorkersLeft, RayRolloutPool
+from reinforce_ada.errors import RunStopped
 from reinforce_ada.training import checkpoint
 
 
@@ -30,7 +31,7 @@ def rollout_pool(cfg: Any, model: Any, tokenizer: Any, model_path: Path) -> RayR
     )
 
 
-class RolloutWorkersLost(RuntimeError):
+class RolloutWorkersLost(RunStopped):
     """No rollout worker is left; a checkpoint of the step's start was saved."""
 
 

@@ -60,21 +60,10 @@ from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_fa
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
+from reinforce_ada.training.rows import Row, batch_rows, old_logprobs
 from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
-
-
-@dataclasses.dataclass
-class Row:
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    sampler_logp: list[float]
-    """The sampler's log-prob of each completion token."""
-    adv: float
-    weight: float
-    old_logp: list[float] | None = None
-    """The learner's log-probs before the update (`old_logprobs="recompute"`); None: the sampler's are the old ones."""
 
 
 class Trainer:
@@ -171,13 +160,7 @@ class Trainer:
         return m
 
     def rows(self, batch: StepBatch) -> list[Row]:
-        rows = []
-        for g, adv_R, w in zip(batch.groups, batch.advantages, batch.weights, strict=True):
-            if g.prompt.id not in self._prompt_ids:
-                self._prompt_ids[g.prompt.id] = self.tokenizer(g.prompt.text, add_special_tokens=False)["input_ids"]
-            for s, a in zip(g.samples, adv_R, strict=True):
-                rows.append(Row(self._prompt_ids[g.prompt.id], s.token_ids, s.logprobs, float(a), float(w)))
-        return rows
+        return batch_rows(batch, self.tokenizer, self._prompt_ids)
 
     def update(self, rows: list[Row]) -> dict[str, Any]:
         o = self.cfg.optim
@@ -227,23 +210,10 @@ class Trainer:
         device = next(self.model.parameters()).device
         return torch.autocast(device.type, dtype=torch.bfloat16) if self.cfg.model.bf16 else contextlib.nullcontext()
 
-    @torch.no_grad()
     def recompute_old(self, rows: list[Row], drift: Drift) -> None:
         """The learner's log-probs of every row before the update (one no-grad forward, as verl): the PPO old policy."""
         o, temp = self.cfg.optim, self.cfg.generation.temperature
-        for lo in range(0, len(rows), o.micro_batch_size):
-            micro = rows[lo : lo + o.micro_batch_size]
-            with self._autocast():
-                logp, mask, _ = sequence_logprobs(
-                    self.model,
-                    [r.prompt_ids for r in micro],
-                    [r.completion_ids for r in micro],
-                    self.engine.pad_id,
-                    temperature=temp,
-                )
-            drift.add(logp, micro, mask)
-            for b, r in enumerate(micro):
-                r.old_logp = logp[b, : len(r.completion_ids)].float().tolist()
+        old_logprobs(self.model, rows, drift, o.micro_batch_size, self.engine.pad_id, temp, self._autocast)
 
     def accumulate(self, mb: list[Row], drift: Drift | None = None) -> tuple[float, float, float, bool]:
         """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""

@@ -38,6 +38,7 @@ from reinforce_ada.models.tiny import EOS, TinyModelConfig, build_char_tokenizer
 from reinforce_ada.tasks import arithmetic
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.training.tracking import progress_bar
 from reinforce_ada.types import Prompt
 
 WARM_START_VERSION = 1
@@ -232,7 +233,7 @@ def _sft(
     model.train()
     t0 = time.perf_counter()
     step = 0
-    bar = _bar(progress, cfg.steps)
+    bar = progress_bar(progress, total=cfg.steps, desc="warm start", unit="step")  # with an ETA, like the RL steps
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         for step in range(1, cfg.steps + 1):
@@ -251,21 +252,6 @@ def _sft(
                 break
     bar.close()
     return step
-
-
-def _bar(enabled: bool, total: int) -> Any:
-    """The SFT progress bar (tqdm, with an ETA, like the RL steps'), or a null bar."""
-    if not enabled:
-        return _NullBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="warm start", unit="step", dynamic_ncols=True)
-
-
-class _NullBar:
-    def update(self, n: int) -> None: ...
-    def set_postfix(self, **kw: Any) -> None: ...
-    def close(self) -> None: ...
 
 
 def _sft_batch(

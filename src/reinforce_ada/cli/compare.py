@@ -1,0 +1,58 @@
+"""`reinforce-ada compare`: the command body (the machinery is `reinforce_ada.bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from reinforce_ada.cli.checks import finite, read_json_object, read_lrs
+from reinforce_ada.errors import ConfigError
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.bench.arms import ARMS, split_arms
+    from reinforce_ada.bench.compare import QUICK, CompareConfig, run_compare
+    from reinforce_ada.bench.report import agreement, format_agreement, format_table, write
+
+    out = args.out or ("runs/compare-quick/convergence" if args.quick else "runs/compare/convergence")
+    fixed = read_lrs(args.lrs_from) if args.lrs_from else {}
+    for item in args.lr:
+        arm, eq, lr = item.partition("=")
+        try:
+            fixed[arm.strip()] = float(lr)
+        except ValueError:
+            raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4") from None
+        if not eq:
+            raise ConfigError(f"--lr {item!r}: write ARM=LR, e.g. seq-bal=4e-4")
+        finite(f"--lr {item}:", fixed[arm.strip()], least=0.0)
+    arms = tuple(split_arms(args.arms)) if args.arms else tuple(ARMS)
+    names = {a.partition("=")[0].strip() for a in arms}
+    fields: dict[str, Any] = {"arms": arms, "out": out, "workers": args.workers, "seed_offset": args.seed_offset}
+    fields["fixed_lrs"] = tuple((k, v) for k, v in fixed.items() if k in names)
+    if args.pool:
+        fields["pools"] = tuple(args.pool)
+    if args.lrs:
+        try:
+            fields["lrs"] = tuple(float(x) for x in args.lrs.split(","))
+        except ValueError:
+            raise ConfigError(f"--lrs {args.lrs!r}: give comma-separated numbers, e.g. 2e-4,4e-4,8e-4") from None
+        for lr in fields["lrs"]:
+            finite(f"--lrs {args.lrs}: each", lr, least=0.0)
+    if args.quick:
+        fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
+    for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    c = CompareConfig(**fields)
+    command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    first = read_json_object("--check-against", args.check_against) if args.check_against else None
+    results = run_compare(c)
+    if first is not None:
+        results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}
+    js, png = write(results, c.out, command)
+    print(format_table(results))
+    if first is not None:
+        print(format_agreement(results["agreement"]["pools"]))
+    print(f"wrote {js} and {png}")
+    return 0

@@ -1,0 +1,56 @@
+"""The learner's rows: one sampled completion with its prompt tokens, advantage and weight."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from reinforce_ada.models.forward import sequence_logprobs
+from reinforce_ada.sampling.ledger import StepBatch
+
+
+@dataclasses.dataclass
+class Row:
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    sampler_logp: list[float]
+    """The sampler's log-prob of each completion token."""
+    adv: float
+    weight: float
+    old_logp: list[float] | None = None
+    """The learner's log-probs before the update (`old_logprobs="recompute"`); None: the sampler's are the old ones."""
+
+
+def batch_rows(batch: StepBatch, tokenizer: Any, prompt_ids: dict[str, list[int]]) -> list[Row]:
+    """One row per trained sample of the step; `prompt_ids` caches each prompt's tokens across steps."""
+    rows = []
+    for g, adv_R, w in zip(batch.groups, batch.advantages, batch.weights, strict=True):
+        if g.prompt.id not in prompt_ids:
+            prompt_ids[g.prompt.id] = tokenizer(g.prompt.text, add_special_tokens=False)["input_ids"]
+        for s, a in zip(g.samples, adv_R, strict=True):
+            rows.append(Row(prompt_ids[g.prompt.id], s.token_ids, s.logprobs, float(a), float(w)))
+    return rows
+
+
+@torch.no_grad()
+def old_logprobs(
+    model: Any, rows: list[Row], drift: Any, micro_batch_size: int, pad_id: int, temperature: float, autocast: Callable
+) -> None:
+    """Fill each row's `old_logp` with the learner's log-probs before the update, and feed them to `drift` (the
+    sampler/learner mismatch metrics)."""
+    for lo in range(0, len(rows), micro_batch_size):
+        micro = rows[lo : lo + micro_batch_size]
+        with autocast():
+            logp, mask, _ = sequence_logprobs(
+                model,
+                [r.prompt_ids for r in micro],
+                [r.completion_ids for r in micro],
+                pad_id,
+                temperature=temperature,
+            )
+        drift.add(logp, micro, mask)
+        for b, r in enumerate(micro):
+            r.old_logp = logp[b, : len(r.completion_ids)].float().tolist()
