@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from reinforce_ada.models.tiny import build_char_tokenizer
+from tests import helpers
 
 # tensors here are tiny: extra threads only add overhead (and the CI box is shared)
 torch.set_num_threads(1)
@@ -22,30 +23,8 @@ def char_tokenizer():
 
 @pytest.fixture(scope="session")
 def tiny_llama(char_tokenizer) -> LlamaForCausalLM:
-    """A seeded random Llama (hidden 32, 2 layers, 2 heads, tied embeddings), in eval mode."""
-    tok = char_tokenizer
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        # at the default 0.02 the tied embedding makes the model echo its last input token forever; 0.5 gives varied
-        # completions, some of which end in EOS
-        initializer_range=0.5,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model.eval()
+    """A seeded random Llama (hidden 32, 2 layers, 2 heads, tied embeddings; `tests.helpers.tiny_llama`), eval mode."""
+    return helpers.tiny_llama(char_tokenizer).eval()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,47 @@
-"""Importable helpers for tests that go through `module:function` names."""
+"""Importable helpers: functions tests name as `module:function`, and the one tiny random Llama every test builds
+(`tests/conftest.py`'s fixtures, the TRL fixtures and the vLLM test take their model from here)."""
 
 from __future__ import annotations
+
+from typing import Any
+
+
+def tiny_llama_config(tok: Any, **overrides: Any) -> Any:
+    """The test Llama's config (hidden 32, 2 layers, 2 heads, tied embeddings) for the char tokenizer `tok`.
+
+    At the default initializer_range 0.02 the tied embedding makes the model echo its last input token forever; 0.5
+    gives varied completions, some of which end in EOS.
+    """
+    from transformers import LlamaConfig
+
+    kw = dict(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        initializer_range=0.5,
+    )
+    return LlamaConfig(**{**kw, **overrides})
+
+
+def tiny_llama(tok: Any, *, seed: int = 0, **overrides: Any) -> Any:
+    """A seeded random `LlamaForCausalLM` of `tiny_llama_config` (the global RNG is left as it was)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(tiny_llama_config(tok, **overrides))
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model
 
 
 def even_length(completion: str, answer: str) -> float:

@@ -133,13 +133,6 @@ def test_pool_specs():
             parse_pool(bad)
 
 
-@pytest.fixture
-def model_dir(tmp_path, tiny_llama, char_tokenizer):
-    tiny_llama.save_pretrained(tmp_path / "model")
-    char_tokenizer.save_pretrained(tmp_path / "model")
-    return tmp_path / "model"
-
-
 def test_pool_filter_and_level_weights(tmp_path, tiny_llama, char_tokenizer):
     spec = parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=20")
     pool = build_pool(spec, tiny_llama, char_tokenizer, tmp_path)

@@ -23,14 +23,6 @@ from reinforce_ada.types import Prompt, Sample
 EVEN = "tests.helpers:even_length"  # a reward a random policy earns about half the time
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 @pytest.fixture
 def files(tmp_path) -> tuple[Path, Path]:
     a = tmp_path / "a.jsonl"

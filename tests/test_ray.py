@@ -46,14 +46,6 @@ def local_ray():
     ray.shutdown()
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 def make_pool(model_dir, tiny_llama, tok, generation: GenerationConfig, **rollout) -> RayRolloutPool:
     return RayRolloutPool(
         tiny_llama,

@@ -27,14 +27,6 @@ from tests.test_run_lifecycle import cfg_for, copy_run
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
-@pytest.fixture(scope="module")
 def two_step_run(model_dir, tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("runs") / "two"
     Trainer(cfg_for(model_dir, run), tensorboard=False).fit()

@@ -31,14 +31,6 @@ from reinforce_ada.training.tracking import Tracker, read_metrics
 from reinforce_ada.training.trainer import Trainer
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 def cfg_for(model_dir: Path, run_dir: Path, *, steps: int = 2, **optim) -> TrainConfig:
     return apply_overrides(
         TrainConfig(),

@@ -72,14 +72,6 @@ def _cfg(model_dir: Path, run_dir: Path, **sections) -> TrainConfig:
     return apply_overrides(TrainConfig(), over, "test")
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp_path, capsys):
     from reinforce_ada.training.trainer import Trainer
 

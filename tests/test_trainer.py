@@ -22,14 +22,6 @@ from reinforce_ada.training.config import TrainConfig, apply_overrides, load_tom
 from reinforce_ada.training.trainer import Row, Trainer
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 def small_cfg(model_dir: Path, run_dir: Path, **run) -> TrainConfig:
     cfg = apply_overrides(
         TrainConfig(),

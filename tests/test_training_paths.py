@@ -20,14 +20,6 @@ from reinforce_ada.training.trainer import Trainer
 from reinforce_ada.types import Prompt, Sample
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer):
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
-
-
 def test_short_run_on_builtin_task_raises_reward(tmp_path, monkeypatch):
     # a short warm start (300 SFT steps) and a small pool of 1-digit sums, so 30 RL steps show learning
     monkeypatch.setenv("REINFORCE_ADA_CACHE", str(tmp_path / "cache"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,14 +15,6 @@ from reinforce_ada.training import checkpoint
 from reinforce_ada.training.guard import TrainingDiverged
 from reinforce_ada.training.trainer import Row, Trainer, VerifierFailing
 from tests.test_run_lifecycle import cfg_for, cli_flags
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
-    d = tmp_path_factory.mktemp("tiny_model")
-    tiny_llama.save_pretrained(d)
-    char_tokenizer.save_pretrained(d)
-    return d
 
 
 def rows() -> list[Row]:

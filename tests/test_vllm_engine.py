@@ -62,27 +62,11 @@ LONG = "<bos>" + "0123456789" * 5 + "+"  # a shared 56-token prefix: more than o
 @pytest.fixture(scope="module")
 def vllm_model(tmp_path_factory, char_tokenizer):
     pytest.importorskip("vllm")
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from tests.helpers import tiny_llama
 
+    # head_dim 64: vLLM's CPU attention wants multiples of 32
+    model = tiny_llama(char_tokenizer, hidden_size=128, intermediate_size=256)
     tok = char_tokenizer
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,  # head_dim 64: vLLM's CPU attention wants multiples of 32
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        initializer_range=0.5,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(config)
     d = tmp_path_factory.mktemp("vllm_model")
     model.save_pretrained(d)
     tok.save_pretrained(d)
