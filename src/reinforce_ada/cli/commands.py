@@ -103,7 +103,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if not arms:
         raise ConfigError(f"--strategies {args.strategies!r} names no arm; give e.g. 'uniform,seq,est'")
     check_simulate_flags(args, len(arms))
-    out = output_file("--out", args.out, suffixes=(".json", ".png"))  # before the run, not after it
+    out = output_file("--out", args.out or free_stem("runs/simulate"), suffixes=(".json", ".png"))  # before the run
     res = simulate(
         arms,
         steps=args.steps,
@@ -367,3 +367,13 @@ def cmd_samples(args: argparse.Namespace) -> int:
     from reinforce_ada.training.samples_log import main as show
 
     return show([args.run, "--step", str(args.step), "-n", str(args.n)])
+
+
+def free_stem(stem: str) -> str:
+    """`stem`, or `stem-1`, `stem-2`, ... : the first whose .json and .png do not exist yet (default outputs never
+    overwrite an earlier run's)."""
+    candidate, n = stem, 0
+    while any(Path(candidate + suffix).exists() for suffix in (".json", ".png")):
+        n += 1
+        candidate = f"{stem}-{n}"
+    return candidate

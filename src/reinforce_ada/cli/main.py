@@ -88,7 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--batch-size", type=int, default=64, help="prompts per step")
     si.add_argument("--pool-size", type=int, default=2000, help="prompts in the simulated hard pool")
     si.add_argument("--sim-lr", type=float, default=0.3, help="simulated policy's step size on the logits")
-    si.add_argument("--out", default="runs/simulate", help="output path without suffix (.json and .png)")
+    si.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix (.json and .png); default runs/simulate, or runs/simulate-N when that is "
+        "taken (an earlier run's results are never overwritten unless --out names them)",
+    )
     add_strategy_flags(si)
     si.set_defaults(fn=cmd_simulate)
 
