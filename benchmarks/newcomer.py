@@ -111,7 +111,7 @@ STEPS: tuple[Step, ...] = (
     Step("reinforce-ada train --generation.decode hf --generation.slots 128", 1200, slow=True),
     Step("reinforce-ada plan --strategy uniform --n 4 --pass-rates 0.05,0.1,0.5", 120),
     Step("reinforce-ada plan --strategy seq --exit balanced --pass-rates 0.05,0.1,0.5 --json", 120),
-    Step("reinforce-ada plan --strategy seq --pass-rates-file rates.csv", 120),
+    Step("reinforce-ada plan --strategy seq --pass-rates-file examples/data/rates.csv", 120),
     Step("reinforce-ada plan --strategy seq --pass-rates 0.1 --monte-carlo 5000", 300),
     Step(
         'reinforce-ada simulate --strategies "uniform;uniform:n=16;dynamic;seq;seq:exit=positive;est" '
