@@ -164,6 +164,7 @@ def test_knapsack_paper_rule():
     assert knapsack_budget([], 10, 2, 4).size == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["knapsack:budget=24", "est:allocation=knapsack,budget=24,min_samples=2"])
 def test_knapsack_plan_matches_monte_carlo(spec):
     cfg, rates = parse_arm(spec), [0.0, 0.05, 0.3, 0.9]
@@ -196,6 +197,7 @@ def test_pilot_commit_closed_form():
         assert row.zero_signal == pytest.approx(1 - band)  # a committed pool has both outcomes by construction
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [0.05, 0.3, 0.8])
 def test_pilot_commit_both_drivers_match_plan(p):
     exact = plan(StrategyConfig(name="pilot_commit"), [p])[0]
@@ -248,6 +250,7 @@ def test_give_up_off_is_the_paper():
     assert a[3].expected_samples == pytest.approx(b[3].expected_samples, rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [0.02, 0.1])
 def test_give_up_both_drivers_match_plan(p):
     exact = plan(parse_arm("seq:give_up=0.1"), [p])[0]
@@ -351,6 +354,7 @@ def test_mopps_selects_near_target_prompts_over_steps():
 
 
 # -- every new strategy: drivers, checkpoints, metrics --------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS)
 def test_both_drivers_draw_the_same_law(spec):
     rates = [0.03, 0.15, 0.5, 0.9] * 300

@@ -52,6 +52,7 @@ def test_humaneval_task_builds_with_the_sandboxed_verifier():
     assert verifier("import os\nos.system('echo hi')\n", p.answer) == 0.0
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_mbpp_file_task_and_a_one_step_run_from_the_cli(mbpp_file, tmp_path, tiny_llama, char_tokenizer):
     train, held_out, verifier = build(TaskConfig(name="code", path=str(mbpp_file), eval_size=1))

@@ -113,6 +113,7 @@ def test_prompt_helpers_come_from_the_prompt_not_the_solution(verifier, humaneva
     assert verifier(cheat, p.answer) == 0.0
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_humaneval_canonical_solutions_pass_concurrently(verifier, humaneval):
     """A sample of the canonical solutions (every 8th problem) scores 1, their mutations 0, from a thread pool."""

@@ -44,6 +44,7 @@ def test_seq_positive_k1_closed_form(m, rounds):
         StrategyConfig(name="est", budget=40, min_samples=2),
     ],
 )
+@pytest.mark.slow
 def test_monte_carlo_agrees_with_exact(cfg):
     rates = [0.03, 0.1, 0.5, 0.9]
     exact = plan(cfg, rates)

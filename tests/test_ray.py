@@ -33,6 +33,8 @@ from reinforce_ada.training.trainer import Trainer  # noqa: E402
 from reinforce_ada.types import Prompt  # noqa: E402
 from tests.helpers import even_length  # noqa: E402
 
+pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
+
 PROMPTS = [Prompt(f"p{i}", f"<bos>{i}+{2 * i + 1}=", answer="") for i in range(12)]
 ROLLOUT = RolloutConfig(workers=2, cpus_per_worker=0.25, threads=1)
 """Fractional CPUs: several pools fit the test's 2-CPU local Ray at once."""

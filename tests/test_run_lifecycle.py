@@ -283,6 +283,7 @@ def test_ctrl_c_stops_at_a_step_boundary_with_a_checkpoint(model_dir, tmp_path):
     assert f"interrupted at step {steps[-1]}; continue with: reinforce-ada train --resume {run}" in out
 
 
+@pytest.mark.slow
 def test_cli_resume_runs_with_the_run_config_and_new_step_count(model_dir, tmp_path):
     run = tmp_path / "run"
     assert main(["train", *cli_flags(model_dir), "--steps", "1", "--run-dir", str(run)]) == 0

@@ -172,6 +172,7 @@ def attacks():
         outside.rmdir()
 
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("case", CASES)

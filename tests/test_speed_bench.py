@@ -26,6 +26,7 @@ def test_real_tokens_counts_through_first_eos(speed):
     assert harness.real_tokens(ids[:, :0], [eos]) == 0
 
 
+@pytest.mark.slow
 def test_measure_generation_reports_both_sides(speed, tiny_llama, char_tokenizer):
     prompts = [Prompt(f"p{i}", f"<bos>{i}+{i + 1}=") for i in range(3)]
     was_training = tiny_llama.training

@@ -37,6 +37,7 @@ def assert_within(x: float, exact: float, se: float, what: str) -> None:
     assert abs(x - exact) <= 4 * se + 1e-12, f"{what}: {x:.4f} vs exact {exact:.4f} (4 se = {4 * se:.4f})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exit", ["balanced", "positive"])
 @pytest.mark.parametrize("prefetch", [False, True])
 @pytest.mark.parametrize("p", [0.05, 0.3])
@@ -52,6 +53,7 @@ def test_seq_cancel_matches_plan(exit, prefetch, p):
     assert_within(z, exact.zero_signal, np.sqrt(exact.zero_signal * (1 - exact.zero_signal) / REPS), "zero signal")
 
 
+@pytest.mark.slow
 def test_seq_pool_size_distribution_matches_round_mode():
     cfg, rates = StrategyConfig(), [0.1] * REPS
     prompts, policy = frozen(rates, seed=1)
@@ -65,6 +67,7 @@ def test_seq_pool_size_distribution_matches_round_mode():
         assert_within(b, a, se, f"share of pools of size {size}")
 
 
+@pytest.mark.slow
 def test_keep_grows_pools_but_not_exit_decisions():
     cfg = StrategyConfig()
     exact = plan(cfg, [0.3])[0]
@@ -84,6 +87,7 @@ def test_keep_grows_pools_but_not_exit_decisions():
     assert keep_pos.ledger.no_signal_prompt_share < 0.5 * plan(pos, [0.7])[0].zero_signal
 
 
+@pytest.mark.slow
 def test_keep_moves_baseline_toward_pass_rate():
     """Round mode's pool mean is biased by the stopping rule; late samples are independent of the stop."""
     cfg, p = StrategyConfig(), 0.05
@@ -240,6 +244,7 @@ class SlowWhenCorrect:
         return samples
 
 
+@pytest.mark.slow
 def test_checks_follow_submission_order_when_latency_depends_on_reward():
     cfg, p = StrategyConfig(), 0.3
     prompts, policy = frozen([p] * REPS, seed=6)

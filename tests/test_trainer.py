@@ -118,6 +118,7 @@ def _run_cli(args: list[str], env: dict) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_matches_uninterrupted_run(model_dir, tmp_path):
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     common = [

@@ -20,6 +20,7 @@ from reinforce_ada.training.trainer import Trainer
 from reinforce_ada.types import Prompt, Sample
 
 
+@pytest.mark.slow
 def test_short_run_on_builtin_task_raises_reward(tmp_path, monkeypatch):
     # a short warm start (300 SFT steps) and a small pool of 1-digit sums, so 30 RL steps show learning
     monkeypatch.setenv("REINFORCE_ADA_CACHE", str(tmp_path / "cache"))
@@ -74,6 +75,7 @@ def test_bf16_autocast_step_runs(model_dir, tmp_path):
     assert m["skipped_update"] == 0 and np.isfinite(m["grad_norm"])
 
 
+@pytest.mark.slow
 def test_cli_smoke_changes_parameters(model_dir, tmp_path, capsys):
     run = tmp_path / "run"
     argv = [

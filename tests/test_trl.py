@@ -26,6 +26,8 @@ from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.strategies import STRATEGIES  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
+pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMON = dict(
     max_completion_length=6,

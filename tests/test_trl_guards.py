@@ -22,6 +22,8 @@ from reinforce_ada.integrations.trl_ledger import RewardsFailedError, check_veri
 from reinforce_ada.integrations.trl_rewards import reward_table  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
+pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
+
 BASE = {"use_cpu": True, "bf16": False, "report_to": "none", "num_generations": 4, "per_device_train_batch_size": 8}
 
 

@@ -13,6 +13,8 @@ from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.types import Prompt
 
+pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
+
 A, B, C = (Prompt(id=x, text=f"<bos>{x}") for x in "abc")
 T, F = True, False
 

@@ -13,6 +13,8 @@ from datasets import Dataset  # noqa: E402
 from reinforce_ada.integrations.trl import AdaGRPOConfig, AdaGRPOTrainer  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
+pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
+
 
 def trainer_over(dataset, tmp_path) -> AdaGRPOTrainer:
     model, tok = tiny_model_and_tokenizer()

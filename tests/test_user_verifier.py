@@ -91,6 +91,7 @@ def test_doctests():
     assert doctest.testmod(user_verifier).failed == 0
 
 
+@pytest.mark.slow
 def test_a_cpu_spin_is_killed_at_the_limit_and_counted(hostile):
     spin = hostile("spin", 0.3)
     prompts = {"p": Prompt("p", "q", "a")}
@@ -132,6 +133,7 @@ def test_a_verifier_that_exits_is_a_counted_error_and_the_caller_goes_on(hostile
     assert [s.reward for s in samples] == [0.0, 1.0, 0.0, 1.0]
 
 
+@pytest.mark.slow
 def test_a_verifier_that_hangs_on_every_call_fails_fast(hostile):
     hung = hostile("sleeps", 0.2, hung_after=3, retry_after_s=60)
     samples = [Sample("p", str(i)) for i in range(40)]
@@ -142,6 +144,7 @@ def test_a_verifier_that_hangs_on_every_call_fails_fast(hostile):
     assert elapsed < 10, f"{elapsed:.1f} s: the skipped calls waited"  # 40 waits would be >= 8 s plus 40 starts
 
 
+@pytest.mark.slow
 def test_the_breaker_tries_again_and_closes_when_the_verifier_recovers(hostile, tmp_path):
     marker = tmp_path / "down"
     marker.write_text("")

@@ -82,6 +82,7 @@ def test_a_user_verifier_is_bounded_by_default(user_module):
     assert verifiers.build("arithmetic") is verifiers.VERIFIERS["arithmetic"]
 
 
+@pytest.mark.slow
 def test_hanging_and_non_numeric_user_verifiers_score_zero_and_are_counted(user_module):
     prompts = {"p": Prompt("p", "q", "4")}
     hung = verifiers.build("my_verifiers:hangs", timeout_s=0.2)
@@ -127,6 +128,7 @@ def test_task_config_refusals(kwargs, message):
         TaskConfig(**kwargs)
 
 
+@pytest.mark.slow
 def test_build_bounds_the_verifier_on_the_eval_path_too(user_module):
     # tasks.build returns the bounded verifier, and evaluation scores through the same object
     _, held_out, verifier = build(
