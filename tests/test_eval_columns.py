@@ -62,3 +62,28 @@ def test_eval_refuses_a_verifier_that_cannot_score_the_dataset(model_dir, capsys
     with pytest.raises(SystemExit) as e:
         main(["eval", "--model", str(model_dir), "--dataset", "arithmetic", "--verifier", "code", "--threads", "1"])
     assert e.value.code == 2 and "cannot be scored by verifier 'code'" in capsys.readouterr().err
+
+
+def test_eval_shows_progress_per_chunk_of_prompts(model_dir, tmp_path, capsys):
+    data = rows(tmp_path / "d.jsonl", 20, keys=("prompt", "answer"))
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(model_dir),
+                "--dataset",
+                str(data),
+                "--samples",
+                "1",
+                "--threads",
+                "1",
+                "--max-new-tokens",
+                "2",
+                "--no-greedy",
+            ]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "16/20" in err and "20/20" in err  # the bar moves after each chunk of 16 prompts, with an ETA

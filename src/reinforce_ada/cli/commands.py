@@ -277,7 +277,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         t0 = time.perf_counter()
         ks = pass_ks(args.samples)
-        results[name] = evaluate(e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks)
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(prompts), desc=name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
+            results[name] = evaluate(
+                e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks, progress=bar
+            )
         print(f"[{i}/{len(benches)}] {name}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     average = weighted_average(results)
     settings = {
@@ -328,7 +333,10 @@ def cmd_filter(args: argparse.Namespace) -> int:
     verifier = verifiers.build(args.verifier or ds.verifier)
     prompts = apply_template(ds.prompts, e.template, e.tokenizer)
     print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
-    correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(prompts), desc=ds.name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
+        correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples, progress=bar)
     rates = pass_rates(correct, [p.id for p in prompts])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:

@@ -72,11 +72,23 @@ def sample_correct(
     *,
     samples: int,
     threshold: float = 0.5,
+    progress: Any | None = None,
+    chunk: int = 16,
 ) -> tuple[dict[str, list[float]], int]:
-    """`samples` completions per prompt, scored: ({prompt id: [1.0 if correct else 0.0, ...]}, verifier errors)."""
+    """`samples` completions per prompt, scored: ({prompt id: [1.0 if correct else 0.0, ...]}, verifier errors).
+
+    With `progress` (a bar with `update(n)`, e.g. tqdm) the prompts are sampled `chunk` at a time and the bar moves
+    after each chunk, so a long evaluation shows an ETA from its first chunk on (the same law; other draws)."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
-    out = engine.generate([Request(p, samples) for p in prompts])
+    if progress is None:
+        out = engine.generate([Request(p, samples) for p in prompts])
+    else:
+        out = []
+        for lo in range(0, len(prompts), chunk):
+            part = prompts[lo : lo + chunk]
+            out.extend(engine.generate([Request(p, samples) for p in part]))
+            progress.update(len(part))
     errors = score(out, {p.id: p for p in prompts}, verifier)
     correct: dict[str, list[float]] = defaultdict(list)
     for s in out:
@@ -111,9 +123,11 @@ def evaluate(
     threshold: float = 0.5,
     greedy_engine: Any | None = None,
     ks: Sequence[int] | None = None,
+    progress: Any | None = None,
 ) -> dict[str, Any]:
-    """Sample, score and summarise one benchmark; `ks` defaults to (samples,), the trainer's eval lines."""
-    correct, errors = sample_correct(engine, prompts, verifier, samples=samples, threshold=threshold)
+    """Sample, score and summarise one benchmark; `ks` defaults to (samples,), the trainer's eval lines; `progress`:
+    see `sample_correct`."""
+    correct, errors = sample_correct(engine, prompts, verifier, samples=samples, threshold=threshold, progress=progress)
     m = summarize(prompts, correct, ks or (samples,))
     m["eval_verifier_errors"] = errors
     if greedy_engine is not None:
