@@ -86,4 +86,4 @@ def test_eval_shows_progress_per_chunk_of_prompts(model_dir, tmp_path, capsys):
         == 0
     )
     err = capsys.readouterr().err
-    assert "16/20" in err and "20/20" in err  # the bar moves after each chunk of 16 prompts, with an ETA
+    assert "0/20" in err and "20/20" in err and "prompt/s" in err  # a bar over prompts, with a rate and ETA
