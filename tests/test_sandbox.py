@@ -33,6 +33,11 @@ CASES = sorted(p.stem for p in CORPUS.glob("*.txt"))
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = sb.Limits(wall_s=2.0, cpu_s=1, memory_mb=256, processes=8, file_mb=0.5, tmp_mb=8)
 BOUND_S = LIMITS.wall_s + 4.0
+SCORES = {"huge_output": (0.0, 1.0)}
+"""Allowed scores where the attack's function is right: huge_output's floods go to /dev/null in the solution's process
+(tasks.code_harness: nothing it prints reaches the judge) and its file stops at RLIMIT_FSIZE; if that ends within the
+wall-clock limit its correct `add` scores 1.0, if not it is killed and scores 0 -- bounded either way (the other
+assertions). Every other case must score 0."""
 """Longest a case may take: the wall-clock limit plus slack for a busy shared CPU."""
 PROBLEM = CodeTest(
     "assert add(2, 3) == 5\nassert add(-1, 1) == 0\nassert abs(add(0.5, 0.25) - 0.75) < 1e-9\n", entry_point="add"
@@ -178,7 +183,7 @@ def attacks():
 @pytest.mark.parametrize("case", CASES)
 def test_attack_is_blocked_and_scores_zero(attacks, case, tool):
     out = attacks["outcomes"][case, tool]
-    assert out["score"] == 0.0, f"{case} escaped the {tool} sandbox"
+    assert out["score"] in SCORES.get(case, (0.0,)), f"{case} escaped the {tool} sandbox"
     assert out["elapsed"] < BOUND_S, f"{case} took {out['elapsed']:.1f} s in {tool}"
     assert out["left"] == [], f"{case} left processes behind: {out['left']}"
     token = out["TOKEN"]
