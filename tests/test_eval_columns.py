@@ -87,3 +87,13 @@ def test_eval_shows_progress_per_chunk_of_prompts(model_dir, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "0/20" in err and "20/20" in err and "prompt/s" in err  # a bar over prompts, with a rate and ETA
+
+
+def test_eval_keeps_and_shows_scored_completions(model_dir, tmp_path, capsys):
+    data = rows(tmp_path / "d.jsonl", 4, keys=("prompt", "answer"))
+    argv = ["eval", "--model", str(model_dir), "--dataset", str(data), "--samples", "2", "--threads", "1"]
+    assert main([*argv, "--max-new-tokens", "2", "--no-greedy", "--json", "--show-samples", "1"]) == 0
+    out = capsys.readouterr()
+    kept = json.loads(out.out)["examples"]["d"]
+    assert len(kept) == 3 and {"prompt", "completion", "answer", "reward"} <= set(kept[0])
+    assert out.err.count("[completion]") == 1 and kept[0]["prompt"] in out.err

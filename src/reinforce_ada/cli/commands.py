@@ -266,7 +266,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         name = args.verifier or ds.verifier
         verifiers.fit(name, ds.name, [(p.id, p.answer) for p in ds.prompts])  # e.g. `code` on arithmetic answers
         benches.append((ds.name, prompts, verifiers.build(name)))
-    results = {}
+    results: dict[str, Any] = {}
+    examples: dict[str, list[dict[str, Any]]] = {}
     for i, (name, prompts, verifier) in enumerate(benches, start=1):
         greedy = " (+1 greedy)" if e.greedy is not None else ""
         print(
@@ -279,9 +280,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         ks = pass_ks(args.samples)
         from tqdm.auto import tqdm
 
+        examples[name] = []
         with tqdm(total=len(prompts), desc=name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
             results[name] = evaluate(
-                e.engine, prompts, verifier, samples=args.samples, greedy_engine=e.greedy, ks=ks, progress=bar
+                e.engine,
+                prompts,
+                verifier,
+                samples=args.samples,
+                greedy_engine=e.greedy,
+                ks=ks,
+                progress=bar,
+                examples=examples[name],
+            )
+        for x in examples[name][: args.show_samples]:  # what the model wrote, on request
+            print(
+                f"--- {name}: reward {x['reward']}, {x['num_tokens']} tokens ({x['finish_reason']})\n"
+                f"[prompt] {x['prompt']}\n[completion] {x['completion']}\n[answer] {x['answer']}",
+                file=sys.stderr,
             )
         print(f"[{i}/{len(benches)}] {name}: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     average = weighted_average(results)
@@ -298,6 +313,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     }
     # the weighted average also sits at the top level, so one-benchmark callers read `eval_accuracy` directly
     out = {"model": str(e.folder), **settings, **average, "datasets": results, "weighted_average": average}
+    out["examples"] = examples  # the first completions of each benchmark, scored
     header = (
         f"`{e.folder}`: Ave@{args.samples} at T={args.temperature}, {e.max_new_tokens} new tokens, "
         f"template {e.template}; W.Avg weighted by benchmark size"

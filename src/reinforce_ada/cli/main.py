@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--samples", type=int, default=8, help="k: samples per prompt (Ave@k; pass@1, 2, 4, ..., k)")
     ev.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also greedy accuracy")
     ev.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    ev.add_argument(
+        "--show-samples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print N scored completions per benchmark to stderr (the first 3 are always in --out's JSON, 'examples')",
+    )
     ev.add_argument("--out", help="write the results as JSON to this file")
     ev.add_argument("--markdown", help="write the table as Markdown to this file")
     ev.set_defaults(fn=cmd_eval)

@@ -74,6 +74,8 @@ def sample_correct(
     threshold: float = 0.5,
     progress: Any | None = None,
     chunk: int = 16,
+    examples: list[dict[str, Any]] | None = None,
+    keep: int = 3,
 ) -> tuple[dict[str, list[float]], int]:
     """`samples` completions per prompt, scored: ({prompt id: [1.0 if correct else 0.0, ...]}, verifier errors).
 
@@ -89,7 +91,20 @@ def sample_correct(
             part = prompts[lo : lo + chunk]
             out.extend(engine.generate([Request(p, samples) for p in part]))
             progress.update(len(part))
-    errors = score(out, {p.id: p for p in prompts}, verifier)
+    by_id = {p.id: p for p in prompts}
+    errors = score(out, by_id, verifier)
+    if examples is not None:  # the first `keep` scored completions, as a person would read them
+        examples.extend(
+            {
+                "prompt": by_id[x.prompt_id].text,
+                "completion": x.text,
+                "answer": by_id[x.prompt_id].answer,
+                "reward": x.reward,
+                "finish_reason": x.finish_reason,
+                "num_tokens": x.num_tokens,
+            }
+            for x in out[:keep]
+        )
     correct: dict[str, list[float]] = defaultdict(list)
     for s in out:
         correct[s.prompt_id].append(float(s.reward > threshold))  # type: ignore[operator]
@@ -124,10 +139,13 @@ def evaluate(
     greedy_engine: Any | None = None,
     ks: Sequence[int] | None = None,
     progress: Any | None = None,
+    examples: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Sample, score and summarise one benchmark; `ks` defaults to (samples,), the trainer's eval lines; `progress`:
-    see `sample_correct`."""
-    correct, errors = sample_correct(engine, prompts, verifier, samples=samples, threshold=threshold, progress=progress)
+    """Sample, score and summarise one benchmark; `ks` defaults to (samples,), the trainer's eval lines; `progress`
+    and `examples` (filled with the first few scored completions): see `sample_correct`."""
+    correct, errors = sample_correct(
+        engine, prompts, verifier, samples=samples, threshold=threshold, progress=progress, examples=examples
+    )
     m = summarize(prompts, correct, ks or (samples,))
     m["eval_verifier_errors"] = errors
     if greedy_engine is not None:
