@@ -273,7 +273,9 @@ class Trainer:
         # at generation.temperature, without top-k/top-p (as before the factory)
         spec = dataclasses.replace(self.spec, streaming=False, top_p=1.0, top_k=0, seed=seed)
         eng = build_engine("hf", spec, model=self.model, tokenizer=self.tokenizer)
-        return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples)
+        # a held-out pass can take minutes on a real model: a bar (that disappears when done) shows it is moving
+        with progress_bar(self.cfg.run.progress, total=len(self.eval_prompts), desc="eval", leave=False) as bar:
+            return evaluate(eng, self.eval_prompts, self.verifier, samples=self.cfg.run.eval_samples, progress=bar)
 
     def state_dict(self) -> dict[str, Any]:
         return {
