@@ -8,6 +8,12 @@
    kept group, zero when the mean is <= 0 -- about a 1/p weight on a prompt with pass rate p, an estimator of the
    truncated maximum-likelihood objective. It assumes non-negative (canonically binary) rewards; `scale_std` does not
    apply (the mean is the scale).
+4) `corrected`: the stratified-downsampling correction of the fork lemonchu/Reinforce-Ada-HM
+   (`_grpo_corrected_advantages`, its `correct_bias` option) for balanced downsampling: with p the whole pool's pass
+   rate and s the kept group's positives / negatives, positives get 1 - p^2 / (1 - p) and negatives -p s when
+   p <= 1/2, else 1 - p and -(1 - p) s; divided by the pool's std when `scale_std`. A sample is positive iff its
+   reward > 0.5 (the fork thresholds at its positive_threshold, 0.7: the same for 0/1 rewards). The fork reports no
+   results for it; offered as its baseline, off by default.
 Departures from the official code: the baseline is the mean of the raw rewards, not of rewards binarised at the
 positive threshold, so format bonuses or partial credit stay correct; std uses the unbiased estimator with a floor.
 Every estimator has one signature `(kept_R, pool_R, *, std, eps) -> adv_R`.
@@ -64,7 +70,34 @@ def maxrl_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False
     return np.zeros_like(kept_R) if mean <= 0 else (kept_R - mean) / mean
 
 
-ADVANTAGES: dict[str, AdvantageFn] = {"group": group_advantage, "global": global_advantage, "maxrl": maxrl_advantage}
+def corrected_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+    """The HM fork's stratified correction (module docstring, 4).
+
+    >>> corrected_advantage(np.array([1.0, 1.0, 0.0, 0.0]), np.array([1.0] * 8 + [0.0] * 24)).round(4).tolist()
+    [0.9167, 0.9167, -0.25, -0.25]
+    """
+    kept_R, pool_R = np.asarray(kept_R, dtype=float), np.asarray(pool_R, dtype=float)
+    pos_K = kept_R > 0.5
+    n_pos, n_neg = int(pos_K.sum()), int((~pos_K).sum())
+    p = float((pool_R > 0.5).mean()) if len(pool_R) else 0.0
+    s = n_pos / n_neg if n_neg else float("inf")
+    if p <= 0.5:
+        adv_pos, scale = 1.0 - p * p / max(1.0 - p, 1e-12), p
+    else:
+        adv_pos, scale = 1.0 - p, 1.0 - p
+    adv_neg = -scale * s if np.isfinite(s) else 0.0
+    adv_K = np.where(pos_K, adv_pos, adv_neg)
+    if std and len(pool_R) > 1:
+        adv_K = adv_K / ((pool_R > 0.5).astype(float).std(ddof=1) + eps)
+    return adv_K
+
+
+ADVANTAGES: dict[str, AdvantageFn] = {
+    "group": group_advantage,
+    "global": global_advantage,
+    "maxrl": maxrl_advantage,
+    "corrected": corrected_advantage,
+}
 CORRECTIONS = ("none", "objective")
 
 

@@ -90,7 +90,8 @@ class StrategyConfig:
     variance_tol: float = _f(1e-8, "dynamic: a group with reward variance <= tol is dropped", plan=False)
     advantage: str | None = _f(
         None,
-        "baseline: group (GRPO), global (whole pool) or maxrl (MaxRL's (r - mean) / mean over the group); default "
+        "baseline: group (GRPO), global (whole pool), maxrl (MaxRL's (r - mean) / mean over the group) or corrected "
+        "(the HM fork's stratified-downsampling correction); default "
         "global for seq/est, group for the others",
         plan=False,
     )
@@ -235,7 +236,9 @@ def validate(c: StrategyConfig) -> None:
 
     _choice("objective", c.objective, tuple(OBJECTIVES))
     if c.advantage is not None:
-        _choice("advantage", c.advantage, ("group", "global", "maxrl"))
+        from reinforce_ada.sampling.advantages import ADVANTAGES
+
+        _choice("advantage", c.advantage, tuple(ADVANTAGES))
     _choice("correction", c.correction, ("none", "objective"))
     for name in ("n", "samples_per_round", "max_samples", "min_samples", "max_gen_batches"):
         _at_least(name, getattr(c, name), 1)
