@@ -13,14 +13,16 @@ from reinforce_ada.sampling.advantages import ADVANTAGES, compute_advantages
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.ledger import Ledger, StepBatch
 from reinforce_ada.sampling.objectives import OBJECTIVES
+from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.rounds import collect
-from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy
+from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy, register_strategy, strategy_class
 from reinforce_ada.sampling.streaming import collect_streaming
+from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 __all__ = [
     "ADVANTAGES",
     "OBJECTIVES",
@@ -28,6 +30,7 @@ __all__ = [
     "ConfigError",
     "Group",
     "Ledger",
+    "PoolStrategy",
     "Prompt",
     "Request",
     "Sample",
@@ -35,6 +38,7 @@ __all__ = [
     "SimulatedPolicy",
     "StepBatch",
     "StrategyConfig",
+    "Traits",
     "build_strategy",
     "collect",
     "collect_streaming",
@@ -42,4 +46,6 @@ __all__ = [
     "hard_pool",
     "plan",
     "plan_monte_carlo",
+    "register_strategy",
+    "strategy_class",
 ]
