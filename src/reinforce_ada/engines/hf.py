@@ -116,8 +116,8 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top
     """Sampling settings shared by every engine; the message names the bad one and its valid range."""
     if max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if temperature < 0:
-        raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    if not (temperature >= 0 and temperature != float("inf")):  # NaN fails >= 0
+        raise ConfigError(f"temperature must be a finite number >= 0 (0 = greedy), got {temperature}")
     if not 0.0 < top_p <= 1.0:
         raise ConfigError(f"top_p must be in (0, 1], got {top_p}")
     if top_k < 0:

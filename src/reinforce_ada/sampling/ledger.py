@@ -69,8 +69,20 @@ class StepBatch:
 
 def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | None) -> float:
     if timeout_s is None:
-        return float(verifier(completion, answer))
-    return float(timeouts.call(verifier, completion, answer, timeout_s=timeout_s))
+        value = verifier(completion, answer)
+    else:
+        value = timeouts.call(verifier, completion, answer, timeout_s=timeout_s)
+    return as_reward(value)
+
+
+def as_reward(value: object) -> float:
+    """A verifier's return value as a reward: a real number (bool, int, float, numpy scalar); anything else -- the
+    string "1.0", None, a list -- is a TypeError (counted as a verifier error, scored 0), never coerced."""
+    import numbers
+
+    if isinstance(value, numbers.Real | np.bool_ | np.number):
+        return float(value)
+    raise TypeError(f"a reward must be a real number, got {type(value).__name__} {value!r:.40}")
 
 
 def score(

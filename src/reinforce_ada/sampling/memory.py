@@ -23,6 +23,7 @@ A visit is recorded when the prompt stops sampling, from the pool at that moment
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -51,7 +52,14 @@ class PassRateTracker:
         return {"counts": {k: list(v) for k, v in self.counts.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.counts = {k: (float(v[0]), float(v[1])) for k, v in state["counts"].items()}
+        counts = {k: (float(v[0]), float(v[1])) for k, v in state["counts"].items()}
+        for k, (pos, tot) in counts.items():  # a damaged or hand-edited state must not steer allocation
+            if not (math.isfinite(pos) and math.isfinite(tot) and 0.0 <= pos <= tot):
+                raise ValueError(
+                    f"pass-rate tracker state for prompt {k!r}: counts ({pos}, {tot}) must be finite "
+                    "with 0 <= correct <= total"
+                )
+        self.counts = counts
 
 
 ESTIMATORS = ("tracker", "predictor", "both")
