@@ -97,3 +97,8 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     for spec in sys.argv[2:]:
         run(Path(sys.argv[1]), spec)
+    # end the gloo group before exit: left to interpreter teardown, its threads sometimes abort a process
+    # ("terminate called without an active exception") after every result is written
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
