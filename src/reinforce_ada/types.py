@@ -73,3 +73,28 @@ class Group:
     @property
     def rewards(self) -> list[float]:
         return [float(s.reward) for s in self.samples]  # type: ignore[arg-type]
+
+
+REWARD_TYPES = "an int, float or bool (or another numbers.Real scalar, numpy's included), finite"
+
+
+def as_reward(value: Any, error: type[Exception] = TypeError) -> float:
+    """A verifier's return value as a reward, or `error` naming its type: the one rule every verifier path uses.
+
+    >>> as_reward(True), as_reward(3), as_reward(0.5)
+    (1.0, 3.0, 0.5)
+    """
+    import math
+    import numbers
+
+    import numpy as np
+
+    if isinstance(value, str | bytes) or not isinstance(value, numbers.Real | np.bool_):
+        raise error(f"the verifier returned a {type(value).__name__} ({value!r:.60}); a reward must be {REWARD_TYPES}")
+    try:
+        reward = float(value)
+    except Exception as e:  # deliberate: a Real whose __float__ fails is the verifier's error, not the run's
+        raise error(f"the verifier returned a {type(value).__name__} that float() refuses: {e}") from None
+    if not math.isfinite(reward):
+        raise error(f"the verifier returned {reward}; a reward must be {REWARD_TYPES}")
+    return reward

@@ -19,7 +19,7 @@ import numpy as np
 from reinforce_ada import timeouts
 from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
 from reinforce_ada.sampling.protocol import PoolStrategy
-from reinforce_ada.types import Group, Prompt, Sample
+from reinforce_ada.types import Group, Prompt, Sample, as_reward
 
 Verifier = Callable[[str, str], float]
 PromptSource = Callable[[int], Sequence[Prompt]]
@@ -72,17 +72,7 @@ def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | N
         value = verifier(completion, answer)
     else:
         value = timeouts.call(verifier, completion, answer, timeout_s=timeout_s)
-    return as_reward(value)
-
-
-def as_reward(value: object) -> float:
-    """A verifier's return value as a reward: a real number (bool, int, float, numpy scalar); anything else -- the
-    string "1.0", None, a list -- is a TypeError (counted as a verifier error, scored 0), never coerced."""
-    import numbers
-
-    if isinstance(value, numbers.Real | np.bool_ | np.number):
-        return float(value)
-    raise TypeError(f"a reward must be a real number, got {type(value).__name__} {value!r:.40}")
+    return as_reward(value)  # a real, finite number; anything else is a counted error
 
 
 def score(

@@ -28,9 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import math
 import multiprocessing
-import numbers
 import os
 import signal
 import sys
@@ -41,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada import types
 from reinforce_ada.errors import ConfigError
 
 START_S = 120.0
@@ -49,7 +48,7 @@ HUNG_AFTER = 3
 """Timeouts in a row after which calls fail at once (the verifier is taken as hung)."""
 RETRY_AFTER_S = 30.0
 """Seconds calls fail at once after `HUNG_AFTER` timeouts in a row, before one call is tried again."""
-ACCEPTED = "an int, float or bool (or another numbers.Real scalar, numpy's included), finite"
+ACCEPTED = types.REWARD_TYPES
 
 
 class VerifierError(RuntimeError):
@@ -117,17 +116,7 @@ def as_reward(value: Any) -> float:
     ...
     reinforce_ada.tasks.user_verifier.VerifierError: the verifier returned a str ('1.0'); a reward must be an int...
     """
-    if isinstance(value, str | bytes) or not isinstance(value, numbers.Real):
-        raise VerifierError(
-            f"the verifier returned a {type(value).__name__} ({value!r:.60}); a reward must be {ACCEPTED}"
-        )
-    try:
-        reward = float(value)
-    except Exception as e:  # deliberate: a Real whose __float__ fails is the verifier's error, not the run's
-        raise VerifierError(f"the verifier returned a {type(value).__name__} that float() refuses: {e}") from None
-    if not math.isfinite(reward):
-        raise VerifierError(f"the verifier returned {reward}; a reward must be {ACCEPTED}")
-    return reward
+    return types.as_reward(value, VerifierError)
 
 
 def _serve(name: str, conn: Any, parent: int) -> None:
