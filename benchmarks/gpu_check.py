@@ -152,32 +152,10 @@ def _bench(name: str) -> Any:
 
 
 def padded_char_tokenizer(vocab_size: int, max_length: int) -> Any:
-    """`models.tiny`'s char-level tokenizer (same ids) with filler tokens `<tN>` up to `vocab_size` ids.
+    """`models.tiny`'s char-level tokenizer (same ids) with filler tokens up to `vocab_size` ids."""
+    from reinforce_ada.models.tiny import build_char_tokenizer
 
-    Fillers are never produced by encoding (the pre-tokenizer splits every character); they decode as `<tN>`.
-    """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    from reinforce_ada.models.tiny import BOS, CHARS, EOS, PAD, SPECIAL_TOKENS, UNK
-
-    base = [*SPECIAL_TOKENS, *CHARS]
-    if vocab_size < len(base):
-        raise ValueError(f"vocab_size={vocab_size} must be >= {len(base)} (the char tokenizer's own ids)")
-    vocab = {t: i for i, t in enumerate(base + [f"<t{i}>" for i in range(len(base), vocab_size)])}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    tok.add_special_tokens(list(SPECIAL_TOKENS))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token=PAD,
-        eos_token=EOS,
-        bos_token=BOS,
-        unk_token=UNK,
-        padding_side="left",
-        model_max_length=max_length,
-    )
+    return build_char_tokenizer(vocab_size, max_length)
 
 
 def random_llama(shape: str, tokenizer: Any, device: torch.device, seed: int = 0) -> Any:

@@ -21,8 +21,11 @@ CHARS = "0123456789+-*= \n"
 """Every other token: one character each, ids 4 onward."""
 
 
-def build_char_tokenizer() -> PreTrainedTokenizerFast:
+def build_char_tokenizer(vocab_size: int | None = None, max_length: int = 64) -> PreTrainedTokenizerFast:
     """A char-level tokenizer: `<pad>`=0, `<eos>`=1, `<bos>`=2, `<unk>`=3, then one id per character of `CHARS`.
+
+    `vocab_size` pads the vocabulary with filler tokens `<tN>` (never produced by encoding; they decode as `<tN>`),
+    so a model of a real vocabulary's shape can be driven with the same ids (`benchmarks/gpu_check.py`).
 
     Special tokens are written into the text (`"<bos>1+2=3<eos>"`) and are never added by `encode`; unknown
     characters map to `<unk>`. Left padding, as batched generation needs.
@@ -35,7 +38,11 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    vocab = {t: i for i, t in enumerate([*SPECIAL_TOKENS, *CHARS])}
+    base = [*SPECIAL_TOKENS, *CHARS]
+    if vocab_size is not None and vocab_size < len(base):
+        raise ValueError(f"vocab_size={vocab_size} must be >= {len(base)} (the char tokenizer's own ids)")
+    fillers = [f"<t{i}>" for i in range(len(base), vocab_size or len(base))]
+    vocab = {t: i for i, t in enumerate(base + fillers)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     # every character is its own "word"; [\s\S] because Oniguruma's `.` skips the newline
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
@@ -48,7 +55,7 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
         bos_token=BOS,
         unk_token=UNK,
         padding_side="left",
-        model_max_length=64,
+        model_max_length=max_length,
     )
 
 
