@@ -222,3 +222,13 @@ def _size(n: float) -> str:
     while n >= 1024 and i < len(units) - 1:
         n, i = n / 1024, i + 1
     return f"{n:.1f} {units[i]}"
+
+
+def free_stem(stem: str) -> str:
+    """`stem`, or `stem-1`, `stem-2`, ... : the first whose .json and .png do not exist yet (default outputs never
+    overwrite an earlier run's)."""
+    candidate, n = stem, 0
+    while any(Path(candidate + suffix).exists() for suffix in (".json", ".png")):
+        n += 1
+        candidate = f"{stem}-{n}"
+    return candidate

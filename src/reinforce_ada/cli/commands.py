@@ -24,6 +24,7 @@ from reinforce_ada.cli.checks import (
     check_monte_carlo,
     check_sampling_flags,
     check_simulate_flags,
+    free_stem,
     input_file,
     output_file,
 )
@@ -391,13 +392,3 @@ def cmd_samples(args: argparse.Namespace) -> int:
     from reinforce_ada.training.samples_log import main as show
 
     return show([args.run, "--step", str(args.step), "-n", str(args.n)])
-
-
-def free_stem(stem: str) -> str:
-    """`stem`, or `stem-1`, `stem-2`, ... : the first whose .json and .png do not exist yet (default outputs never
-    overwrite an earlier run's)."""
-    candidate, n = stem, 0
-    while any(Path(candidate + suffix).exists() for suffix in (".json", ".png")):
-        n += 1
-        candidate = f"{stem}-{n}"
-    return candidate
