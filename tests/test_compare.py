@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from benchmarks.harness import update_summary
-from reinforce_ada.bench import analysis, compare
+from reinforce_ada.bench import analysis, compute
+from reinforce_ada.bench import jobs as bench_jobs
 from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
 from reinforce_ada.bench.report import agreement, format_agreement
@@ -185,7 +187,7 @@ def test_jobs_are_interleaved_by_seed_and_the_reference_runs_longer(tmp_path, ti
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
     arms, _ = resolve_arms(["grpo-n4", "seq-bal", "grpo-matched", "est"])
     c = CompareConfig(steps=10, seeds=3, other_seeds=1, sweep_seeds=2, lrs=(1e-4, 2e-4))
-    main_jobs = plan_jobs(c, arms, [pool], "m", {a.name: 2e-4 for a in arms})
+    main_jobs = plan_jobs(c, arms, [pool], "m", {pool.spec.name: {a.name: 2e-4 for a in arms}})
     assert [(j.arm, j.seed) for j in main_jobs[:4]] == [("grpo-n4", 0), ("seq-bal", 0), ("grpo-matched", 0), ("est", 0)]
     assert sum(j.arm == "est" for j in main_jobs) == 1 and sum(j.arm == "seq-bal" for j in main_jobs) == 3
     assert {j.steps for j in main_jobs if j.arm == "grpo-n4"} == {20} and {
@@ -193,7 +195,7 @@ def test_jobs_are_interleaved_by_seed_and_the_reference_runs_longer(tmp_path, ti
     } == {10}
     matched = {j.strategy.n for j in main_jobs if j.arm == "grpo-matched"}
     assert matched == {matched_n(parse_arm("seq:exit=balanced"), pool.train_rates)[0]}
-    sweep = plan_jobs(c, arms, [pool], "m", None)
+    sweep = plan_jobs(c, arms, [pool], "m", None, {pool.spec.name: {a.name: c.lrs for a in arms}})
     assert len(sweep) == 4 * 2 * 2 and min(j.seed for j in sweep) >= 1000 and {j.phase for j in sweep} == {"sweep"}
 
 
@@ -204,19 +206,27 @@ def test_finished_runs_are_reused_by_the_same_code(tmp_path, monkeypatch):
         calls.append(job.key)
         return {"key": job.key, "accuracy": [0.1, 0.2], "samples_per_step": [4.0], "steps": 1, "seconds": {"total": 0}}
 
-    monkeypatch.setattr(compare, "run_job", fake_run)
+    monkeypatch.setattr(bench_jobs, "run_job", fake_run)
     jobs = [
         Job("p", arm, parse_arm("uniform"), 1e-4, 0, 1, 4, 1, "m", "t", "e", None, str(tmp_path / arm))
         for arm in ("a", "b")
     ]
     logs = []
-    first = compare.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
+    first = bench_jobs.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
     assert calls == [j.key for j in jobs] and [r["key"] for r in first] == calls
-    again = compare.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
+    again = bench_jobs.run_jobs(jobs, 1, logs.append, tmp_path / "records", "code-1")
     assert again == first and len(calls) == 2 and "reusing 2 of 2" in logs[-1]
-    compare.run_jobs(jobs[:1], 1, logs.append, tmp_path / "records", "code-2")  # other code: run again
+    bench_jobs.run_jobs(jobs[:1], 1, logs.append, tmp_path / "records", "code-2")  # other code: run again
     assert len(calls) == 3
-    assert len(compare.code_fingerprint()) == 64
+    assert len(bench_jobs.code_fingerprint()) == 64
+    # another machine: other paths, the same weights and pool (identity) -> the same records
+    moved = [dataclasses.replace(j, model_path="/elsewhere/m", train_path="/x/t", run_dir="/y") for j in jobs]
+    ident = {"p": "weights-sha:pool-digest"}
+    bench_jobs.run_jobs(jobs, 1, logs.append, tmp_path / "r2", "code-1", ident)
+    n = len(calls)
+    assert bench_jobs.run_jobs(moved, 1, logs.append, tmp_path / "r2", "code-1", ident)[0]["key"] == jobs[0].key
+    assert len(calls) == n
+    assert all(f.name.endswith(".json.gz") for f in (tmp_path / "r2").iterdir())
 
 
 def test_update_summary_keeps_other_entries(tmp_path):
@@ -237,6 +247,8 @@ def test_compare_cli_rejects_bad_input(capsys):
         (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
         (["compare", "--lrs", "a,b"], "--lrs"),
         (["compare", "--check-against", "nowhere.json"], "no such"),
+        (["compare", "--preregistration", "nowhere.toml"], "does not exist"),
+        (["compare", "--extend-sweep", "-1"], "extend_sweep"),
     ):
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -255,3 +267,28 @@ def test_compare_writes_where_the_user_says_and_the_repository_script_guards_its
     with pytest.raises(SystemExit, match="scratch"):
         mod.run(["--quick", "--out", str(mod.RESULTS / "x")])
     assert CompareConfig().out.startswith("runs/")
+
+
+def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
+    from benchmarks import compute_to_target as ctt
+
+    reg = {
+        "instrument": {"seeds": [0, 1, 2], "steps": 10, "uniform": ["grpo-n4"], "oracles": ["oracle-both"]},
+        "claim": [],
+    }
+    f = ctt.config_fields(reg, ["hard"])
+    assert f["seeds"] == f["other_seeds"] == 3 and f["long_arms"] == ("grpo-n4",) and f["sweep_each_pool"]
+    with pytest.raises(SystemExit, match="consecutive"):
+        ctt.config_fields({**reg, "instrument": {**reg["instrument"], "seeds": [0, 2]}}, ["hard"])
+    prereg = tmp_path / "p.toml"
+    prereg.write_text(
+        'version = 1\n[instrument]\npools = ["hard"]\nseeds = [0, 1]\nsteps = 10\ntargets = [0.5]\n'
+        'uniform = ["grpo-n4"]\noracles = ["oracle-both"]\n[[claim]]\nfigure = "C1"\narm = "mopps"\n'
+    )
+    with pytest.raises(SystemExit, match="not registered"):
+        ctt.main(["--pools", "nowhere", "--here", "--prereg", str(prereg)])
+    from tests.test_compute import pool
+
+    comp = compute.summarize(pool({"grpo-n4": {"steps": 400}, "mopps": {"tokens": 50.0}}), [], ("grpo-n4",), ())
+    table = ctt.markdown_table({"by_pool": {"hard": {"compute": comp}}})
+    assert "| mopps | 2.00 [2.00, 2.00]" in table and "grpo-n4 (best uniform on hard)" in table

@@ -26,12 +26,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.bench import analysis
-from reinforce_ada.bench.arms import ARMS, HEADLINE, MATCHED, MATCHED_TO, REFERENCE, Arm, matched_n, resolve_arms
-from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.bench import analysis, compute, prereg
+from reinforce_ada.bench.arms import (
+    ARMS,
+    HEADLINE,
+    MATCHED,
+    MATCHED_TO,
+    ORACLES,
+    PER_PROMPT_BUDGET,
+    REFERENCE,
+    UNIFORM,
+    Arm,
+    matched_n,
+    resolve_arms,
+)
+from reinforce_ada.bench.jobs import code_fingerprint, run_jobs
+from reinforce_ada.bench.run import Job
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.strategies import strategy_class
 
 SWEEP_SEED_BASE = 1000
 QUICK: dict[str, Any] = {
@@ -79,6 +91,23 @@ class CompareConfig:
     """The adaptive arm P2 reads against budget-matched GRPO, named before the run."""
     pool_size: int | None = None
     """Cap every pool at this many prompts (quick runs)."""
+    sweep_each_pool: bool = False
+    """Sweep the lr on every pool (issue 22: each arm's lr per pool), not only on the first."""
+    extend_sweep: int = 0
+    """Times an arm's grid may grow by one lr (x2 above or /2 below) while its best lr sits at the grid's edge."""
+    long_arms: tuple[str, ...] = (REFERENCE,)
+    """Arms that run `ref_steps_factor` times longer (the references: the uniform family in a compute run)."""
+    uniform: tuple[str, ...] = UNIFORM
+    """The uniform family the best uniform arm is chosen from (`bench.compute`); those run are used."""
+    oracles: tuple[str, ...] = ORACLES
+    """Oracle arms (`estimator=oracle`): the ceiling of `bench.compute`, never a headline arm."""
+    preregistration: str | None = None
+    """A pre-registration TOML (`bench.prereg`): headline figures not named there are marked as such."""
+    records: str | None = None
+    """Where finished runs are kept for reuse (default RUN_ROOT/records); a committed folder lets a long benchmark
+    resume in another session on another machine."""
+    compute_arm: str = "mopps"
+    """The adaptive arm C1-C3 are read for when no pre-registration names one (marked as not pre-registered)."""
     out: str = "runs/compare/convergence"
     """Where OUT.json and OUT.png go (the user's choice; this repository's benchmarks/convergence.py writes its
     committed results under benchmarks/results/)."""
@@ -92,26 +121,47 @@ class CompareConfig:
             raise ConfigError("compare: ref_steps_factor must be >= 1 and lrs positive")
         if not self.pools:
             raise ConfigError("compare: give at least one pool")
+        if self.extend_sweep < 0:
+            raise ConfigError(f"compare: extend_sweep={self.extend_sweep} must be >= 0")
+        if REFERENCE not in self.uniform:
+            raise ConfigError(f"compare: the uniform family {list(self.uniform)} must include {REFERENCE!r}")
 
 
 def plan_jobs(
-    c: CompareConfig, arms: list[Arm], pools: list[Pool], model_path: str, lrs: dict[str, float] | None
+    c: CompareConfig,
+    arms: list[Arm],
+    pools: list[Pool],
+    model_path: str,
+    lrs: dict[str, dict[str, float]] | None,
+    grids: dict[str, dict[str, tuple[float, ...]]] | None = None,
 ) -> list[Job]:
-    """The sweep's jobs (lrs None) or the main runs' (each arm at its lr), interleaved seed by seed."""
+    """The sweep's jobs (`grids`: pool -> arm -> lrs to run) or the main runs' (`lrs`: pool -> arm -> its lr),
+    interleaved seed by seed, so a run cut short leaves every arm with the same first seeds."""
     matched = {p.spec.name: matched_n(_cfg(arms, MATCHED_TO), p.train_rates)[0] for p in pools}
     jobs = []
-    for pool in pools if lrs is not None else pools[:1]:
-        n_seeds = max(c.seeds, c.other_seeds) if lrs is not None else c.sweep_seeds
+    sweeping = lrs is None
+    for pool in pools:
+        if sweeping and (grids is None or pool.spec.name not in grids):
+            continue
+        n_seeds = c.sweep_seeds if sweeping else max(c.seeds, c.other_seeds)
         for i in range(n_seeds):
             for arm in arms:
-                if lrs is None:
-                    grid, seed, phase, steps = c.lrs, SWEEP_SEED_BASE + c.seed_offset + i, "sweep", c.steps
+                if sweeping:
+                    assert grids is not None
+                    grid, seed, phase = (
+                        grids[pool.spec.name].get(arm.name, ()),
+                        SWEEP_SEED_BASE + c.seed_offset + i,
+                        "sweep",
+                    )
                 else:
+                    assert lrs is not None
                     if i >= (c.seeds if arm.name in HEADLINE else c.other_seeds):
                         continue
-                    grid, seed, phase = (lrs[arm.name],), c.seed_offset + i, "main"
-                    steps = round(c.steps * c.ref_steps_factor) if arm.name == REFERENCE else c.steps
+                    grid, seed, phase = (lrs[pool.spec.name][arm.name],), c.seed_offset + i, "main"
+                steps = round(c.steps * c.ref_steps_factor) if arm.name in c.long_arms else c.steps
                 cfg = arm.cfg.replace(n=matched[pool.spec.name]) if arm.name == MATCHED else arm.cfg
+                if arm.name in PER_PROMPT_BUDGET and cfg.budget is None:
+                    cfg = cfg.replace(budget=PER_PROMPT_BUDGET[arm.name] * c.batch_size)
                 for lr in grid:
                     jobs.append(
                         Job(
@@ -144,86 +194,6 @@ def _cfg(arms: list[Arm], name: str) -> Any:
     return next((a.cfg for a in arms if a.name == name), None) or parse_arm(ARMS[name])
 
 
-def code_fingerprint() -> str:
-    """sha256 of the package's source (every .py file, committed or not): a run's records are reused only by the
-    same code."""
-    import hashlib
-
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _record_path(cache: Path, job: Job, fingerprint: str) -> Path:
-    import hashlib
-    import json
-
-    fields = {k: v for k, v in dataclasses.asdict(job).items() if k != "run_dir"}
-    key = json.dumps([fingerprint, fields], sort_keys=True, default=str)
-    return cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-
-
-def run_jobs(
-    jobs: list[Job], workers: int, log: Callable[[str], None], cache: Path | None = None, fingerprint: str = ""
-) -> list[dict[str, Any]]:
-    """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
-
-    With `cache`, each finished run's record is kept under a hash of the job and the code, and a later call reuses
-    it: a crashed run resumes, and adding an arm re-runs only that arm's jobs (runs are deterministic).
-    """
-    import json
-
-    t0, done, out = time.perf_counter(), 0, {}
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-        for j in jobs:
-            f = _record_path(cache, j, fingerprint)
-            if f.exists():
-                out[j.key] = json.loads(f.read_text())
-        if out:
-            log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
-    todo = [j for j in jobs if j.key not in out]
-    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy) for j in todo}
-    total = sum(weight.values())
-    spent = 0
-    by_key = {j.key: j for j in todo}
-
-    def report(rec: dict[str, Any]) -> None:
-        nonlocal done, spent
-        done += 1
-        spent += weight[rec["key"]]
-        if cache is not None:
-            f = _record_path(cache, by_key[rec["key"]], fingerprint)
-            tmp = f.with_name(f".{f.name}.tmp")
-            tmp.write_text(json.dumps(rec))
-            tmp.replace(f)
-        el = time.perf_counter() - t0
-        eta = el * (total - spent) / max(spent, 1)
-        log(
-            f"[{done}/{len(todo)}] {rec['key']}: acc {rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}, "
-            f"{sum(rec['samples_per_step']) / rec['steps']:.0f} samples/step, {rec['seconds']['total']:.0f} s "
-            f"(elapsed {el / 60:.1f} min, ETA {eta / 60:.1f} min)"
-        )
-
-    if workers == 1:
-        for j in todo:
-            out[j.key] = run_job(j)
-            report(out[j.key])
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-            futures = {ex.submit(run_job, j): j for j in todo}
-            for f in as_completed(futures):
-                rec = f.result()
-                out[rec["key"]] = rec
-                report(rec)
-    return [out[j.key] for j in jobs]
-
-
 def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     from reinforce_ada.models.config import ModelConfig
     from reinforce_ada.models.load import load_policy
@@ -233,7 +203,7 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
     fingerprint = code_fingerprint()
-    cache = Path(c.run_root) / "records"
+    cache = Path(c.records) if c.records else Path(c.run_root) / "records"
     for name, why in skipped.items():
         log(f"arm {name!r} skipped: its spec {ARMS.get(name, '')!r} does not parse yet ({why})")
     model_path = str(resolve_model_path(ModelConfig(), TaskConfig(), progress=False))
@@ -270,20 +240,31 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
         }
         for p in pools
     }
+    identity = {p.spec.name: f"{tb['sha256']}:{p.digest}" for p in pools}
     fixed = dict(c.fixed_lrs)
-    sweep_arms = [a for a in arms if a.name not in fixed]
-    sweep: list[dict[str, Any]] = []
-    if sweep_arms:
-        log(
-            f"lr sweep on pool {pools[0].spec.name}: {len(sweep_arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds"
-        )
-        sweep = run_jobs(plan_jobs(c, sweep_arms, pools, model_path, None), c.workers, log, cache, fingerprint)
-    choice = analysis.choose_lrs(sweep, c.steps)
-    lrs = {a.name: fixed.get(a.name, choice.get(a.name, {}).get("best")) for a in arms}
-    results["lr_sweep"] = {"pool": pools[0].spec.name, "seeds": c.sweep_seeds, "arms": choice, "fixed": fixed}
-    results["lrs"] = lrs
-    log("learning rates: " + ", ".join(f"{k} {v:g}" for k, v in lrs.items()))
-    main = run_jobs(plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint)
+    sweep, choice = _sweep(
+        c, [a for a in arms if a.name not in fixed], pools, model_path, log, cache, fingerprint, identity
+    )
+    first = pools[0].spec.name
+    lrs = {
+        p.spec.name: {
+            a.name: fixed.get(a.name, choice.get(p.spec.name, choice.get(first, {})).get(a.name, {}).get("best"))
+            for a in arms
+        }
+        for p in pools
+    }
+    results["lr_sweep"] = {
+        "pool": first,
+        "pools": sorted(choice),
+        "seeds": c.sweep_seeds,
+        "arms": choice.get(first, {}),
+        "by_pool": choice,
+        "fixed": fixed,
+    }
+    results["lrs"], results["lrs_by_pool"] = lrs[first], lrs
+    for p in pools:
+        log(f"learning rates on {p.spec.name}: " + ", ".join(f"{k} {v:g}" for k, v in lrs[p.spec.name].items()))
+    main = run_jobs(plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity)
     spec_of = {a.name: a.spec for a in arms}
     for r in (*sweep, *main):
         r["spec"] = spec_of[r["arm"]]
@@ -291,12 +272,73 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
     results["by_pool"] = {}
     for p in pools:
         recs = [r for r in main if r["pool"] == p.spec.name]
-        summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in lrs else None, c.steps)
+        summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in spec_of else None, c.steps)
         summ["goals"] = analysis.goals(recs, summ, REFERENCE, MATCHED, c.p2_arm, c.steps)
+        sw = [r for r in sweep if r["pool"] == p.spec.name]
+        summ["compute"] = compute.summarize(recs, sw, c.uniform, c.oracles)
         results["by_pool"][p.spec.name] = summ
+    results["compute"] = compute_headlines(c, results)
     results["goals"] = goals_for_summary(results, pools[0].spec.name)
     results["seconds"] = time.perf_counter() - t_start
     return results
+
+
+def _sweep(
+    c: CompareConfig,
+    arms: list[Arm],
+    pools: list[Pool],
+    model_path: str,
+    log: Callable[[str], None],
+    cache: Path,
+    fingerprint: str,
+    identity: dict[str, str],
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The lr sweep (on every pool or the first) and each arm's choice per pool; an arm whose best lr sits at its
+    grid's edge gets one more lr beyond it, up to `extend_sweep` times (earlier runs come from the records)."""
+    if not arms:
+        return [], {}
+    on = pools if c.sweep_each_pool else pools[:1]
+    grids = {p.spec.name: {a.name: tuple(c.lrs) for a in arms} for p in on}
+    log(f"lr sweep on {[p.spec.name for p in on]}: {len(arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds")
+    for round_ in range(c.extend_sweep + 1):
+        sweep = run_jobs(plan_jobs(c, arms, on, model_path, None, grids), c.workers, log, cache, fingerprint, identity)
+        choice = {p: analysis.choose_lrs([r for r in sweep if r["pool"] == p], c.steps) for p in grids}
+        grown = []
+        for pool, arms_choice in choice.items():
+            for arm, ch in arms_choice.items():
+                grid = sorted(grids[pool][arm])
+                if ch["at_edge"] and round_ < c.extend_sweep:
+                    new = grid[-1] * 2 if ch["best"] == grid[-1] else grid[0] / 2
+                    grids[pool][arm] = (*grid, new)
+                    grown.append(f"{pool}/{arm} +{new:g}")
+        if not grown:
+            break
+        log("lr sweep: best at the grid's edge, extending " + ", ".join(grown))
+    return sweep, choice
+
+
+def compute_headlines(c: CompareConfig, results: dict[str, Any]) -> dict[str, Any]:
+    """C0-C3 per pool for the pre-registered arm (or `compute_arm`), each checked against the pre-registration."""
+    reg = prov = None
+    if c.preregistration:
+        reg, prov = prereg.load(c.preregistration), prereg.provenance(c.preregistration)
+    out: dict[str, Any] = {"preregistration": None if reg is None else {**prov, "content": reg}}
+    out["targets"] = list(compute.TARGETS)
+    out["by_pool"], out["best_after_the_fact"] = {}, {}
+    for pool, summ in results["by_pool"].items():
+        comp = summ["compute"]
+        figures: dict[str, Any] = {}
+        for fig in prereg.FIGURES:
+            named = [cl["arm"] for cl in prereg.claims_for(reg, fig)] if reg else []
+            arm = "oracle" if fig == "C0" else (named[0] if named else c.compute_arm)
+            head = compute.headline(comp, c.compute_arm if arm == "oracle" else arm)[fig]
+            row = comp["table"].get(head.get("arm") or "", {})
+            run = {"seeds": row.get("seeds", []), "steps": c.steps, "targets": list(compute.TARGETS)}
+            head["preregistration"] = prereg.check(reg, prov, fig, arm, pool, run)
+            figures[fig] = head
+        out["by_pool"][pool] = figures
+        out["best_after_the_fact"][pool] = compute.best_after_the_fact(comp, (*c.uniform, *c.oracles))
+    return out
 
 
 def goals_for_summary(results: dict[str, Any], pool: str) -> dict[str, Any]:

@@ -43,6 +43,51 @@ def format_pool(name: str, s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_compute(results: dict[str, Any]) -> str:
+    """Compute to target per pool: factors against the best uniform arm (t-intervals), oracle share, headlines."""
+    out = []
+    heads = results.get("compute", {})
+    for pool, s in results["by_pool"].items():
+        comp = s.get("compute")
+        if not comp:
+            continue
+        best = {ax: v["best_uniform"] for ax, v in comp["axes"].items()}
+        out.append(
+            f"compute to target, pool {pool}: best uniform arm per axis {best}; oracle {comp.get('oracle')}; "
+            f"targets {', '.join(f'{f:g}' for f in comp['target_fractions'])} of {best.get('tokens')}'s gain"
+        )
+        eq = comp.get("equal_lr", {}).get("arms", {})
+        out.append(
+            f"  {'arm':<15}{'lr':>7}{'seeds':>6}{'tokens [90% t]':>22}{'CPU s':>20}{'GPU model s':>20}"
+            f"{'oracle share':>14}{'equal lr':>10}{'tok@0.1/0.5/0.9':>20}"
+        )
+        for arm, r in comp["table"].items():
+            t = lambda d: _ci({"value": d.get("value"), "lo": d.get("t_lo"), "hi": d.get("t_hi")})  # noqa: E731
+            pt = r.get("tokens_per_target", {})
+            cells = "/".join(_f(pt.get(f, {}).get("value"), ".2f") for f in ("0.1", "0.5", "0.9"))
+            twin = s["table"].get(arm, {}).get("identical_to")
+            out.append(
+                f"  {arm:<15}{r['lr']:>7.0e}{len(r['seeds']):>6}{t(r.get('tokens', {})):>22}"
+                f"{t(r.get('cpu_s', {})):>20}{t(r.get('gpu_s', {})):>20}"
+                f"{_f(r.get('oracle_share', {}).get('value'), '.2f'):>14}"
+                f"{_f(eq.get(arm, {}).get('value'), '.2f'):>10}{cells:>20}"
+                + (f"  (identical to {', '.join(twin)}: not ranked)" if twin else "")
+            )
+        for fig, h in heads.get("by_pool", {}).get(pool, {}).items():
+            pre = h.get("preregistration", {})
+            mark = (
+                "pre-registered" if pre.get("preregistered") else "NOT pre-registered: " + "; ".join(pre.get("why", []))
+            )
+            out.append(
+                f"  {fig:<4}{h.get('arm') or '—':<15}"
+                f"{_ci({'value': h.get('value'), 'lo': h.get('t_lo'), 'hi': h.get('t_hi')}):>22}  ({mark})"
+            )
+        late = heads.get("best_after_the_fact", {}).get(pool, {})
+        if late.get("arm"):
+            out.append(f"  best adaptive arm on tokens, {late['label']}: {late['arm']} {late['tokens']:.2f}")
+    return "\n".join(out)
+
+
 def format_table(results: dict[str, Any]) -> str:
     tb = results["testbed"]
     out = [
@@ -58,7 +103,8 @@ def format_table(results: dict[str, Any]) -> str:
             out.append(f"  {arm:<13}{cells}{'  (best at the grid edge)' if r['at_edge'] else ''}")
     for name, s in results["by_pool"].items():
         out.append(format_pool(name, s))
-    return "\n".join(out)
+    compute = format_compute(results)
+    return "\n".join([*out, compute] if compute else out)
 
 
 def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +145,28 @@ def format_agreement(agree: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path, Path]:
+def compact_runs(results: dict[str, Any]) -> dict[str, Any]:
+    """The results with each run's per-step series replaced by their means and the cumulative costs at each
+    evaluation (`cpu_s`, `gpu_s`): what the tables and figures read, a fraction of the size. The full records stay
+    in the records folder."""
+    from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.run import SERIES
+
+    def one(r: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in r.items() if k not in SERIES}
+        out["means"] = {k: float(np.nanmean(r[k])) if len(r[k]) else None for k in SERIES if k in r}
+        for axis in ("cpu_s", "gpu_s"):
+            try:
+                out[f"eval_{axis}"] = axis_x(r, axis)
+            except (KeyError, ValueError, ImportError):  # an old record without the series the axis needs
+                out[f"eval_{axis}"] = None
+        return out
+
+    runs = {phase: [one(r) for r in rs] for phase, rs in results["runs"].items()}
+    return {**results, "runs": runs}
+
+
+def write(results: dict[str, Any], out: str | Path, command: str, *, series: bool = True) -> tuple[Path, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,7 +178,8 @@ def write(results: dict[str, Any], out: str | Path, command: str) -> tuple[Path,
     js, png = out.with_suffix(".json"), out.with_suffix(".png")
     tmp = js.with_name(f".{js.name}.tmp")
     # every curve of every run, floats to 4 significant digits (far below the seed spread): about 2 MB, not 5
-    tmp.write_text(json.dumps(_rounded(results), separators=(",", ":"), default=_jsonable) + "\n")
+    data = results if series else compact_runs(results)
+    tmp.write_text(json.dumps(_rounded(data), separators=(",", ":"), default=_jsonable) + "\n")
     tmp.replace(js)
     pools = list(results["by_pool"])
     fig, ax = plt.subplots(len(pools), 4, figsize=(22, 4.6 * len(pools)), squeeze=False)

@@ -41,6 +41,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
             finite(f"--lrs {args.lrs}: each", lr, least=0.0)
     if args.quick:
         fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
+    if args.sweep_each_pool:
+        fields["sweep_each_pool"] = True
+    if args.long_arms:
+        fields["long_arms"] = tuple(split_arms(args.long_arms))
+    for name in ("extend_sweep", "preregistration", "compute_arm", "records"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    if args.preregistration:
+        from reinforce_ada.bench.prereg import load
+
+        load(args.preregistration)  # a bad file fails before any run, naming the key
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)

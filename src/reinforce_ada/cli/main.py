@@ -185,6 +185,38 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument(
         "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
     )
+    co.add_argument("--sweep-each-pool", action="store_true", help="sweep the lr on every pool, not only the first")
+    co.add_argument(
+        "--extend-sweep",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grow an arm's lr grid by one value beyond its edge while its best lr sits there, at most N times",
+    )
+    co.add_argument(
+        "--preregistration",
+        default=None,
+        metavar="TOML",
+        help="a committed pre-registration (bench.prereg): headline figures it does not name are marked",
+    )
+    co.add_argument(
+        "--compute-arm",
+        default=None,
+        help="the adaptive arm the compute-to-target figures C1-C3 are read for without a pre-registration "
+        "(default mopps)",
+    )
+    co.add_argument(
+        "--records",
+        default=None,
+        metavar="DIR",
+        help="where finished runs are kept and reused (default RUN_ROOT/records); resumes an interrupted benchmark",
+    )
+    co.add_argument(
+        "--long-arms",
+        default=None,
+        help="comma-separated arms that run --ref-steps-factor times longer (default grpo-n4; a compute run: "
+        "the uniform family)",
+    )
     co.set_defaults(fn=cmd_compare)
 
     sa = sub.add_parser("samples", help="print completions a run saved (RUN/samples.jsonl)")

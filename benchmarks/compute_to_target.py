@@ -1,0 +1,220 @@
+"""Compute to target (issue 22): every arm against the best uniform GRPO, with the oracle's ceiling, pre-registered.
+
+`reinforce-ada compare` run as benchmarks/preregistration.toml says -- its pools, seeds, horizon, targets, arms, lr
+grid and sweep -- with this repository's bookkeeping:
+
+    nice -n 10 python -m benchmarks.compute_to_target --workers 2             # every registered pool (many
+                                                                             # CPU-hours: resumable, see below)
+    nice -n 10 python -m benchmarks.compute_to_target --workers 2 --pools hard   # one tranche
+    python -m benchmarks.compute_to_target --table        # BENCHMARKS.md's opening table from the written JSON
+    python -m benchmarks.compute_to_target --quick        # a few minutes, scratch output (runs/compute-quick)
+
+1) The code that runs is the registered commit (`code` in the file): when this checkout's `src/` differs from it, the
+   script runs itself from a detached worktree of that commit (under the system temp folder), so the records of a
+   long benchmark keep their keys while the library moves on. Results record both commits.
+2) Resumable: every finished run is a gzip'd record in benchmarks/results/compute_records/ (commit them); a stopped
+   run, in this session or another on another machine, reuses them and runs only what is missing. Jobs go seed by
+   seed across arms, so a run cut short leaves every arm with the same first seeds.
+3) Output: benchmarks/results/compute_to_target.{json,png} when every registered pool is in the run, else
+   compute_to_target_<pools>.{json,png} (a tranche, labelled partial); `summary.json` gets C0, C1, C2, C2g and C3 per
+   pool run (other pools' entries are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PREREG = ROOT / "benchmarks" / "preregistration.toml"
+RECORDS = RESULTS / "compute_records"
+WHAT = {
+    "C0": "tokens to target, best uniform GRPO / the best oracle arm (the ceiling for signal-maximising allocators)",
+    "C1": "tokens to target, best uniform GRPO / the registered adaptive arm (time-scale factor, paired seeds)",
+    "C2": "CPU wall-clock to target (recorded step times), best uniform GRPO on that axis / the registered arm",
+    "C2g": "wall-clock to target under the GPU cost model (bench.costmodel), best uniform on that axis / the arm",
+    "C3": "the registered arm's share of the oracle's gain on tokens, (k_arm - 1) / (k_oracle - 1)",
+}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.compute_to_target", description=__doc__.split("\n")[0])
+    ap.add_argument("--pools", default=None, help="comma-separated registered pools to run (default: all)")
+    ap.add_argument("--workers", type=int, default=1, help="runs at a time (1 torch thread each)")
+    ap.add_argument("--prereg", default=str(PREREG), help="the pre-registration TOML (default: the repository's)")
+    ap.add_argument("--table", action="store_true", help="print BENCHMARKS.md's opening table from the JSON and exit")
+    ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
+    ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
+    ap.add_argument("--no-summary", action="store_true", help="do not touch summary.json")
+    return ap.parse_args(argv)
+
+
+def frozen_checkout(commit: str) -> Path | None:
+    """None when this checkout's src/ is the registered commit's; else a detached worktree of that commit."""
+    same = subprocess.run(["git", "diff", "--quiet", commit, "--", "src"], cwd=ROOT, capture_output=True)
+    untracked = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "src"], cwd=ROOT, capture_output=True, text=True
+    )
+    if same.returncode == 0 and not untracked.stdout.strip():
+        return None
+    if same.returncode not in (0, 1):
+        raise SystemExit(f"the registered code commit {commit} is not in this repository: {same.stderr.decode()}")
+    path = Path(tempfile.gettempdir()) / f"reinforce-ada-code-{commit[:12]}"
+    if not (path / "src").exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT, check=True)
+    return path
+
+
+def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
+    inst = reg["instrument"]
+    seeds = sorted(inst["seeds"])
+    if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise SystemExit(f"registered seeds must be consecutive (compare numbers them from an offset): {seeds}")
+    return {
+        "arms": tuple(inst.get("arms", ())),
+        "pools": tuple(pools),
+        "steps": inst["steps"],
+        "ref_steps_factor": inst.get("ref_steps_factor", 2.0),
+        "batch_size": inst.get("batch_size", 16),
+        "lrs": tuple(inst.get("lrs", (1e-4, 2e-4, 4e-4))),
+        "sweep_seeds": inst.get("sweep_seeds", 3),
+        "sweep_each_pool": True,
+        "extend_sweep": inst.get("extend_sweep", 2),
+        "seeds": len(seeds),
+        "other_seeds": len(seeds),
+        "seed_offset": seeds[0],
+        "eval_every": inst.get("eval_every", 10),
+        "uniform": tuple(inst["uniform"]),
+        "oracles": tuple(inst["oracles"]),
+        "long_arms": tuple(inst["uniform"]),
+    }
+
+
+def summary_entries(results: dict[str, Any], reg: dict[str, Any] | None) -> dict[str, Any]:
+    """summary.json's C-entries: per pool the figure with its t-interval, bootstrap interval, seeds and mark."""
+    goals = {c["figure"]: c.get("goal") for c in (reg or {}).get("claim", [])}
+    out: dict[str, Any] = {}
+    for pool, figs in results["compute"]["by_pool"].items():
+        for fig, h in figs.items():
+            e = out.setdefault(fig, {"what": WHAT[fig], "goal": goals.get(fig), "pools": {}})
+            e["pools"][pool] = {
+                k: h.get(k) for k in ("value", "t_lo", "t_hi", "lo", "hi", "arm", "reference", "oracle", "per_seed")
+            }
+            e["pools"][pool]["preregistered"] = h["preregistration"]["preregistered"]
+            e["pools"][pool]["best_after_the_fact"] = results["compute"]["best_after_the_fact"][pool]
+    return out
+
+
+def merge_summary(path: Path, entries: dict[str, Any], command: str) -> None:
+    """Per-pool merge: a tranche updates its pools and keeps the others'."""
+    from benchmarks.harness import update_summary
+
+    old = json.loads(path.read_text()) if path.exists() else {}
+    for fig, e in entries.items():
+        e["pools"] = {**old.get(fig, {}).get("pools", {}), **e["pools"]}
+    update_summary(path, entries, command)
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """Rows = arms, columns = tokens / CPU / GPU-model factors and oracle share per pool (t-intervals)."""
+
+    def cell(d: dict[str, Any] | None) -> str:
+        if not d or d.get("value") is None:
+            return "—"
+        if d.get("t_lo") is None:
+            return f"{d['value']:.2f}"
+        return f"{d['value']:.2f} [{d['t_lo']:.2f}, {d['t_hi']:.2f}]"
+
+    pools = list(results["by_pool"])
+    head = "| arm | " + " | ".join(f"{p}: tokens | {p}: CPU s | {p}: GPU-model s | {p}: oracle share" for p in pools)
+    lines = [head + " |", "|---" * (1 + 4 * len(pools)) + "|"]
+    arms = list(dict.fromkeys(a for p in pools for a in results["by_pool"][p]["compute"]["table"]))
+    for arm in arms:
+        cells = []
+        for p in pools:
+            comp = results["by_pool"][p]["compute"]
+            r = comp["table"].get(arm, {})
+            share = r.get("oracle_share", {}).get("value")
+            cells += [cell(r.get("tokens")), cell(r.get("cpu_s")), cell(r.get("gpu_s"))]
+            cells.append("—" if share is None else f"{share:.2f}")
+        tags = []
+        for p in pools:
+            comp = results["by_pool"][p]["compute"]
+            if comp["axes"]["tokens"]["best_uniform"] == arm:
+                tags.append(f"best uniform on {p}")
+            if comp.get("oracle") == arm:
+                tags.append(f"oracle on {p}")
+        lines.append(f"| {arm}{' (' + ', '.join(tags) + ')' if tags else ''} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    from reinforce_ada.bench.prereg import load, provenance
+
+    if args.table:
+        js = sorted(RESULTS.glob("compute_to_target*.json"))
+        if not js:
+            raise SystemExit(f"no compute_to_target*.json under {RESULTS}: run the benchmark first")
+        for f in js:
+            print(f"{f.name}:\n{markdown_table(json.loads(f.read_text()))}\n")
+        return 0
+    from reinforce_ada.cli import main as cli
+
+    if args.quick:
+        return cli(
+            ["compare", "--quick", "--arms", "grpo-n2,grpo-n4,seq-bal,mopps,oracle-select", "--pool", "hard",
+             "--pool", "small", "--sweep-each-pool", "--extend-sweep", "1", "--long-arms", "grpo-n2,grpo-n4",
+             "--out", "runs/compute-quick/compute_to_target"]
+        )  # fmt: skip
+    reg = load(args.prereg)
+    code = reg.get("code")
+    if code and not args.here:
+        frozen = frozen_checkout(code)
+        if frozen is not None:
+            print(f"running the registered code {code[:12]} from {frozen}")
+            env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}{os.pathsep}{frozen}"}
+            cmd = [sys.executable, "-m", "benchmarks.compute_to_target", *argv, "--here", "--prereg", args.prereg]
+            return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    registered = list(reg["instrument"]["pools"])
+    pools = args.pools.split(",") if args.pools else registered
+    unknown = sorted(set(pools) - set(registered))
+    if unknown:
+        raise SystemExit(f"--pools {unknown} are not registered in {args.prereg} (registered: {registered})")
+    pools = [p for p in registered if p in pools]
+    whole = pools == registered
+    out = RESULTS / ("compute_to_target" if whole else "compute_to_target_" + "_".join(pools))
+    from reinforce_ada.bench.compare import CompareConfig, run_compare
+    from reinforce_ada.bench.report import format_table, write
+
+    c = CompareConfig(
+        **config_fields(reg, pools),
+        workers=args.workers,
+        preregistration=str(Path(args.prereg).resolve()),
+        compute_arm=next((cl["arm"] for cl in reg["claim"] if cl["figure"] == "C1"), "mopps"),
+        records=str(RECORDS),
+        run_root="runs/compute",
+        out=str(out),
+    )
+    results = run_compare(c)
+    results["partial"] = None if whole else f"pools {pools} of the registered {registered}"
+    results["preregistration_file"] = provenance(args.prereg)
+    command = "python -m benchmarks.compute_to_target " + " ".join(argv)
+    js, png = write(results, out, command, series=False)
+    print(format_table(results))
+    print(f"wrote {js} and {png}")
+    if not args.no_summary:
+        merge_summary(RESULTS / "summary.json", summary_entries(results, reg), command)
+        print(f"updated {RESULTS / 'summary.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

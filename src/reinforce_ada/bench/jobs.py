@@ -1,0 +1,126 @@
+"""Running many `bench.run` jobs: worker processes, progress with an ETA, and the records that make a long benchmark
+resumable.
+
+Each finished run's record is kept under a hash of the job (its machine paths replaced by the digests of the weights
+and the pool) and of the code (`code_fingerprint`), gzip'd and written atomically. A later call reuses every record
+it finds, so a crashed or stopped benchmark resumes where it was, adding an arm re-runs only that arm, and a records
+folder committed with the results lets the run continue in another session on another machine -- with the same code:
+a changed source file changes every key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.sampling.strategies import strategy_class
+
+
+def code_fingerprint() -> str:
+    """sha256 of the package's source (every .py file, committed or not): a run's records are reused only by the
+    same code."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+MACHINE_FIELDS = ("run_dir", "model_path", "train_path", "eval_path")
+"""Job fields that are paths on this machine: a record is keyed by the weights' and the pool's digests instead."""
+
+
+def _record_path(cache: Path, job: Job, fingerprint: str, identity: dict[str, str] | None = None) -> Path:
+    import hashlib
+    import json
+
+    fields = {k: v for k, v in dataclasses.asdict(job).items() if k not in MACHINE_FIELDS}
+    fields["data"] = (identity or {}).get(job.pool) or [job.model_path, job.train_path, job.eval_path]
+    key = json.dumps([fingerprint, fields], sort_keys=True, default=str)
+    return cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json.gz"
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    import gzip
+    import json
+
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def _write_record(path: Path, rec: dict[str, Any]) -> None:
+    """Atomically (a crash never leaves half a record), gzip'd with fixed mtime (same bytes for the same run)."""
+    import gzip
+    import json
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+        f.write(json.dumps(rec, separators=(",", ":")).encode())
+    tmp.replace(path)
+
+
+def run_jobs(
+    jobs: list[Job],
+    workers: int,
+    log: Callable[[str], None],
+    cache: Path | None = None,
+    fingerprint: str = "",
+    identity: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
+
+    With `cache`, each finished run's record is kept under a hash of the job and the code, and a later call reuses
+    it: a crashed run resumes, and adding an arm re-runs only that arm's jobs (runs are deterministic). `identity`
+    (pool name -> digest of the weights and the pool) replaces the jobs' machine paths in the key, so records made on
+    another machine are reused.
+    """
+    t0, done, out = time.perf_counter(), 0, {}
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        for j in jobs:
+            f = _record_path(cache, j, fingerprint, identity)
+            if f.exists():
+                out[j.key] = _read_record(f)
+        if out:
+            log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
+    todo = [j for j in jobs if j.key not in out]
+    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy) for j in todo}
+    total = sum(weight.values())
+    spent = 0
+    by_key = {j.key: j for j in todo}
+
+    def report(rec: dict[str, Any]) -> None:
+        nonlocal done, spent
+        done += 1
+        spent += weight[rec["key"]]
+        if cache is not None:
+            _write_record(_record_path(cache, by_key[rec["key"]], fingerprint, identity), rec)
+        el = time.perf_counter() - t0
+        eta = el * (total - spent) / max(spent, 1)
+        log(
+            f"[{done}/{len(todo)}] {rec['key']}: acc {rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}, "
+            f"{sum(rec['samples_per_step']) / rec['steps']:.0f} samples/step, {rec['seconds']['total']:.0f} s "
+            f"(elapsed {el / 60:.1f} min, ETA {eta / 60:.1f} min)"
+        )
+
+    if workers == 1:
+        for j in todo:
+            out[j.key] = run_job(j)
+            report(out[j.key])
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            futures = {ex.submit(run_job, j): j for j in todo}
+            for f in as_completed(futures):
+                rec = f.result()
+                out[rec["key"]] = rec
+                report(rec)
+    return [out[j.key] for j in jobs]

@@ -1,0 +1,163 @@
+"""Compute-to-target statistics (bench.compute) and pre-registration (bench.prereg): closed-form synthetic curves."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from reinforce_ada.bench import compute, prereg
+from reinforce_ada.errors import ConfigError
+
+STEPS = 200
+
+
+def record(arm, seed, *, speed=1.0, tokens=100.0, sec=0.1, top=0.3, steps=STEPS, lr=1e-4, noise=0.0):
+    """A run whose accuracy at step s is 0.2 + top (1 - exp(-speed s / 60)), `tokens` and `sec` per step."""
+    ev = list(range(0, steps + 1, 10))
+    rng = np.random.default_rng(seed)
+    acc = [0.2 + top * (1 - np.exp(-speed * s / 60)) + (noise * rng.normal() if s else 0.0) for s in ev]
+    return {
+        "key": f"main/p/{arm}/lr{lr:g}/seed{seed}",
+        "arm": arm,
+        "seed": seed,
+        "lr": lr,
+        "steps": steps,
+        "eval_step": ev,
+        "accuracy": acc,
+        "eval_tokens": [tokens * s for s in ev],
+        "time_step_s": [sec] * steps,
+    }
+
+
+def pool(arms: dict[str, dict], seeds=range(5)):
+    return [record(a, s, **kw) for a, kw in arms.items() for s in seeds]
+
+
+UNIFORM = ("grpo-n2", "grpo-n4", "grpo-n8")
+
+
+def test_tokens_factor_is_exact_for_a_rescaled_curve():
+    recs = pool({"grpo-n4": {"steps": 400}, "cheap": {"tokens": 50.0}})
+    out = compute.summarize(recs, [], UNIFORM, (), axes=("steps", "tokens", "cpu_s"))
+    row = out["table"]["cheap"]
+    assert row["tokens"]["value"] == pytest.approx(2.0, rel=1e-6)
+    assert row["steps"]["value"] == pytest.approx(1.0, rel=1e-6)
+    assert row["tokens"]["t_lo"] == pytest.approx(2.0, rel=1e-6)  # identical seeds: a zero-width interval
+    for f, cell in row["tokens_per_target"].items():
+        assert cell["value"] == pytest.approx(2.0, rel=1e-3), f
+
+
+def test_best_uniform_is_chosen_per_axis():
+    # n8 learns twice as fast per step and costs twice the tokens: equal on tokens, better on steps and seconds
+    recs = pool({"grpo-n4": {"steps": 400}, "grpo-n8": {"speed": 2.0, "tokens": 200.0, "steps": 400}})
+    out = compute.summarize(recs, [], UNIFORM, (), axes=("steps", "tokens", "cpu_s"))
+    assert out["axes"]["steps"]["best_uniform"] == "grpo-n8"
+    assert out["axes"]["cpu_s"]["best_uniform"] == "grpo-n8"
+    scores = out["axes"]["tokens"]["uniform_vs_grpo_n4"]
+    assert scores["grpo-n8"] == pytest.approx(1.0, rel=0.03)  # linear interpolation between evaluations
+    assert out["table"]["grpo-n4"]["steps"]["value"] == pytest.approx(0.5, rel=0.03)
+
+
+def test_misses_are_listed_per_target_not_averaged_in():
+    recs = pool({"grpo-n4": {"steps": 400}, "stuck": {"top": 0.1}})
+    out = compute.summarize(recs, [], UNIFORM, (), axes=("tokens",))
+    high = out["table"]["stuck"]["tokens_per_target"]["0.9"]
+    assert high["missed"] == list(range(5)) and high["value"] is None
+    low = out["table"]["stuck"]["tokens_per_target"]["0.1"]
+    assert not low["missed"] and low["value"] is not None
+
+
+def test_oracle_share_is_the_linear_share_of_the_oracle_gain():
+    recs = pool({"grpo-n4": {"steps": 400}, "arm": {"tokens": 50.0}, "oracle-both": {"tokens": 100 / 3}})
+    out = compute.summarize(recs, [], UNIFORM, ("oracle-select", "oracle-both"), axes=("tokens",))
+    assert out["oracle"] == "oracle-both"
+    assert out["table"]["arm"]["oracle_share"]["value"] == pytest.approx(0.5, rel=1e-5)
+    heads = compute.headline(out, "arm")
+    assert heads["C0"]["value"] == pytest.approx(3.0, rel=1e-5)
+    assert heads["C1"]["value"] == pytest.approx(2.0, rel=1e-5)
+    assert compute.best_after_the_fact(out, ("grpo-n4", "oracle-both"))["arm"] == "arm"
+
+
+def test_seconds_axis_sums_the_recorded_step_times():
+    r = record("a", 0, sec=0.5)
+    assert compute.axis_x(r, "cpu_s")[:3] == pytest.approx([0.0, 5.0, 10.0])
+    with pytest.raises(ValueError, match="unknown cost axis"):
+        compute.axis_x(r, "joules")
+    short = dict(r, time_step_s=[0.1] * 5)
+    with pytest.raises(ValueError, match="per-step costs"):
+        compute.axis_x(short, "cpu_s")
+
+
+def test_equal_lr_reads_the_sweep_at_the_references_lr():
+    main = pool({"grpo-n4": {"steps": 400, "lr": 1e-4}, "arm": {"lr": 2e-4}})
+    sweep = [record("grpo-n4", 1000 + s, lr=1e-4, steps=400) for s in range(3)] + [
+        record("arm", 1000 + s, lr=1e-4, tokens=80.0) for s in range(3)
+    ]
+    out = compute.summarize(main, sweep, UNIFORM, (), axes=("tokens",))
+    eq = out["equal_lr"]
+    assert eq["lr"] == 1e-4 and eq["reference"] == "grpo-n4"
+    assert eq["arms"]["arm"]["value"] == pytest.approx(1.25, rel=1e-6)
+
+
+def test_the_uniform_family_needs_grpo_n4():
+    with pytest.raises(ValueError, match="grpo-n4"):
+        compute.summarize(pool({"grpo-n8": {}}), [], UNIFORM, ())
+
+
+# -- pre-registration ---------------------------------------------------------------------------------------------
+GOOD = """version = 1
+[instrument]
+pools = ["hard", "small"]
+seeds = [0, 1, 2]
+steps = 200
+targets = [0.1, 0.5, 0.9]
+uniform = ["grpo-n4", "grpo-n8"]
+oracles = ["oracle-both"]
+[[claim]]
+figure = "C1"
+arm = "mopps"
+goal = ">= 2.0"
+"""
+
+
+def test_prereg_loads_and_rejects_bad_files(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(GOOD)
+    assert prereg.load(f)["claim"][0]["arm"] == "mopps"
+    for bad, match in [
+        (GOOD.replace("version = 1", "version = 2"), "version"),
+        (GOOD.replace("seeds = [0, 1, 2]", "seeds = [0, 0]"), "distinct"),
+        (GOOD.replace('figure = "C1"', 'figure = "C9"'), "C9"),
+        (GOOD.replace("targets = [0.1, 0.5, 0.9]", "targets = [1.5]"), "fractions"),
+        (GOOD.split("[[claim]]")[0], "claim"),
+        ("version = 1\n[instrument\n", "TOML"),
+    ]:
+        f.write_text(bad)
+        with pytest.raises(ConfigError, match=match):
+            prereg.load(f)
+    with pytest.raises(ConfigError, match="does not exist"):
+        prereg.load(tmp_path / "nope.toml")
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_prereg_check_marks_every_mismatch(tmp_path):
+    _git(tmp_path, "init", "-q")
+    f = tmp_path / "p.toml"
+    f.write_text(GOOD)
+    _git(tmp_path, "add", "p.toml")
+    _git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "prereg")
+    reg, prov = prereg.load(f), prereg.provenance(f)
+    assert prov["committed"] and len(prov["commit"]) == 40
+    run = {"seeds": [0, 1, 2], "steps": 200, "targets": [0.1, 0.5, 0.9]}
+    assert prereg.check(reg, prov, "C1", "mopps", "hard", run) == {"preregistered": True, "why": []}
+    no = prereg.check(reg, prov, "C1", "seq-bal", "mixed", {**run, "seeds": [0, 1]})
+    assert not no["preregistered"] and len(no["why"]) == 3
+    f.write_text(GOOD + "\n# edited after the commit\n")
+    edited = prereg.check(prereg.load(f), prereg.provenance(f), "C1", "mopps", "hard", run)
+    assert not edited["preregistered"] and "last commit" in edited["why"][0]
+    assert not prereg.check(None, None, "C1", "mopps", "hard", run)["preregistered"]
