@@ -23,8 +23,10 @@ from reinforce_ada.sampling.oracle import PassRateOracle
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.strategies.est import allocate, allocate_counts, signal_allocate
-from reinforce_ada.simulation.plan import plan
+from reinforce_ada.sampling.strategies.knapsack import knapsack_budget
+from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
+from reinforce_ada.simulation.simulate import run_arm
 from reinforce_ada.tasks import arithmetic
 from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.training.oracle import exact_oracle
@@ -163,6 +165,43 @@ def test_simulated_oracle_selection_picks_the_prompts_nearest_one_half():
     batch = collect(strategy, engine, prompts[:4], more_prompts=lambda k: prompts[4 : 4 + k])
     chosen = sorted(int(g.prompt.id[1:]) for g in batch.groups)
     assert chosen == sorted(np.argsort(np.abs(rates - 0.5))[:4].tolist())
+
+
+def test_knapsack_reads_the_oracle_in_place_of_its_reward_buffer():
+    prompts = [Prompt(id=f"q{i}", text="") for i in range(6)]
+    rates = np.array([0.0, 0.1, 0.3, 0.5, 0.8, 1.0])
+    engine = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0))
+    strategy = build_strategy(StrategyConfig(name="knapsack", estimator="oracle", min_samples=2, max_samples=16))
+    strategy.memory.attach_oracle(engine.oracle())
+    collect(strategy, engine, prompts)
+    want = knapsack_budget(rates.tolist(), 48, 2, 16)  # a first visit: no reward buffer, yet the exact rates are used
+    assert [strategy.alloc[p.id] for p in prompts] == want.tolist()
+
+
+def test_simulated_runs_refresh_the_oracle_after_each_update(monkeypatch):
+    made: list[PassRateOracle] = []
+    original = SimulatedPolicy.oracle
+    monkeypatch.setattr(SimulatedPolicy, "oracle", lambda self: made.append(original(self)) or made[-1])
+    prompts = [Prompt(id=f"q{i}", text="") for i in range(32)]
+    rates = np.linspace(0.05, 0.95, 32)
+    for arm in ("oracle-select", "oracle-alloc", "oracle-both"):
+        cfg = parse_arm(ARMS[arm]).replace(candidates=4)
+        cfg = cfg.replace(budget=PER_PROMPT_BUDGET[arm] * 4) if arm in PER_PROMPT_BUDGET else cfg
+        curve = run_arm(cfg, prompts, rates, steps=3, batch_size=4, seed=0, sim=SimConfig(lr=0.5))
+        assert len(curve["pass_rate"]) == 4 and curve["pass_rate"][-1] != curve["pass_rate"][0]
+        assert made[-1].version == 3 and made[-1].calls == 3  # invalidated after every update, read every step
+        if arm in PER_PROMPT_BUDGET:
+            assert curve["samples_per_step"] == [16.0, 16.0, 16.0]
+
+
+def test_plan_of_give_up_with_the_oracle_matches_its_monte_carlo():
+    cfg = StrategyConfig(name="seq", give_up=0.2, estimator="oracle")  # knowing p = 0.02, give up early
+    exact = plan(cfg, [0.02, 0.4])
+    mc = plan_monte_carlo(cfg, [0.02, 0.4], reps=1000)
+    assert exact[0].expected_samples < plan(cfg.replace(estimator="tracker"), [0.02])[0].expected_samples
+    for e, m in zip(exact, mc, strict=True):
+        assert abs(e.zero_signal - m.zero_signal) <= 4 * m.stderr + 1e-3
+        assert e.expected_samples == pytest.approx(m.expected_samples, rel=0.05)
 
 
 # -- (e) the integrations refuse it ----------------------------------------------------------------------------------
