@@ -46,7 +46,6 @@ def warm():
 
 
 # -- (a) the oracle's rates are what sampling measures ----------------------------------------------------------------
-@pytest.mark.slow
 def test_oracle_rates_match_sampled_frequencies_within_monte_carlo_error(warm):
     model, tok = warm
     torch.set_num_threads(1)
@@ -243,7 +242,6 @@ def _cfg(run_dir: Path, arm: str, **task) -> TrainConfig:
     return dataclasses.replace(cfg, strategy=strategy)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("arm", ["oracle-select", "oracle-alloc", "oracle-both"])
 def test_one_trainer_step_of_each_oracle_arm_reads_the_oracle(tmp_path, arm):
     from reinforce_ada.training.trainer import Trainer
