@@ -15,9 +15,14 @@ import numpy as np
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig, parse_arm
 
+ORACLE_ALLOC = (
+    "est:estimator=oracle,allocation=signal,min_samples=1,max_samples=32,residual=none,advantage=group,scale_std=true"
+)
 ARMS: dict[str, str] = {
     "grpo-n4": "uniform:n=4",
     "grpo-n16": "uniform:n=16",
+    "grpo-n2": "uniform:n=2",
+    "grpo-n8": "uniform:n=8",
     "grpo-matched": "uniform",
     "dapo-n4": "dynamic:n=4",
     "seq-bal": "seq:exit=balanced",
@@ -33,7 +38,17 @@ ARMS: dict[str, str] = {
     "greso": "dynamic:select=greso",
     "mopps": "uniform:select=mopps",
     "seq-give-up": "seq:exit=balanced,give_up=0.05",
+    # issue 22's ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
+    # step and not charged to the budget. Selection: GRPO-n4 on the MoPPS top-k nearest 0.5 (max P(signal) at fixed n)
+    # of 16 x batch candidates; allocation: the expected number of prompts with signal, maximised exactly under
+    # GRPO-n4's budget (PER_PROMPT_BUDGET), GRPO's group baseline with std; both: select, then allocate.
+    "oracle-select": "uniform:n=4,select=mopps,estimator=oracle",
+    "oracle-alloc": ORACLE_ALLOC,
+    "oracle-both": ORACLE_ALLOC + ",select=mopps",
 }
+PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4}
+"""Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
+allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
 REFERENCE = "grpo-n4"
 """P1's reference, and the curve every arm's speed factor is read against (it runs `ref_steps_factor` times longer)."""
 MATCHED, MATCHED_TO = "grpo-matched", "seq-bal"

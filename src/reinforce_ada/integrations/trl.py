@@ -58,6 +58,7 @@ from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFail
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import compute_advantages
+from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -137,6 +138,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         config = kwargs.get("args", args[2] if len(args) > 2 else None)
         if not isinstance(config, AdaGRPOConfig):
             raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
+        refuse_oracle(config.estimator, "AdaGRPOTrainer")
         check_trl()
         super().__init__(*args, **kwargs)
         for name in USED_ATTRIBUTES:

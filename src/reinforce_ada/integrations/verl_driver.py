@@ -37,6 +37,7 @@ from tensordict import TensorDict
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish
+from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.types import Prompt, Request, Sample
 
@@ -109,6 +110,7 @@ class StepDriver:
         dispatch: Callable[[TensorDict], Any],
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ):
+        refuse_oracle(cfg.estimator, "the verl plugin", option="ada.estimator")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid

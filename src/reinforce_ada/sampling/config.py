@@ -18,10 +18,11 @@ from reinforce_ada.errors import ConfigError
 EXITS = ("positive", "balanced")
 SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
-ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder")
+ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder", "signal")
 RESIDUALS = ("inv_sqrt", "none")
 SELECTS = ("none", "greso", "mopps")
-ESTIMATORS = ("tracker", "predictor", "both")
+ESTIMATORS = ("tracker", "predictor", "both", "oracle")
+"""Where a pass-rate estimate comes from (`sampling.memory`): the one list."""
 
 
 def _traits(name: str):
@@ -70,7 +71,8 @@ class StrategyConfig:
     allocation: str = _f(
         "inv_sqrt",
         f"est allocation rule: one of {', '.join(ALLOCATIONS)} (remainder: the authors' released Ada-Est -- "
-        "min_samples each, the rest split in proportion to the objective's weight f'(p_hat), largest remainders)",
+        "min_samples each, the rest split in proportion to the objective's weight f'(p_hat), largest remainders; "
+        "signal: maximise the expected number of prompts with signal, sum 1 - p^N - (1-p)^N, exactly)",
     )
     residual: str = _f(
         "inv_sqrt", "est residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none", plan=False
@@ -107,7 +109,8 @@ class StrategyConfig:
         "tracker",
         "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps): tracker (Beta-prior EMA "
         "of its own visits), predictor (learned from prompt features over all prompts) or both (the predictor is the "
-        "tracker's prior, strength prior_alpha + prior_beta)",
+        "tracker's prior, strength prior_alpha + prior_beta) or oracle (the exact pass rate under the current policy, "
+        "free of budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
     )
     predictor_lr: float = _f(
         0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit", plan=False

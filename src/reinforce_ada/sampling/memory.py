@@ -16,7 +16,10 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
    at the start of the next one, so every estimate within a step comes from the same model, whatever order samples
    arrive in: the round and streaming drivers draw from the same law;
 4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
-   predictor (the model), or both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta).
+   predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), or
+   oracle (an attached `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength
+   `ORACLE_STRENGTH` on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights).
+   `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call.
 A visit is recorded when the prompt stops sampling, from the pool at that moment (samples kept after the stop under
 `in_flight="keep"` are not counted). Everything round-trips through `state_dict` as JSON.
 """
@@ -27,7 +30,8 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.config import ESTIMATORS, StrategyConfig
+from reinforce_ada.sampling.oracle import PassRateOracle, missing_oracle
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.types import Prompt
 
@@ -62,7 +66,11 @@ class PassRateTracker:
         self.counts = counts
 
 
-ESTIMATORS = ("tracker", "predictor", "both")
+ORACLE_STRENGTH = 1e6
+"""a + b of the oracle's Beta: Thompson draws from it (MoPPS) sit within ~1e-3 of the exact rate."""
+ORACLE_CLIP = 1e-9
+"""Oracle rates are clipped into (ORACLE_CLIP, 1 - ORACLE_CLIP) in the Beta (numpy's beta refuses a 0 parameter)."""
+_USES_PREDICTOR = ("predictor", "both")
 
 
 class PromptMemory:
@@ -79,7 +87,7 @@ class PromptMemory:
     ):
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
-        if estimator != "tracker" and predictor is None:
+        if estimator in _USES_PREDICTOR and predictor is None:
             raise ValueError(f"estimator={estimator!r} needs a predictor")
         self.tracker = PassRateTracker(alpha=alpha, beta=beta, decay=decay)
         self.history, self.estimator, self.predictor, self.evict_at = history, estimator, predictor, evict_at
@@ -97,6 +105,22 @@ class PromptMemory:
         self.last_stats = _zero_stats()
         self.pending: list[tuple[Prompt, int, int]] = []
         """Visits of this step not yet shown to the predictor."""
+        self.oracle: PassRateOracle | None = None
+        """estimator="oracle": the exact pass rates under the current policy (attached by the trainer or simulator)."""
+
+    def attach_oracle(self, oracle: PassRateOracle) -> None:
+        self.oracle = oracle
+
+    def _oracle(self) -> PassRateOracle:
+        if self.oracle is None:
+            raise missing_oracle()
+        return self.oracle
+
+    def prefetch(self, prompts: list[Prompt]) -> None:
+        """About to read the estimates of all `prompts`: the oracle computes the uncached ones in one batched call
+        (a no-op for the other estimators)."""
+        if self.estimator == "oracle":
+            self._oracle().prefetch(prompts)
 
     # -- steps and visits -------------------------------------------------------------------------------------------
     def new_step(self) -> None:
@@ -135,6 +159,8 @@ class PromptMemory:
     # -- estimates --------------------------------------------------------------------------------------------------
     def posterior(self, prompt: Prompt) -> tuple[float, float]:
         """Beta(a, b) belief about the prompt's pass rate, by `estimator` (module docstring, 4)."""
+        if self.estimator == "oracle":
+            return oracle_prior(self._oracle().rate(prompt))
         t = self.tracker
         n_pos, n_tot = t.counts.get(prompt.id, (0.0, 0.0))
         if self.estimator == "tracker":
@@ -146,6 +172,8 @@ class PromptMemory:
         return n_pos + m * s, n_tot - n_pos + (1 - m) * s
 
     def estimate(self, prompt: Prompt) -> float:
+        if self.estimator == "oracle":
+            return self._oracle().rate(prompt)
         a, b = self.posterior(prompt)
         return a / (a + b)
 
@@ -190,6 +218,12 @@ class PromptMemory:
             self.predictor.load_state_dict(state["predictor"])
 
 
+def oracle_prior(rate: float) -> tuple[float, float]:
+    """The Beta an oracle's rate stands for: strength `ORACLE_STRENGTH`, mean the rate clipped into (0, 1)."""
+    m = min(max(float(rate), ORACLE_CLIP), 1.0 - ORACLE_CLIP)
+    return m * ORACLE_STRENGTH, (1.0 - m) * ORACLE_STRENGTH
+
+
 def _zero_stats() -> dict[str, int]:
     return {"visits": 0, "all_correct": 0, "all_wrong": 0}
 
@@ -197,7 +231,7 @@ def _zero_stats() -> dict[str, int]:
 def memory_for(cfg: StrategyConfig) -> PromptMemory:
     """The memory a `StrategyConfig` asks for (a predictor only when the estimator uses one)."""
     predictor = None
-    if cfg.estimator != "tracker":
+    if cfg.estimator in _USES_PREDICTOR:
         predictor = DifficultyPredictor(dim=cfg.predictor_dim, lr=cfg.predictor_lr)
     return PromptMemory(
         alpha=cfg.prior_alpha,

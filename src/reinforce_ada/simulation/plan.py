@@ -16,7 +16,8 @@ prompt's zero-variance streak with the initial exploration probabilities 0.5 -- 
 the prompt is chosen; `simulate` measures the selection); `monte_carlo` (runs the real strategy objects on a simulated
 policy with frozen pass rates; used to cross-check the others).
 Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
-batch. Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
+batch; `estimator=oracle` is that assumption made true (seq's give_up then starts from the oracle's Beta on p).
+Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
 that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
 
 Sizes are checked before anything is allocated (issue 21): `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
@@ -37,6 +38,7 @@ import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.memory import oracle_prior
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, strategy_class
 from reinforce_ada.sampling.strategies.select import Greso
@@ -109,7 +111,8 @@ def _binom(k: int, p: float) -> list[float]:
 
 def _seq_exact(p: float, c: StrategyConfig) -> _Visit:
     k_pos, k_neg = c.resolved_k_pos, c.resolved_k_neg
-    a0, b0 = c.prior_alpha, c.prior_beta  # give_up's prior on a first visit
+    # give_up's prior on a first visit; estimator=oracle knows p (the memory's Beta concentrated on it)
+    a0, b0 = oracle_prior(p) if c.estimator == "oracle" else (c.prior_alpha, c.prior_beta)
     active = {0: 1.0}  # correct count -> probability of being still active with that count
     ended: dict[tuple[int, int], float] = {}  # unresolved pools (cap or given up): (correct, drawn) -> probability
     drawn, zero, expected, right, wrong = 0, 0.0, 0.0, 0.0, 0.0
@@ -266,7 +269,10 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
     for i, p in enumerate(r):
         prompts = [Prompt(id=f"mc-{j}", text="") for j in range(reps)]
         engine = SimulatedPolicy(prompts, [p] * reps, SimConfig(lr=0.0, seed=seed + i))
-        led = collect(build_strategy(cfg.replace(seed=seed + i)), engine, prompts).ledger
+        strategy = build_strategy(cfg.replace(seed=seed + i))
+        if cfg.estimator == "oracle":  # the frozen policy's true rate
+            strategy.memory.attach_oracle(engine.oracle())
+        led = collect(strategy, engine, prompts).ledger
         z = led.no_signal_prompt_share
         unresolved = led.unresolved_prompts / reps if strategy_class(cfg.name).traits.planner == "sequential" else None
         se = float(np.sqrt(z * (1 - z) / reps))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.oracle import PassRateOracle
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
 
@@ -78,6 +79,11 @@ class SimulatedPolicy:
     def pass_rates(self) -> np.ndarray:
         p = 1.0 / (1.0 + np.exp(-(self.theta0 + self.bias + self.phi @ self.w)))
         return np.where(self.frozen_lo, 0.0, np.where(self.frozen_hi, 1.0, p))
+
+    def oracle(self) -> PassRateOracle:
+        """The policy's true current pass rates as a pass-rate oracle (`estimator=oracle`); invalidate it after
+        every `update`."""
+        return PassRateOracle(lambda prompts: self.pass_rates()[[self._idx(p.id) for p in prompts]])
 
     def _idx(self, prompt_id: str) -> int:
         if prompt_id not in self.index:

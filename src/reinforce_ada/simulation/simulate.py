@@ -7,7 +7,8 @@ What a learned difficulty predictor (`estimator=predictor|both`) can see is set 
 prompt's text and level (the pool's difficulty bucket, as a real task's level); `policy` -- also the policy's own
 prompt features phi_x in `Prompt.meta["features"]` (the analogue of the policy's prompt hidden state); `probe` --
 phi_x plus a reading of the prompt's initial logit with unit Gaussian noise (a hidden state that also encodes
-difficulty: an assumption, not a measurement).
+difficulty: an assumption, not a measurement). `estimator=oracle` reads the policy's true current pass rates
+(`SimulatedPolicy.oracle`), free of budget: the oracle arms' ceiling.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def run_arm(
     engine = SimulatedPolicy(prompts, rates, SimConfig(**{**asdict(sim), "seed": seed}))
     prompts = with_features(prompts, rates, engine, features, seed)
     strategy = build_strategy(cfg.replace(seed=seed))
+    oracle = engine.oracle()  # estimator=oracle reads the simulated policy's true current pass rates
+    if cfg.estimator == "oracle":
+        strategy.memory.attach_oracle(oracle)
     stream = PromptOrder(prompts, seed)
 
     keys = ("pass_rate", "samples", "zero_signal", "samples_per_step", "skipped_per_step")
@@ -62,6 +66,7 @@ def run_arm(
             strategy, engine, stream.take(batch_size), more_prompts=lambda k: stream.take(k, exclude=strategy.prompts)
         )
         engine.update(batch.groups, batch.advantages, batch.weights)
+        oracle.invalidate()
         total += batch.ledger.samples_generated
         curve["pass_rate"].append(float(engine.pass_rates().mean()))
         curve["samples"].append(float(total))

@@ -4,6 +4,7 @@ Owns: `TrainConfig` (composing the `[strategy]`, `[model]`, `[task]`, `[generati
 folders below with `[optim]` and `[run]`), `losses.policy_loss`, `trainer.Trainer`, the embedded model's `warm_start`,
 `checkpoint`, `tracking` (metrics.jsonl, TensorBoard), `report`, `rollout` (the trainer's side of Ray rollout
 workers), `run_dir` (the run folder's rules: one run per folder, no links, one trainer at a time), `guard` (update
-rollback, stop on a failing verifier) and `drift` (the sampler/learner mismatch metrics).
+rollback, stop on a failing verifier), `drift` (the sampler/learner mismatch metrics) and `oracle`
+(`estimator=oracle`: exact pass rates of the trainer's own policy, exact-answer tasks only).
 May import: `types`, `errors`, `cache`, `sampling`, `models`, `engines`, `tasks`, `evaluation`.
 """

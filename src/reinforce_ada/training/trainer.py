@@ -59,6 +59,7 @@ from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
+from reinforce_ada.training.oracle import oracle_for
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows, old_logprobs
 from reinforce_ada.training.samples_log import SampleLog
@@ -104,6 +105,9 @@ class Trainer:
             self.too_long[f"prompts_too_long_{split}"] = len(dropped)
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
+        self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
+        if self.oracle is not None:
+            self.strategy.memory.attach_oracle(self.oracle)
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
@@ -152,12 +156,18 @@ class Trainer:
         stats = self.update(self.rows(batch))
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
         # (an in-place or fused optimizer step moves no version counter the engine could watch)
-        self.engine.sync_weights(self.model)
+        self.sync_weights()
         self.step += 1
         m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0
         return m
+
+    def sync_weights(self) -> None:
+        """New weights: the engine copies them and the oracle's cached rates (estimator=oracle) are stale."""
+        self.engine.sync_weights(self.model)
+        if self.oracle is not None:
+            self.oracle.invalidate()
 
     def rows(self, batch: StepBatch) -> list[Row]:
         return batch_rows(batch, self.tokenizer, self._prompt_ids)
@@ -327,7 +337,7 @@ class Trainer:
             self.opt.load_state_dict(state["optimizer"])
             self.strategy.load_state_dict(state["strategy"])
             self.order.load_state_dict(state["order"])
-            self.engine.sync_weights(self.model)  # vLLM would otherwise sample from the base weights until step 1 ends
+            self.sync_weights()  # vLLM would otherwise sample from the base weights until step 1 ends
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])

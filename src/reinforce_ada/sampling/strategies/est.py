@@ -3,15 +3,18 @@
 1) p_hat comes from the strategy's prompt memory (`sampling.memory`) by `estimator`: `tracker` (the paper's
    Ada-EMA, a Beta-prior EMA of the prompt's own visits), `predictor` (a difficulty predictor learned online over all
    prompts, `sampling.predictor`: it fixes the cold start, where a prompt seen about twice in a run is allocated by
-   its Beta(1, 1) prior) or `both` (the predictor as the tracker's prior). A `predictor=` callable (prompt -> p_hat)
-   passed to the constructor overrides all three.
+   its Beta(1, 1) prior), `both` (the predictor as the tracker's prior) or `oracle` (the exact rate under the
+   current policy, a benchmark ceiling: `sampling.oracle`). A `predictor=` callable (prompt -> p_hat) passed to the
+   constructor overrides all four.
 2) Allocation weights: `inv_sqrt` 1/sqrt(p_hat + eps) (the paper's), `variance` sqrt((1 - p_hat) / p_hat) (the
    paper's variance-optimal result for Reinforce with a baseline), or `objective` f'(p_hat).
 3) N_x = clip(c * w_x, min_samples, max_samples), integer, with c chosen so the step total equals `budget` exactly
    (largest-remainder rounding); when the budget lies outside [B * N_min, B * N_max] every prompt sits at a clip
    and `metrics()["budget_used"]` reports the total actually drawn. `allocation="knapsack"` instead maximises
    Knapsack RL's value sum_x (1 - p^N - (1 - p)^N) p (1 - p)^2 over the same range and budget (`knapsack_allocate`;
-   the standalone `knapsack` strategy is the paper's full rule).
+   the standalone `knapsack` strategy is the paper's full rule), and `allocation="signal"` the expected number of
+   prompts with signal, sum_x (1 - p^N - (1 - p)^N) (`signal_allocate`; with `estimator=oracle`, the oracle arms'
+   ceiling, docs/allocators.md). Both are exact greedy solutions (`greedy_allocate`).
 4) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
 The authors' released Ada-Est (RLHFlow/Reinforce-Ada branch `hanze`, `ray_trainer_ema.py`) differs from the paper's
 Algorithm: one round, Beta(1, 16) prior, EMA-0.9 counts keyed by a stable prompt id, allocation weights 1/p_hat (not
@@ -46,8 +49,8 @@ def allocation_weights(p_hat: np.ndarray, cfg: StrategyConfig) -> np.ndarray:
         return get_objective(cfg.objective)(
             np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0), alpha=cfg.alpha, eps=cfg.eps
         )
-    if cfg.allocation == "knapsack":
-        raise ValueError("allocation='knapsack' is not a weight rule: use allocate_counts")
+    if cfg.allocation in ("knapsack", "signal"):
+        raise ValueError(f"allocation={cfg.allocation!r} is not a weight rule: use allocate_counts")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
     if cfg.allocation == "inv_sqrt":
         return 1.0 / np.sqrt(p + cfg.eps)
@@ -101,8 +104,8 @@ def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int, value: s
     """Integers N_x in [lo, hi] summing to `budget` (clipped to [B lo, B hi]) that maximise the knapsack's value.
 
     `value="total"` (the paper's objective): sum_x value(p_x, N_x). Each value is concave in N (its increment
-    p^N (1 - p) + (1 - p)^N p shrinks with N), so taking the budget's largest increments is exact, in
-    O(B (hi - lo) log) instead of the dynamic programme's O(B budget (hi - lo)).
+    p^N (1 - p) + (1 - p)^N p shrinks with N), so taking the budget's largest increments is exact
+    (`greedy_allocate`), in O(B (hi - lo) log) instead of the dynamic programme's O(B budget (hi - lo)).
     `value="reference"` (the released code's dynamic programme, `solve_by_dp`): a prompt left at `lo` scores 0 and
     one given k >= 1 more scores value(p, lo + k) -- its first extra sample is worth the whole value(p, lo + 1), not
     the increment over value(p, lo), which spreads the budget over more prompts. Its gains are still non-increasing
@@ -112,19 +115,39 @@ def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int, value: s
     if value not in KNAPSACK_VALUES:
         raise ValueError(f"value={value!r}; choose one of {list(KNAPSACK_VALUES)}")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
-    b = len(p)
+    gain_BK = signal_gains(p, lo, hi) * (p * (1 - p) ** 2)[:, None]
+    if value == "reference" and gain_BK.size:
+        gain_BK[:, 0] = knapsack_value(p, lo + 1)
+    return greedy_allocate(gain_BK, budget, lo)
+
+
+def signal_gains(p: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """(B, hi - lo): the rise in P(a group of N has signal) = 1 - p^N - (1 - p)^N from N = lo + j to lo + j + 1,
+    p^N (1 - p) + (1 - p)^N p: non-increasing in N (each term is concave)."""
+    steps_BK = lo + np.arange(hi - lo)[None, :]
+    p_B1 = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)[:, None]
+    return p_B1**steps_BK * (1 - p_B1) + (1 - p_B1) ** steps_BK * p_B1
+
+
+def greedy_allocate(gain_BK: np.ndarray, budget: int, lo: int) -> np.ndarray:
+    """`lo` each, then the budget's largest increments: gain_BK[x, j] is what prompt x's (lo + j + 1)-th sample adds.
+    Exact for a sum of concave values (every row non-increasing in j); the total is `budget` clipped to
+    [B lo, B hi] with hi = lo + K. Ties go to the lowest index (row-major order)."""
+    b, k = gain_BK.shape
     n = np.full(b, lo, dtype=int)
-    extra = min(max(budget, lo * b), hi * b) - lo * b
+    extra = min(max(budget, lo * b), (lo + k) * b) - lo * b
     if b == 0 or extra <= 0:
         return n
-    steps_BK = lo + np.arange(hi - lo)[None, :]  # (B, K): taking the (lo + j + 1)-th sample
-    p_B1 = p[:, None]
-    gain_BK = (p_B1**steps_BK * (1 - p_B1) + (1 - p_B1) ** steps_BK * p_B1) * p_B1 * (1 - p_B1) ** 2
-    if value == "reference":
-        gain_BK[:, 0] = knapsack_value(p, lo + 1)
     order = np.lexsort((np.arange(gain_BK.size), -gain_BK.ravel()))[:extra]
-    np.add.at(n, order // (hi - lo), 1)
+    np.add.at(n, order // k, 1)
     return n
+
+
+def signal_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
+    """Integers N_x in [lo, hi] summing to `budget` (clipped to [B lo, B hi]) that maximise the expected number of
+    prompts with signal, sum_x 1 - p_x^N_x - (1 - p_x)^N_x (the oracle arms' allocation; exact by `greedy_allocate`).
+    Prompts at p = 0 or 1 gain nothing; budget beyond what the others can take goes to the lowest indices."""
+    return greedy_allocate(signal_gains(np.asarray(p_hat, dtype=float), lo, hi), budget, lo)
 
 
 def remainder_allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
@@ -161,6 +184,8 @@ def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.n
         return remainder_allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
     if cfg.allocation == "knapsack":
         return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
+    if cfg.allocation == "signal":
+        return signal_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples)
     return allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
 
 
@@ -202,6 +227,8 @@ class Est(PoolStrategy):
 
     def on_add(self, ids: list[str]) -> None:
         """Allocate the budget over the prompts given together (the step's batch)."""
+        if self.predictor is None:
+            self.memory.prefetch([self.prompts[pid] for pid in ids])  # an oracle's rates: one batched call
         p_hat = np.array([self.estimate(self.prompts[pid]) for pid in ids])
         budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
         counts = allocate_counts(p_hat, self.cfg, budget)

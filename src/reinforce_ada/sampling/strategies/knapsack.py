@@ -23,7 +23,8 @@ Where the released code departs from the paper, both are offered:
 Departures: N never exceeds max_samples (the paper's fallback can push p_hat = 0 prompts past max_n); budget that
 cannot be placed under the caps is left unspent and `metrics()["budget_used"]` says so. The p_hat buffer lives in
 the strategy's prompt memory (`sampling.memory`, `recent`), checkpointed with it; a `predictor=` callable
-(prompt -> p) replaces it (the planner uses that to run the strategy at known pass rates).
+(prompt -> p) replaces it (the planner uses that to run the strategy at known pass rates), and so does
+`estimator=oracle` (the exact rate, a benchmark ceiling; the other estimators are not read here).
 `est:allocation=knapsack` is the other composition: Est's estimator (tracker, predictor, both), Est's global baseline
 and residual weight, and this knapsack as its allocation rule.
 """
@@ -90,7 +91,7 @@ class Knapsack(Est):
         streams=False,
         spends_budget=True,
         planner="allocation",
-        reads=("budget", "min_samples", "max_samples", "history", "knapsack_value", "knapsack_estimate"),
+        reads=("budget", "min_samples", "max_samples", "history", "knapsack_value", "knapsack_estimate", "estimator"),
         takes_predictor=True,
     )
 
@@ -100,9 +101,14 @@ class Knapsack(Est):
 
     def on_add(self, ids: list[str]) -> None:
         p_hat: list[float | None] = []
+        oracle = self.predictor is None and self.cfg.estimator == "oracle"
+        if oracle:  # the exact rate replaces the reward buffer: one batched call for the batch
+            self.memory.prefetch([self.prompts[pid] for pid in ids])
         for pid in ids:
             if self.predictor is not None:
                 p = self.estimate(self.prompts[pid])
+            elif oracle:
+                p = self.memory.estimate(self.prompts[pid])
             else:
                 p = self.memory.recent_rate(pid, rule=self.cfg.knapsack_estimate)
             p_hat.append(p)

@@ -95,6 +95,7 @@ class Seq(PoolStrategy):
 
     def on_add(self, ids: list[str]) -> None:
         if self.cfg.give_up > 0:  # frozen for the step: every check of the prompt sees the same prior
+            self.memory.prefetch([self.prompts[pid] for pid in ids])
             self.prior.update({pid: self.memory.posterior(self.prompts[pid]) for pid in ids})
 
     def batch_end(self, pid: str) -> int:
