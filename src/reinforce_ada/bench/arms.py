@@ -56,8 +56,6 @@ UNIFORM = ("grpo-n2", "grpo-n4", "grpo-n8", "grpo-n16")
 """The uniform family: the compute-to-target reference is the best of those run, per pool and cost axis."""
 ORACLES = ("oracle-select", "oracle-alloc", "oracle-both")
 """Arms that read the exact pass rate (`estimator=oracle`): the ceiling, never a headline arm."""
-PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4}
-"""Arms whose sample budget is set per run to this many samples per prompt of the batch (GRPO-n4's budget)."""
 HEADLINE = ("grpo-n4", "seq-bal", "grpo-matched")
 """The arms P1-P3 are made of: they get the most seeds."""
 
