@@ -7,12 +7,16 @@
    the pool), or the plain mean for prompts without levels.
 3) At the end it also samples the held-out set with the trainer's own evaluation (Ave@k at temperature 1) and
    records both numbers: the gap is what exact evaluation does not count (whitespace variants, special tokens).
+4) The record keeps per-step series (`SERIES`, one entry per step from step 1), among them what `bench.costmodel`
+   prices a step by on other hardware (rounds, longest completion, samples and tokens trained), and the machine it
+   ran on: `cpu` and `load` (the 1-minute load average at start and end), so its wall-clock can be read against load.
 Everything a job does is fixed by its fields (seeded), so jobs can run in any order or in worker processes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -96,8 +100,10 @@ def run_job(job: Job) -> dict[str, Any]:
     """Train one arm on one pool with one seed and lr; return its curves and per-step series (JSON-ready)."""
     from reinforce_ada.evaluation.exact import exact_pass_rates, summarize_exact
     from reinforce_ada.training.trainer import Trainer
+    from reinforce_ada.training.warm_start import machine
 
     shutil.rmtree(job.run_dir, ignore_errors=True)
+    load_start = load_average()
     t_start = time.perf_counter()
     tr = Trainer(train_config(job), tensorboard=False)
     held_out = tr.eval_prompts
@@ -146,13 +152,24 @@ def run_job(job: Job) -> dict[str, Any]:
             "sampled_mean": sampled["eval_accuracy"],
         }
     rec["seconds"] = {"total": time.perf_counter() - t_start, "eval": eval_s}
+    rec["load"] = {"start": load_start, "end": load_average(), "cores": os.cpu_count()}
+    rec["cpu"] = machine()
     shutil.rmtree(job.run_dir, ignore_errors=True)
     return rec
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (processes running or waiting for a core), None where the OS has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
 SERIES = {
     "samples_per_step": "samples_generated",
     "tokens_per_step": "tokens_generated",
+    "rounds": "rounds",
+    "max_completion_tokens": "max_completion_tokens",
+    "samples_trained": "samples_trained",
+    "tokens_trained": "tokens_trained",
     "no_signal_share": "no_signal_prompt_share",
     "zero_adv_share": "zero_adv_prompt_share",
     "time_step_s": "time_step_s",

@@ -33,7 +33,12 @@ class Ledger:
     """Prompts sampled in the step (DAPO refills included)."""
     samples_generated: int = 0
     tokens_generated: int = 0
+    max_completion_tokens: int = 0
+    """The longest completion that came back this step (in tokens): what a memory-bound decode's time follows
+    (`bench.costmodel`). Samples cancelled in flight never come back, so they are not seen."""
     samples_trained: int = 0
+    tokens_trained: int = 0
+    """Completion tokens of the trained samples (prompt tokens not counted): the learner's share of the bill."""
     prompts_trained: int = 0
     zero_adv_prompts: int = 0
     """Trained prompts whose advantages are all zero."""
@@ -110,6 +115,11 @@ def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
     return StepBatch(groups, advs, weights, ledger)
 
 
+def completion_tokens(s: Sample) -> int:
+    """A sample's completion length: the engine's count, else its token ids."""
+    return s.num_tokens or len(s.token_ids)
+
+
 def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group], advs: Sequence[np.ndarray]) -> None:
     m = strategy.metrics()
     ledger.prompts = len(strategy.prompts)
@@ -120,6 +130,7 @@ def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group],
     ledger.extra = m
     ledger.prompts_trained = len(groups)
     ledger.samples_trained = sum(len(g.samples) for g in groups)
+    ledger.tokens_trained = sum(completion_tokens(s) for g in groups for s in g.samples)
     ledger.zero_adv_prompts = sum(zero_advantage(a) for a in advs)
     ledger.zero_adv_prompt_share = ledger.zero_adv_prompts / max(1, len(groups))
     trained_with_signal = len(groups) - ledger.zero_adv_prompts
