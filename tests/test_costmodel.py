@@ -17,6 +17,41 @@ from reinforce_ada.bench.costmodel import (
     gpu_step_seconds,
 )
 
+
+def test_both_drivers_record_the_longest_completion_and_trained_tokens():
+    from reinforce_ada.sampling.config import StrategyConfig
+    from reinforce_ada.sampling.rounds import collect
+    from reinforce_ada.sampling.strategies import build_strategy
+    from reinforce_ada.sampling.streaming import collect_streaming
+    from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
+    from reinforce_ada.simulation.stream import Latency
+    from reinforce_ada.types import Prompt
+
+    rates = list(np.linspace(0.05, 0.9, 12))
+    prompts = [Prompt(id=f"p{i}", text="") for i in range(len(rates))]
+    policy = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0, seed=3))
+    seen: list = []
+
+    class Recording:  # the round driver's engine, keeping every sample it returns
+        def generate(self, requests):
+            out = policy.generate(requests)
+            seen.extend(out)
+            return out
+
+    rnd = collect(build_strategy(StrategyConfig(seed=1)), Recording(), prompts).ledger
+    assert rnd.rounds >= 2 and rnd.max_completion_tokens == max(s.num_tokens for s in seen) > 0
+    assert rnd.tokens_generated == sum(s.num_tokens for s in seen)
+    stream = policy.streaming(8, Latency(mean_tokens=50, sigma=1.0), seed=2)
+    polled: list = []
+    poll = stream.poll
+    stream.poll = lambda: polled.extend(out := poll()) or out
+    batch = collect_streaming(build_strategy(StrategyConfig(seed=1)), stream, prompts)
+    led = batch.ledger
+    assert led.max_completion_tokens == max(s.num_tokens for s in polled)
+    assert led.tokens_trained == sum(s.num_tokens for g in batch.groups for s in g.samples) > 0
+    assert led.as_metrics()["max_completion_tokens"] == led.max_completion_tokens
+
+
 C = GpuCost(token_time_s=0.01, slots=8, round_overhead_s=0.5, learner_token_s=0.001)
 
 
