@@ -41,6 +41,8 @@ def test_both_drivers_record_the_longest_completion_and_trained_tokens():
     rnd = collect(build_strategy(StrategyConfig(seed=1)), Recording(), prompts).ledger
     assert rnd.rounds >= 2 and rnd.max_completion_tokens == max(s.num_tokens for s in seen) > 0
     assert rnd.tokens_generated == sum(s.num_tokens for s in seen)
+    assert len(rnd.samples_per_round) == rnd.rounds and sum(rnd.samples_per_round) == rnd.samples_generated
+    assert rnd.samples_per_round[0] == 8 * len(prompts)  # every prompt's first batch (M = 8) is round 0
     stream = policy.streaming(8, Latency(mean_tokens=50, sigma=1.0), seed=2)
     polled: list = []
     poll = stream.poll
@@ -50,6 +52,7 @@ def test_both_drivers_record_the_longest_completion_and_trained_tokens():
     assert led.max_completion_tokens == max(s.num_tokens for s in polled)
     assert led.tokens_trained == sum(s.num_tokens for g in batch.groups for s in g.samples) > 0
     assert led.as_metrics()["max_completion_tokens"] == led.max_completion_tokens
+    assert len(led.samples_per_round) == led.rounds and sum(led.samples_per_round) <= led.samples_generated
 
 
 C = GpuCost(token_time_s=0.01, slots=8, round_overhead_s=0.5, learner_token_s=0.001)
@@ -71,6 +74,20 @@ def test_closed_form():
     assert series.tolist() == pytest.approx([0.64, 2.1])
     # the defaults: GRPO-n4 at full slots, 200-token completions
     assert one(1, 200, 64, 12_800, cost=GpuCost()) == pytest.approx(0.02 + 1.0 + 0.32)
+
+
+def test_rows_per_round_give_each_round_its_waves():
+    # rounds of 20, 8 and 3 rows on 8 slots: 3 + 1 + 1 waves, not 3 x ceil(31 / 3 / 8) = 6
+    assert one(3, 10, 31, 0) == pytest.approx(3 * 0.5 + 0.01 * 10 * 6)
+    exact = gpu_step_seconds(3, 10, 31, 0, C, rows_per_round=[[20, 8, 3]])
+    assert float(exact[0]) == pytest.approx(3 * 0.5 + 0.01 * 10 * 5)
+    assert gpu_step_seconds([0], [0], [0], [10], C, rows_per_round=[[]]).tolist() == pytest.approx([0.01])
+    with pytest.raises(ValueError, match=r"rows_per_round\[0\] \(step 1\) lists 2 rounds but rounds\[0\] is 3"):
+        gpu_step_seconds(3, 10, 31, 0, C, rows_per_round=[[20, 11]])
+    with pytest.raises(ValueError, match="rows_per_round has 2 steps"):
+        gpu_step_seconds(3, 10, 31, 0, C, rows_per_round=[[20, 8, 3], [1]])
+    with pytest.raises(ValueError, match=r"rows_per_round\[0\]\[1\] \(round 2\)"):
+        gpu_step_seconds(3, 10, 31, 0, C, rows_per_round=[[20, -8, 3]])
 
 
 def test_monotone_in_rounds_and_length_but_not_in_rows_within_a_wave():
@@ -171,6 +188,8 @@ def test_a_run_record_has_what_both_models_read(tmp_path, model_dir, tiny_llama,
     for key in (*GPU_SERIES, "samples_trained", "time_step_s"):
         assert len(rec[key]) == 3 and all(math.isfinite(v) for v in rec[key]), key
     assert all(r >= 1 for r in rec["rounds"])
+    for rows, r, s in zip(rec["rows_per_round"], rec["rounds"], rec["samples_per_step"], strict=True):
+        assert len(rows) == r and 0 < sum(rows) <= s
     assert all(1 <= m <= job.max_new_tokens for m in rec["max_completion_tokens"])
     # every trained sample is one of the generated ones, so its tokens are at most the longest completion each
     for t, s, m in zip(rec["tokens_trained"], rec["samples_trained"], rec["max_completion_tokens"], strict=True):

@@ -12,11 +12,13 @@ turn a run record of `bench.run.run_job` into one number of seconds per training
        generation = sum over rounds r of (round_overhead_s + token_time_s x L_r x ceil(rows_r / slots))
        step       = generation + learner_token_s x T
 
-   The record keeps only the step's longest completion and its round count, so every round's L_r is taken as the
-   step's L and its rows as S / R (rows spread evenly over rounds): `R x (round_overhead_s + token_time_s x L x
-   ceil(S / (R x slots)))`. Both make it an upper bound for the step's generation (a late round with few active
-   prompts often ends sooner). Under the streaming driver (no barrier) R is the longest chain of a prompt's sequential
-   batches, the critical path of the step, so the same formula prices that chain at the step's longest completion.
+   The record keeps only the step's longest completion, so every round's L_r is taken as the step's L: an upper
+   bound (a late round with few active prompts often ends sooner). Rows per round are the record's `rows_per_round`
+   (`Ledger.samples_per_round`); without them (`rows_per_round=None`) the S samples are spread evenly over the R
+   rounds, `R x (round_overhead_s + token_time_s x L x ceil(S / (R x slots)))`, which overstates a step whose first
+   round is its widest (Seq: 4 rounds of 128, 120, 80, 40 rows are 7 waves of 64 slots, spread evenly 8). Under the
+   streaming driver (no barrier) R is the longest chain of a prompt's sequential batches, the critical path of the
+   step, so the same formula prices that chain; what streaming saves by overlapping rounds is not credited.
    The learner term counts completion tokens only (`Ledger.tokens_trained`); prompt tokens are left out.
 `cumulative(record, model)` sums a model's per-step seconds up to every evaluated step of the record (`eval_step`),
 the x axis of a seconds-to-target curve. Pure numpy; every check raises a ValueError naming the field and step.
@@ -66,7 +68,7 @@ class GpuCost:
             raise ValueError(f"GpuCost.slots must be an integer >= 1, got {self.slots!r}")
 
 
-def _series(name: str, values: Any, n: int | None = None) -> np.ndarray:
+def _series(name: str, values: Any, n: int | None = None, unit: str = "step") -> np.ndarray:
     """A finite, non-negative 1-D float array (a scalar becomes one entry), else a ValueError naming `name`."""
     try:
         a = np.atleast_1d(np.asarray(values, dtype=float))
@@ -79,14 +81,20 @@ def _series(name: str, values: Any, n: int | None = None) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"{name}[{i}] (step {i + 1}) is {a[i]}: every entry must be a finite number >= 0")
+        raise ValueError(f"{name}[{i}] ({unit} {i + 1}) is {a[i]}: every entry must be a finite number >= 0")
     return a
 
 
 def gpu_step_seconds(
-    rounds: Any, max_completion_tokens: Any, samples: Any, tokens_trained: Any, params: GpuCost | None = None
+    rounds: Any,
+    max_completion_tokens: Any,
+    samples: Any,
+    tokens_trained: Any,
+    params: GpuCost | None = None,
+    rows_per_round: Sequence[Sequence[int]] | None = None,
 ) -> np.ndarray:
-    """Seconds per step under the memory-bound model of the module docstring (one entry per step).
+    """Seconds per step under the memory-bound model of the module docstring (one entry per step). `rows_per_round`
+    (one list per step, one entry per round) gives each round's waves; None spreads `samples` evenly over rounds.
 
     >>> float(gpu_step_seconds(1, 200, 64, 12_800)[0])  # GRPO-n4 at full slots: 0.02 + 1.0 decode + 0.32 learner
     1.34
@@ -103,9 +111,27 @@ def gpu_step_seconds(
     if no_round.size:
         i = int(no_round[0])
         raise ValueError(f"rounds[{i}] (step {i + 1}) is 0 but {s[i]:g} samples were generated: rounds must be >= 1")
-    waves = np.where(r > 0, np.ceil(s / np.maximum(r, 1) / c.slots), 0.0)  # per round, rows spread evenly
-    generation = r * (c.round_overhead_s + c.token_time_s * length * waves)
+    if rows_per_round is None:
+        waves = r * np.where(r > 0, np.ceil(s / np.maximum(r, 1) / c.slots), 0.0)  # rows spread evenly
+    else:
+        waves = _waves(rows_per_round, r, c.slots)
+    generation = r * c.round_overhead_s + c.token_time_s * length * waves
     return generation + c.learner_token_s * t
+
+
+def _waves(rows_per_round: Sequence[Sequence[int]], rounds: np.ndarray, slots: int) -> np.ndarray:
+    """Decode waves of each step: the sum over its rounds of ceil(rows / slots)."""
+    if len(rows_per_round) != len(rounds):
+        raise ValueError(f"rows_per_round has {len(rows_per_round)} steps but the other series have {len(rounds)}")
+    out = np.zeros(len(rounds))
+    for i, rows in enumerate(rows_per_round):
+        a = _series(f"rows_per_round[{i}]", rows, unit="round") if len(rows) else np.zeros(0)
+        if len(a) != rounds[i]:
+            raise ValueError(
+                f"rows_per_round[{i}] (step {i + 1}) lists {len(a)} rounds but rounds[{i}] is {rounds[i]:g}"
+            )
+        out[i] = np.ceil(a / slots).sum()
+    return out
 
 
 def _steps(record: Mapping[str, Any], key: str) -> Any:
@@ -125,8 +151,8 @@ GPU_SERIES = ("rounds", "max_completion_tokens", "samples_per_step", "tokens_tra
 
 
 def gpu_record_seconds(record: Mapping[str, Any], params: GpuCost | None = None) -> np.ndarray:
-    """`gpu_step_seconds` over a run record's own series."""
-    return gpu_step_seconds(*(_steps(record, k) for k in GPU_SERIES), params)
+    """`gpu_step_seconds` over a run record's own series (its `rows_per_round` where it has them)."""
+    return gpu_step_seconds(*(_steps(record, k) for k in GPU_SERIES), params, record.get("rows_per_round"))
 
 
 CostModel = Callable[[Mapping[str, Any]], np.ndarray]

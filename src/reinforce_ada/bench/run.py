@@ -8,8 +8,9 @@
 3) At the end it also samples the held-out set with the trainer's own evaluation (Ave@k at temperature 1) and
    records both numbers: the gap is what exact evaluation does not count (whitespace variants, special tokens).
 4) The record keeps per-step series (`SERIES`, one entry per step from step 1), among them what `bench.costmodel`
-   prices a step by on other hardware (rounds, longest completion, samples and tokens trained), and the machine it
-   ran on: `cpu` and `load` (the 1-minute load average at start and end), so its wall-clock can be read against load.
+   prices a step by on other hardware (rounds, longest completion, samples and tokens trained; `rows_per_round`: each
+   step's list of samples per sequential round), and the machine it ran on: `cpu` and `load` (the 1-minute load
+   average at start and end), so its wall-clock can be read against load.
 Everything a job does is fixed by its fields (seeded), so jobs can run in any order or in worker processes.
 """
 
@@ -112,6 +113,7 @@ def run_job(job: Job) -> dict[str, Any]:
     rec.update(steps=job.steps, phase=job.phase, eval_step=[], accuracy=[], per_level={}, eval_tokens=[])
     rec["eval_samples"] = []
     series: dict[str, list[float]] = {k: [] for k in SERIES}
+    rows: list[list[int]] = []  # samples per sequential round, one list per step
     tokens = samples = 0
     eval_s = 0.0
 
@@ -138,9 +140,10 @@ def run_job(job: Job) -> dict[str, Any]:
         for k, src in SERIES.items():
             v = m.get(src)
             series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
+        rows.append([int(x) for x in m.get("samples_per_round", [])])
         if step in at:
             last = evaluate(step)
-    rec.update(series)
+    rec.update(series, rows_per_round=rows)
     if job.check_samples:
         sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
         rec["sampled_check"] = {

@@ -50,6 +50,9 @@ class Ledger:
     dropped_prompts: int = 0
     rounds: int = 0
     active_prompts_per_round: list[int] = field(default_factory=list)
+    samples_per_round: list[int] = field(default_factory=list)
+    """Samples that reached a pool in each sequential round (by the strategy's round index; cancelled and discarded
+    ones excluded, late `in_flight="keep"` arrivals counted in the last round): a round's decode rows."""
     reward_first_round: float = float("nan")
     """Mean over prompts of the first round's mean reward: an unbiased estimate of the policy's pass rate."""
     reward_trained: float = float("nan")
@@ -115,6 +118,15 @@ def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
     return StepBatch(groups, advs, weights, ledger)
 
 
+def rows_per_round(strategy: PoolStrategy, rounds: int) -> list[int]:
+    """Samples in the strategy's pools per round 0..rounds-1."""
+    out = [0] * rounds
+    for pool in strategy.pools.values():
+        for s in pool:
+            out[min(s.round, rounds - 1)] += 1
+    return out
+
+
 def completion_tokens(s: Sample) -> int:
     """A sample's completion length: the engine's count, else its token ids."""
     return s.num_tokens or len(s.token_ids)
@@ -125,6 +137,7 @@ def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group],
     ledger.prompts = len(strategy.prompts)
     ledger.rounds = m.pop("rounds")
     ledger.active_prompts_per_round = m.pop("active_prompts_per_round")
+    ledger.samples_per_round = rows_per_round(strategy, ledger.rounds)
     ledger.unresolved_prompts = m.pop("unresolved_prompts", 0)
     ledger.dropped_prompts = m.pop("dropped_prompts", 0)
     ledger.extra = m
