@@ -197,3 +197,11 @@ def test_a_run_record_has_what_both_models_read(tmp_path, model_dir, tiny_llama,
     assert len(cumulative(rec, "gpu")) == len(cumulative(rec, "cpu")) == len(rec["eval_step"]) == 3
     assert cumulative(rec, "cpu")[-1] == pytest.approx(sum(rec["time_step_s"]))
     assert set(rec["load"]) == {"start", "end", "cores"} and "cores" in rec["cpu"]
+
+
+def test_doctests():
+    import doctest
+
+    from reinforce_ada.bench import costmodel
+
+    assert doctest.testmod(costmodel).attempted >= 2 and doctest.testmod(costmodel).failed == 0
