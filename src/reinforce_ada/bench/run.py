@@ -7,12 +7,17 @@
    the pool), or the plain mean for prompts without levels.
 3) At the end it also samples the held-out set with the trainer's own evaluation (Ave@k at temperature 1) and
    records both numbers: the gap is what exact evaluation does not count (whitespace variants, special tokens).
+4) The record keeps per-step series (`SERIES`, one entry per step from step 1), among them what `bench.costmodel`
+   prices a step by on other hardware (rounds, longest completion, samples and tokens trained; `rows_per_round`: each
+   step's list of samples per sequential round), and the machine it ran on: `cpu` and `load` (the 1-minute load
+   average at start and end), so its wall-clock can be read against load.
 Everything a job does is fixed by its fields (seeded), so jobs can run in any order or in worker processes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -96,8 +101,10 @@ def run_job(job: Job) -> dict[str, Any]:
     """Train one arm on one pool with one seed and lr; return its curves and per-step series (JSON-ready)."""
     from reinforce_ada.evaluation.exact import exact_pass_rates, summarize_exact
     from reinforce_ada.training.trainer import Trainer
+    from reinforce_ada.training.warm_start import machine
 
     shutil.rmtree(job.run_dir, ignore_errors=True)
+    load_start = load_average()
     t_start = time.perf_counter()
     tr = Trainer(train_config(job), tensorboard=False)
     held_out = tr.eval_prompts
@@ -106,6 +113,7 @@ def run_job(job: Job) -> dict[str, Any]:
     rec.update(steps=job.steps, phase=job.phase, eval_step=[], accuracy=[], per_level={}, eval_tokens=[])
     rec["eval_samples"] = []
     series: dict[str, list[float]] = {k: [] for k in SERIES}
+    rows: list[list[int]] = []  # samples per sequential round, one list per step
     tokens = samples = 0
     eval_s = 0.0
 
@@ -132,9 +140,10 @@ def run_job(job: Job) -> dict[str, Any]:
         for k, src in SERIES.items():
             v = m.get(src)
             series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
+        rows.append([int(x) for x in m.get("samples_per_round", [])])
         if step in at:
             last = evaluate(step)
-    rec.update(series)
+    rec.update(series, rows_per_round=rows)
     if job.check_samples:
         sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
         rec["sampled_check"] = {
@@ -146,13 +155,24 @@ def run_job(job: Job) -> dict[str, Any]:
             "sampled_mean": sampled["eval_accuracy"],
         }
     rec["seconds"] = {"total": time.perf_counter() - t_start, "eval": eval_s}
+    rec["load"] = {"start": load_start, "end": load_average(), "cores": os.cpu_count()}
+    rec["cpu"] = machine()
     shutil.rmtree(job.run_dir, ignore_errors=True)
     return rec
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (processes running or waiting for a core), None where the OS has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
 SERIES = {
     "samples_per_step": "samples_generated",
     "tokens_per_step": "tokens_generated",
+    "rounds": "rounds",
+    "max_completion_tokens": "max_completion_tokens",
+    "samples_trained": "samples_trained",
+    "tokens_trained": "tokens_trained",
     "no_signal_share": "no_signal_prompt_share",
     "zero_adv_share": "zero_adv_prompt_share",
     "time_step_s": "time_step_s",

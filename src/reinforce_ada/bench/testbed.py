@@ -6,7 +6,10 @@
    prompt file (JSONL, CSV, Parquet with prompt/answer[/level] columns), optionally passed through the paper's
    difficulty filter (`filter=LO-HI`: keep prompts whose count of correct answers c in `filter_samples` draws has
    LO < c/k <= HI, `evaluation.filter.keep_indices`). The draws are binomial from each prompt's exact pass rate:
-   the same distribution as sampling k answers, seeded, and cheap enough for 10^4 candidates.
+   the same distribution as sampling k answers, seeded, and cheap enough for 10^4 candidates. `drop=LO-HI` removes
+   the prompts whose c/k lies in (LO, HI] instead (both may be given: kept in one band, dropped from the other), and
+   `filter_samples=0` applies both to each prompt's exact pass rate rather than to draws (no paper pipeline does
+   that; the `mixed` pool needs it to cut a sharp solved tail, which 16 draws cannot tell from p = 0.8).
 3) `build_pool` writes the pool's training and held-out prompts as JSONL (the trainer reads them as a file task)
    and records the warm start's exact pass rate of every pool prompt, the pool's digest and its histogram.
 Held-out accuracy is the mean exact pass rate per level, weighted by each level's share of the training pool.
@@ -28,9 +31,20 @@ from reinforce_ada.types import Prompt
 BUILTIN_POOLS = {
     "default": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=4096",
     "hard": "arithmetic:weights=0/0/1/1/1/1/1,size=4096,candidates=16384,filter=0-0.375",
+    "small": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=256",
+    "mixed": "arithmetic:weights=0/0.6/0.1/0.05/0.05/0/0.2,size=4096,candidates=8192,drop=0.5-0.9,filter_samples=0",
 }
-"""`default`: the pool of the first convergence runs (mostly levels 4-6). `hard`: shaped like the paper's hard set,
-levels 3-7 (3+3 ... 5+5 digits) kept where 0 < c/16 <= 0.375 under the warm start."""
+"""Fixed in advance (issue 22). Stats measured with `build_pool` on the shipped warm start (exact per-level pass
+rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass rate:
+- `default`: the pool of the first convergence runs (mostly levels 4-6). Mean p 0.145; 30% below 0.02, 0.3% above 0.9.
+- `hard`: shaped like the paper's hard set, levels 3-7 (3+3 ... 5+5 digits) kept where 0 < c/16 <= 0.375 under the
+  warm start. Mean p 0.173; 5% below 0.02, none above 0.9.
+- `small`: the default mix in 256 prompts, so a 16-prompt batch revisits each prompt every 16 steps (12 visits in 200
+  steps): history-based rules have history. Mean p 0.148; 32% below 0.02, 0.8% above 0.9.
+- `mixed`: heavy tails of solved and of hopeless prompts around a middle band: levels 2-5 and 7 with the band
+  0.5 < p <= 0.9 removed by exact rate. Mean p 0.414; 29% below 0.02 (34% below 0.05), 35% above 0.9, 32% in between
+  (0.05 <= p <= 0.9, nearly all of it 0.05-0.5).
+"""
 PAPER_BUCKETS = ((0.002, 0.02, 0.197), (0.03, 0.15, 0.617), (0.2, 0.45, 0.174), (0.5, 0.9, 0.012))
 """The paper's hard set (v3 Table 5): share of prompts whose pass rate lies in each range."""
 EVAL_SIZE = 256
@@ -52,7 +66,10 @@ class PoolSpec:
     prompt_key: str = "prompt"
     answer_key: str = "answer"
     filter: tuple[float, float] | None = None
+    drop: tuple[float, float] | None = None
+    """Remove the prompts whose c/k (or exact rate, with filter_samples=0) lies in (lo, hi]."""
     filter_samples: int = 16
+    """k draws per prompt for `filter` and `drop`; 0: use the exact pass rate itself."""
     spec: str = ""
 
 
@@ -65,8 +82,9 @@ _KEYS = {
     "eval": "held-out prompt file (file; default: 512 rows of path)",
     "prompt_key": "prompt column (file)",
     "answer_key": "answer column (file)",
-    "filter": "difficulty filter LO-HI on c/k",
-    "filter_samples": "k draws per prompt for the filter",
+    "filter": "difficulty filter LO-HI on c/k: keep LO < c/k <= HI",
+    "drop": "difficulty band LO-HI on c/k to remove: drop LO < c/k <= HI",
+    "filter_samples": "k draws per prompt for filter/drop (0: the exact pass rate, no draws)",
 }
 
 
@@ -89,9 +107,9 @@ def parse_pool(spec: str) -> PoolSpec:
         try:
             if key == "weights":
                 kw["weights"] = tuple(float(x) for x in raw.split("/"))
-            elif key == "filter":
+            elif key in ("filter", "drop"):
                 lo, _, hi = raw.partition("-")
-                kw["filter"] = (float(lo), float(hi))
+                kw[key] = (float(lo), float(hi))
             elif key in ("size", "seed", "candidates", "filter_samples"):
                 kw[key] = int(raw)
             else:
@@ -103,12 +121,13 @@ def parse_pool(spec: str) -> PoolSpec:
         raise ConfigError(f"pool {spec!r}: a file pool needs path=FILE")
     if p.source == "arithmetic" and p.weights is None:
         raise ConfigError(f"pool {spec!r}: an arithmetic pool needs weights=w1/w2/... (one per level)")
-    if p.filter is not None:
-        from reinforce_ada.evaluation.filter import check_bounds
+    for band in (p.filter, p.drop):
+        if band is not None:
+            from reinforce_ada.evaluation.filter import check_bounds
 
-        check_bounds(*p.filter)
-    if p.size < 1 or p.filter_samples < 1:
-        raise ConfigError(f"pool {spec!r}: size and filter_samples must be >= 1")
+            check_bounds(*band)
+    if p.size < 1 or p.filter_samples < 0:
+        raise ConfigError(f"pool {spec!r}: size must be >= 1 and filter_samples >= 0 (0: exact rates)")
     return p
 
 
@@ -137,7 +156,7 @@ def build_pool(spec: PoolSpec, model: Any, tokenizer: Any, folder: Path, *, max_
         return exact_pass_rates(model, tokenizer, ps, max_new_tokens=max_new_tokens)
 
     tr_rates, ho_rates = rates(train), rates(held_out)
-    if spec.filter is not None:
+    if selects(spec):
         rng = np.random.default_rng([spec.seed, spec.filter_samples])  # its own stream: the draw stays put
         tr_keep, ho_keep = (_filter(r, spec, rng) for r in (tr_rates, ho_rates))
         tr_keep = tr_keep[: spec.size]
@@ -166,7 +185,7 @@ def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
     if spec.source == "arithmetic":
         from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split
 
-        size = spec.size if spec.filter is None else (spec.candidates or 4 * spec.size)
+        size = (spec.candidates or 4 * spec.size) if selects(spec) else spec.size
         try:
             cfg = ArithmeticConfig(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
         except ValueError as e:
@@ -184,12 +203,22 @@ def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
     return [prompts[i] for i in sorted(order[n_eval:])][: spec.size], [prompts[i] for i in sorted(order[:n_eval])]
 
 
+def selects(spec: PoolSpec) -> bool:
+    """Whether the pool is cut from a larger draw of candidates (a `filter` or a `drop` band)."""
+    return spec.filter is not None or spec.drop is not None
+
+
 def _filter(rates: np.ndarray, spec: PoolSpec, rng: np.random.Generator) -> np.ndarray:
+    """Indices kept, in draw order: c/k (or the exact rate) in the `filter` band and outside the `drop` band."""
     from reinforce_ada.evaluation.filter import keep_indices
 
-    assert spec.filter is not None
-    c = rng.binomial(spec.filter_samples, np.clip(rates, 0.0, 1.0))
-    return np.array(keep_indices((c / spec.filter_samples).tolist(), *spec.filter), dtype=int)
+    k = spec.filter_samples
+    r = np.clip(rates, 0.0, 1.0)
+    seen = (rng.binomial(k, r) / k if k else r).tolist()
+    keep = set(keep_indices(seen, *spec.filter)) if spec.filter is not None else set(range(len(seen)))
+    if spec.drop is not None:
+        keep -= set(keep_indices(seen, *spec.drop))
+    return np.array(sorted(keep), dtype=int)
 
 
 def level_shares(train: list[Prompt], held_out: list[Prompt]) -> tuple[tuple[int, float], ...] | None:

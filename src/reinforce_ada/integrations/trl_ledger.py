@@ -6,8 +6,8 @@ vector per step reduces them as each metric requires:
 2) shares are recomputed from summed counts, not averaged (zero_adv_prompt_share = zero-advantage prompts / trained
    prompts; no_signal_prompt_share = 1 - prompts with signal / prompts sampled), and so are the means
    (reward_first_round = mean over every process's prompts of the first round's mean reward);
-3) rounds (this process's strategy rounds), engine ticks (rounds all processes took part in) and generation time
-   take the maximum.
+3) rounds (this process's strategy rounds), the longest completion, engine ticks (rounds all processes took part in)
+   and generation time take the maximum.
 The same gather carries each process's trained-row count: all pad to the largest, rounded up to the config's
 `rows_multiple`, because TRL gathers per-row tensors and splits the batch into equal slices.
 `padded_rows` counts padding rows, `dummy_rows` the generated rows a process made only to take part in a round.
@@ -33,6 +33,7 @@ LEDGER_COUNTS = (
     "samples_generated",
     "tokens_generated",
     "samples_trained",
+    "tokens_trained",
     "prompts_trained",
     "zero_adv_prompts",
     "unresolved_prompts",
@@ -51,17 +52,19 @@ SUMMED = (
     "reward_trained_sum",
     "reward_trained_count",
 )
-MAXED = ("rounds", "ticks", "time_generate_s", "rows")
+MAXED = ("rounds", "max_completion_tokens", "ticks", "time_generate_s", "rows")
 LOGGED = (
     "prompts",
     "samples_generated",
     "tokens_generated",
     "samples_trained",
+    "tokens_trained",
     "zero_adv_prompt_share",
     "no_signal_prompt_share",
     "unresolved_prompts",
     "dropped_prompts",
     "rounds",
+    "max_completion_tokens",
     "reward_first_round",
     "reward_trained",
     "verifier_errors",
@@ -86,6 +89,7 @@ def local_counts(batch: StepBatch, strategy: PoolStrategy, engine: Any, rows: in
         "reward_trained_sum": float(sum(kept)),
         "reward_trained_count": float(len(kept)),
         "rounds": float(led.rounds),
+        "max_completion_tokens": float(led.max_completion_tokens),
         "ticks": float(engine.ticks),
         "time_generate_s": float(led.time_generate_s),
         "rows": float(rows),

@@ -205,6 +205,7 @@ class StepDriver:
             samples.append(Sample(sub.prompt_id, reward=reward, index=ordinal, num_tokens=tokens))
         self.ledger.samples_generated += len(samples)
         self.ledger.tokens_generated += sum(s.num_tokens for s in samples)
+        self.ledger.max_completion_tokens = max([self.ledger.max_completion_tokens, *(s.num_tokens for s in samples)])
         self.strategy.observe(samples)  # no prefetch: nothing is ever in flight for a stopped prompt
         if pump:
             self.pump()

@@ -33,7 +33,12 @@ class Ledger:
     """Prompts sampled in the step (DAPO refills included)."""
     samples_generated: int = 0
     tokens_generated: int = 0
+    max_completion_tokens: int = 0
+    """The longest completion that came back this step (in tokens): what a memory-bound decode's time follows
+    (`bench.costmodel`). Samples cancelled in flight never come back, so they are not seen."""
     samples_trained: int = 0
+    tokens_trained: int = 0
+    """Completion tokens of the trained samples (prompt tokens not counted): the learner's share of the bill."""
     prompts_trained: int = 0
     zero_adv_prompts: int = 0
     """Trained prompts whose advantages are all zero."""
@@ -45,6 +50,9 @@ class Ledger:
     dropped_prompts: int = 0
     rounds: int = 0
     active_prompts_per_round: list[int] = field(default_factory=list)
+    samples_per_round: list[int] = field(default_factory=list)
+    """Samples that reached a pool in each sequential round (by the strategy's round index; cancelled and discarded
+    ones excluded, late `in_flight="keep"` arrivals counted in the last round): a round's decode rows."""
     reward_first_round: float = float("nan")
     """Mean over prompts of the first round's mean reward: an unbiased estimate of the policy's pass rate."""
     reward_trained: float = float("nan")
@@ -110,16 +118,32 @@ def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
     return StepBatch(groups, advs, weights, ledger)
 
 
+def rows_per_round(strategy: PoolStrategy, rounds: int) -> list[int]:
+    """Samples in the strategy's pools per round 0..rounds-1."""
+    out = [0] * rounds
+    for pool in strategy.pools.values():
+        for s in pool:
+            out[min(s.round, rounds - 1)] += 1
+    return out
+
+
+def completion_tokens(s: Sample) -> int:
+    """A sample's completion length: the engine's count, else its token ids."""
+    return s.num_tokens or len(s.token_ids)
+
+
 def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group], advs: Sequence[np.ndarray]) -> None:
     m = strategy.metrics()
     ledger.prompts = len(strategy.prompts)
     ledger.rounds = m.pop("rounds")
     ledger.active_prompts_per_round = m.pop("active_prompts_per_round")
+    ledger.samples_per_round = rows_per_round(strategy, ledger.rounds)
     ledger.unresolved_prompts = m.pop("unresolved_prompts", 0)
     ledger.dropped_prompts = m.pop("dropped_prompts", 0)
     ledger.extra = m
     ledger.prompts_trained = len(groups)
     ledger.samples_trained = sum(len(g.samples) for g in groups)
+    ledger.tokens_trained = sum(completion_tokens(s) for g in groups for s in g.samples)
     ledger.zero_adv_prompts = sum(zero_advantage(a) for a in advs)
     ledger.zero_adv_prompt_share = ledger.zero_adv_prompts / max(1, len(groups))
     trained_with_signal = len(groups) - ledger.zero_adv_prompts

@@ -40,7 +40,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Protocol
 
-from reinforce_ada.sampling.ledger import Ledger, PromptSource, StepBatch, Verifier, finish, score
+from reinforce_ada.sampling.ledger import Ledger, PromptSource, StepBatch, Verifier, completion_tokens, finish, score
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.types import Prompt, Request, Sample
 
@@ -107,7 +107,9 @@ def collect_streaming(
             back[pid] += 1
         ledger.verifier_errors += score(samples, strategy.prompts, verifier, verifier_timeout_s)
         ledger.samples_generated += len(samples)
-        ledger.tokens_generated += sum(s.num_tokens or len(s.token_ids) for s in samples)
+        lengths = [completion_tokens(s) for s in samples]
+        ledger.tokens_generated += sum(lengths)
+        ledger.max_completion_tokens = max([ledger.max_completion_tokens, *lengths])
         for pid in strategy.observe(samples):
             dropped[pid] += engine.cancel(pid)
     lost = {pid: n - back[pid] - dropped[pid] for pid, n in sent.items() if n != back[pid] + dropped[pid]}
