@@ -86,7 +86,7 @@ def test_seconds_axis_sums_the_recorded_step_times():
     with pytest.raises(ValueError, match="unknown cost axis"):
         compute.axis_x(r, "joules")
     short = dict(r, time_step_s=[0.1] * 5)
-    with pytest.raises(ValueError, match="per-step costs"):
+    with pytest.raises(ValueError, match="step times"):
         compute.axis_x(short, "cpu_s")
 
 

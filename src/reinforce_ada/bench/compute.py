@@ -39,27 +39,16 @@ advance, benchmarks/preregistration.toml)."""
 REFERENCE = "grpo-n4"
 
 
-def _cumulative_at_evals(record: dict[str, Any], per_step: Sequence[float]) -> list[float]:
-    """Cumulative per-step costs at each evaluation step (step s: the sum of the first s entries)."""
-    c = np.concatenate([[0.0], np.cumsum(np.nan_to_num(np.asarray(per_step, dtype=float), nan=0.0))])
-    steps = np.asarray(record["eval_step"], dtype=int)
-    if steps.max() >= len(c):
-        raise ValueError(f"run {record.get('key')}: {len(per_step)} per-step costs but an evaluation at {steps.max()}")
-    return c[steps].tolist()
-
-
 def axis_x(record: dict[str, Any], axis: str) -> list[float]:
     """The record's x at each evaluation on `axis` (one of AXES)."""
     if axis == "steps":
         return [float(s) for s in record["eval_step"]]
     if axis == "tokens":
         return [float(t) for t in record["eval_tokens"]]
-    if axis == "cpu_s":
-        return _cumulative_at_evals(record, record["time_step_s"])
-    if axis == "gpu_s":
-        from reinforce_ada.bench.costmodel import GpuCost, gpu_series
+    if axis in ("cpu_s", "gpu_s"):
+        from reinforce_ada.bench.costmodel import cumulative
 
-        return _cumulative_at_evals(record, gpu_series(record, GpuCost()))
+        return cumulative(record, axis[:3])
     raise ValueError(f"unknown cost axis {axis!r}; choose one of {list(AXES)}")
 
 
