@@ -37,7 +37,12 @@ def _round(x: float | None) -> float | None:
 
 
 def per_seed(runs: list[dict[str, Any]], pool: str, arm: str, key: str, reduce: Any) -> dict[int, float]:
-    return {r["seed"]: float(reduce(r[key])) for r in runs if r["pool"] == pool and r["arm"] == arm}
+    # a compact result (bench.report.compact_runs) keeps each series' mean only: then the mean stands for `reduce`
+    return {
+        r["seed"]: float(reduce(r[key])) if key in r else float(r["means"][key])
+        for r in runs
+        if r["pool"] == pool and r["arm"] == arm
+    }
 
 
 def paired(a: dict[int, float], b: dict[int, float]) -> tuple[list[float], list[float]]:

@@ -209,6 +209,8 @@ NOT_RUN = {
     "(ends in '...'); benchmarks/verl_gpu.py is the runnable one, unrun (no GPU)",
     "python -m benchmarks.convergence": "benchmark (hours on 2 cores; writes benchmarks/results/); compare --quick "
     "stands for it",
+    "python -m benchmarks.compute_to_target --workers 2": "benchmark (many CPU-hours, resumable; writes "
+    "benchmarks/results/); `python -m benchmarks.compute_to_target --quick` is tested instead",
     "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
     "command as the quick tour's simulate with one arm fewer",

@@ -292,3 +292,41 @@ def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
     comp = compute.summarize(pool({"grpo-n4": {"steps": 400}, "mopps": {"tokens": 50.0}}), [], ("grpo-n4",), ())
     table = ctt.markdown_table({"by_pool": {"hard": {"compute": comp}}})
     assert "| mopps | 2.00 [2.00, 2.00]" in table and "grpo-n4 (best uniform on hard)" in table
+
+
+@pytest.mark.slow
+def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path):
+    import gzip
+    import subprocess
+
+    from reinforce_ada.bench.compute import TARGETS
+
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    reg = tmp_path / "prereg.toml"
+    reg.write_text(
+        f'version = 1\n[instrument]\npools = ["small"]\nseeds = [0, 1]\nsteps = 4\ntargets = {list(TARGETS)}\n'
+        'uniform = ["grpo-n2", "grpo-n4"]\noracles = ["oracle-select"]\n'
+        '[[claim]]\nfigure = "C1"\narm = "oracle-select"\n[[claim]]\nfigure = "C0"\narm = "oracle"\n'
+    )
+    git("add", "prereg.toml")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "prereg")
+    argv = ["compare", "--arms", "grpo-n4,grpo-n2,oracle-select", "--pool", "small", "--steps", "4"]
+    argv += ["--seeds", "2", "--other-seeds", "2", "--sweep-seeds", "1", "--lrs", "2e-4", "--sweep-each-pool"]
+    argv += ["--preregistration", str(reg), "--records", str(tmp_path / "rec"), "--out", str(tmp_path / "out")]
+    argv += ["--long-arms", "grpo-n4,grpo-n2"]
+    assert main(argv) == 0
+    res = json.loads((tmp_path / "out.json").read_text())
+    heads = res["compute"]["by_pool"]["small"]
+    assert heads["C1"]["arm"] == "oracle-select" and heads["C1"]["preregistration"]["preregistered"]
+    assert heads["C0"]["preregistration"]["preregistered"]
+    assert not heads["C2"]["preregistration"]["preregistered"]  # registered for no arm
+    assert res["compute"]["preregistration"]["committed"]
+    runs = res["runs"]["main"]
+    assert {r["steps"] for r in runs if r["arm"] == "grpo-n2"} == {8} and "time_step_s" not in runs[0]
+    assert len(runs[0]["eval_gpu_s"]) == len(runs[0]["eval_step"])
+    records = sorted((tmp_path / "rec").glob("*.json.gz"))
+    assert len(records) == 3 + 6  # sweep: 3 arms x 1 lr x 1 seed; main: 3 arms x 2 seeds
+    with gzip.open(records[0], "rt") as f:
+        assert "accuracy" in json.load(f)
+    assert main(argv) == 0  # a second run reuses every record

@@ -161,3 +161,16 @@ def test_prereg_check_marks_every_mismatch(tmp_path):
     edited = prereg.check(prereg.load(f), prereg.provenance(f), "C1", "mopps", "hard", run)
     assert not edited["preregistered"] and "last commit" in edited["why"][0]
     assert not prereg.check(None, None, "C1", "mopps", "hard", run)["preregistered"]
+
+
+def test_a_rerun_is_checked_against_the_first_on_the_compute_headlines():
+    from reinforce_ada.bench.report import agreement
+
+    def res(value, lo, hi):
+        head = {"C1": {"value": value, "t_lo": lo, "t_hi": hi, "lo": value, "hi": value}}
+        return {"by_pool": {"hard": {"goals": {}}}, "compute": {"by_pool": {"hard": head}}}
+
+    agree = agreement(res(1.2, 1.0, 1.4), res(1.3, 1.1, 1.5))["hard"]["C1"]
+    assert agree["overlap"] and agree["second_in_first"] and agree["first_in_second"]
+    apart = agreement(res(1.2, 1.1, 1.3), res(2.0, 1.8, 2.2))["hard"]["C1"]
+    assert apart["overlap"] is False and not apart["second_in_first"]

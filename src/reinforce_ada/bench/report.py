@@ -115,8 +115,14 @@ def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
         if s1 is None:
             continue
         rows = {}
-        for key, g2 in s2["goals"].items():
-            g1 = s1["goals"].get(key, {})
+        figures = dict(s2["goals"])
+        firsts = dict(s1["goals"])
+        # the compute headlines (C0-C3), read with their t-intervals where they have one
+        t = lambda h: {**h, "lo": h.get("t_lo", h.get("lo")), "hi": h.get("t_hi", h.get("hi"))}  # noqa: E731
+        figures.update({k: t(h) for k, h in second.get("compute", {}).get("by_pool", {}).get(pool, {}).items()})
+        firsts.update({k: t(h) for k, h in first.get("compute", {}).get("by_pool", {}).get(pool, {}).items()})
+        for key, g2 in figures.items():
+            g1 = firsts.get(key, {})
             if g1.get("value") is None or g2.get("value") is None:
                 continue
             inside = lambda v, g: g.get("lo") is not None and g["lo"] <= v <= g["hi"]  # noqa: E731

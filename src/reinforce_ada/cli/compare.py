@@ -61,7 +61,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     results = run_compare(c)
     if first is not None:
         results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}
-    js, png = write(results, c.out, command)
+    js, png = write(results, c.out, command, series=False)  # full per-step series stay in the records
     print(format_table(results))
     if first is not None:
         print(format_agreement(results["agreement"]["pools"]))
