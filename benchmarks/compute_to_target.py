@@ -9,9 +9,10 @@ grid and sweep -- with this repository's bookkeeping:
     python -m benchmarks.compute_to_target --table        # BENCHMARKS.md's opening table from the written JSON
     python -m benchmarks.compute_to_target --quick        # a few minutes, scratch output (runs/compute-quick)
 
-1) The code that runs is the registered commit (`code` in the file): when this checkout's `src/` differs from it, the
-   script runs itself from a detached worktree of that commit (under the system temp folder), so the records of a
-   long benchmark keep their keys while the library moves on. Results record both commits.
+1) The code that runs is the registered commit (`code` in the file): the script runs the package from a detached
+   worktree of that commit (under the system temp folder; this checkout's `benchmarks/` does the bookkeeping), so
+   the records of a long benchmark keep their keys while the library moves on, and no edit made during a run
+   reaches its worker processes. Results record both commits.
 2) Resumable: every finished run is a gzip'd record in benchmarks/results/compute_records/ (commit them); a stopped
    run, in this session or another on another machine, reuses them and runs only what is missing. Jobs go seed by
    seed across arms, so a run cut short leaves every arm with the same first seeds.
@@ -56,16 +57,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def frozen_checkout(commit: str) -> Path | None:
-    """None when this checkout's src/ is the registered commit's; else a detached worktree of that commit."""
-    same = subprocess.run(["git", "diff", "--quiet", commit, "--", "src"], cwd=ROOT, capture_output=True)
-    untracked = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard", "src"], cwd=ROOT, capture_output=True, text=True
-    )
-    if same.returncode == 0 and not untracked.stdout.strip():
-        return None
-    if same.returncode not in (0, 1):
-        raise SystemExit(f"the registered code commit {commit} is not in this repository: {same.stderr.decode()}")
+def frozen_checkout(commit: str) -> Path:
+    """A detached worktree of the registered commit (made once, under the system temp folder). The benchmark always
+    runs from it, never from this checkout: its worker processes import the package afresh, and an edit made here
+    while a long run goes on must not reach them."""
+    known = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT, capture_output=True)
+    if known.returncode != 0:
+        raise SystemExit(f"the registered code commit {commit!r} is not in this repository")
     path = Path(tempfile.gettempdir()) / f"reinforce-ada-code-{commit[:12]}"
     if not (path / "src").exists():
         subprocess.run(["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT, check=True)
@@ -178,11 +176,10 @@ def main(argv: list[str]) -> int:
     code = reg.get("code")
     if code and not args.here:
         frozen = frozen_checkout(code)
-        if frozen is not None:
-            print(f"running the registered code {code[:12]} from {frozen}")
-            env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}{os.pathsep}{frozen}"}
-            cmd = [sys.executable, "-m", "benchmarks.compute_to_target", *argv, "--here", "--prereg", args.prereg]
-            return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+        print(f"running the registered code {code[:12]} from {frozen}")
+        env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}"}
+        cmd = [sys.executable, "-m", "benchmarks.compute_to_target", *argv, "--here", "--prereg", args.prereg]
+        return subprocess.run(cmd, cwd=ROOT, env=env).returncode
     registered = list(reg["instrument"]["pools"])
     pools = args.pools.split(",") if args.pools else registered
     unknown = sorted(set(pools) - set(registered))
