@@ -158,6 +158,36 @@ class StrategyConfig:
         0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen", plan=False
     )
     candidates: int = _f(16, "mopps: candidate prompts considered per prompt trained (paper 16)", plan=False)
+    budget_grid: str = _f(
+        "2/4/8/16/32",
+        "conformal: ascending per-prompt budgets, '/'-separated; a prompt stops at the first whose conformal set is "
+        "a singleton (trl-cgrpo 0.2.0 budget_grid, default 2,4,8,16,32; budgets above max_samples are dropped)",
+    )
+    conformal_score: str = _f(
+        "first_success",
+        "conformal nonconformity score on pass/fail outcomes: first_success (j*/k, position of the first correct "
+        "sample) or pass_rate (1 - correct/k), trl-cgrpo's verifier scores (its answer-string 'aps' needs extracted "
+        "answers, which the sampling layer never sees)",
+    )
+    conformal_delta: float | None = _f(
+        None,
+        "conformal miscoverage level delta in (0, 1); default (trl-cgrpo's delta=None): at each calibration, "
+        "(1 - solve rate within the largest budget) + delta_margin, clipped to [0.05, 0.95]",
+    )
+    delta_margin: float = _f(
+        0.05, "conformal: margin added to the miss rate when conformal_delta is unset (trl-cgrpo 0.05)"
+    )
+    split_delta: bool = _f(
+        False, "conformal: choose delta on the first half of the calibration set, thresholds on the second (trl-cgrpo)"
+    )
+    recalibrate_every: int = _f(
+        50, "conformal: refit the thresholds every this many steps (trl-cgrpo 50); 0 calibrates once, at the first step"
+    )
+    calibration_prompts: int = _f(
+        200,
+        "conformal: prompts per calibration, drawn from the prompt source, sampled max(budget_grid) times each and "
+        "not trained on (trl-cgrpo: its whole held-out calibration set; its README example holds 200)",
+    )
 
     def __post_init__(self) -> None:
         validate(self)
@@ -281,6 +311,7 @@ def validate(c: StrategyConfig) -> None:
         raise ConfigError(f"alpha={c.alpha} is out of range; it must be in (0, 1]")
     _at_least("variance_tol", c.variance_tol, 0.0)
     _validate_allocators(c)
+    _validate_conformal(c)
     from reinforce_ada.sampling.strategies import strategy_class
 
     strategy_class(c.name).validate(c)
@@ -323,6 +354,41 @@ def _validate_allocators(c: StrategyConfig) -> None:
     _unit("zero_variance_target", c.zero_variance_target)
     _unit("target", c.target)
     _at_least("candidates", c.candidates, 1)
+
+
+CONFORMAL_SCORES = ("first_success", "pass_rate")
+
+
+def parse_budget_grid(text: str) -> tuple[int, ...]:
+    """`"2/4/8/16/32"` -> (2, 4, 8, 16, 32), sorted (as trl-cgrpo sorts its grid); the error names `budget_grid`."""
+    hint = "write distinct positive integers separated by '/', e.g. 2/4/8/16/32 (a comma separates arm-spec options)"
+    if not isinstance(text, str):
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}")
+    try:
+        grid = [int(x) for x in text.split("/")]
+    except ValueError:
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}") from None
+    if any(k < 1 for k in grid) or len(set(grid)) != len(grid):
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}")
+    return tuple(sorted(grid))
+
+
+def _validate_conformal(c: StrategyConfig) -> None:
+    """The conformal strategy's fields (trl-cgrpo's CGRPOConfig checks, in our names)."""
+    parse_budget_grid(c.budget_grid)
+    if c.conformal_score == "aps":
+        raise ConfigError(
+            "conformal_score='aps' is not available: trl-cgrpo's APS score ranks extracted answer strings against a "
+            f"reference answer, and a strategy sees rewards only; choose one of {list(CONFORMAL_SCORES)}"
+        )
+    _choice("conformal_score", c.conformal_score, CONFORMAL_SCORES)
+    if c.conformal_delta is not None:
+        _unit("conformal_delta", c.conformal_delta, open_lo=True, open_hi=True)
+    _unit("delta_margin", c.delta_margin, open_hi=True)
+    if not isinstance(c.split_delta, bool):
+        raise ConfigError(f"split_delta={c.split_delta!r} is not valid; it must be true or false")
+    _at_least("recalibrate_every", c.recalibrate_every, 0)
+    _at_least("calibration_prompts", c.calibration_prompts, 0)
 
 
 def strategy_fields() -> list[tuple[str, Any, str]]:

@@ -18,6 +18,7 @@ import re
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.protocol import PoolStrategy, Strategy, downsample
+from reinforce_ada.sampling.strategies.conformal import Conformal
 from reinforce_ada.sampling.strategies.dynamic import Dynamic
 from reinforce_ada.sampling.strategies.est import Est, allocate, allocate_counts, allocation_weights, knapsack_allocate
 from reinforce_ada.sampling.strategies.greso import GresoDynamic
@@ -38,6 +39,7 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
     "knapsack": Knapsack,
     "greso": GresoDynamic,
     "mopps": MoppsUniform,
+    "conformal": Conformal,
 }
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
 
@@ -106,6 +108,7 @@ def build_strategy(cfg: StrategyConfig, **kwargs) -> PoolStrategy:
 
 __all__ = [
     "STRATEGIES",
+    "Conformal",
     "GresoDynamic",
     "MoppsUniform",
     "Traits",
