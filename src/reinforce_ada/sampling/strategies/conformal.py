@@ -97,6 +97,23 @@ def resolves(passes: Sequence[bool], k: int, qhat: float, score: str) -> bool:
     return any(passes[:k]) and SCORES[score](passes, k) <= qhat
 
 
+def first_success_law(p: float, grid: Sequence[int], qhat: Sequence[float]) -> tuple[float, float, float]:
+    """(zero_signal, expected_samples, unresolved) of one training prompt at pass rate p under `first_success` with
+    fixed thresholds (what `plan`'s Monte Carlo estimates). The first correct sample at position j stops the prompt at
+    the first budget k >= j with j/k <= qhat_k, else at k_max unresolved; a group is uniform only if j = 1 and the
+    other k - 1 samples are correct too, or if no sample is correct."""
+    k_max = grid[-1]
+    none = (1.0 - p) ** k_max
+    zero, expected, unresolved = none, none * k_max, none
+    for j in range(1, k_max + 1):
+        pj = (1.0 - p) ** (j - 1) * p
+        stop = next((k for k, q in zip(grid, qhat, strict=True) if j <= k and j / k <= q), None)
+        expected += pj * (stop or k_max)
+        unresolved += pj if stop is None else 0.0
+        zero += pj * p ** ((stop or k_max) - 1) if j == 1 else 0.0
+    return zero, expected, unresolved
+
+
 def effective_grid(cfg: StrategyConfig) -> tuple[int, ...]:
     """The budgets in force: `budget_grid` cut at `max_samples`."""
     return tuple(k for k in parse_budget_grid(cfg.budget_grid) if k <= cfg.max_samples)
