@@ -20,16 +20,17 @@ Departures (where our protocol differs from a TRL trainer subclass):
 - Calibration prompts: the package calibrates on a separate, fixed, held-out dataset. A strategy sees only its prompt
   source, so at a calibration step it asks the source (`wanted_prompts`) for `calibration_prompts` fresh prompts
   (default 200, the package README's held-out split; the package's default is its whole calibration dataset), samples
-  each k_max times and does not train on them -- but they come from the training stream, so they are held out for
-  that step only and are trained on when offered again later. Their samples are real draws: they count in
-  `samples_generated` (the package logs them apart, `cgrpo/calibration_rollouts`, outside its savings), and the
-  prompts count in the ledger's `prompts` and as giving no signal. The step's training prompts wait until the
-  thresholds are fit, as the package calibrates before generating the batch.
-- When the source is exhausted before a calibration prompt arrives (no source: `plan`, `simulate` without refills),
-  the calibration set is empty: the thresholds stay as they were -- 1.0 before any calibration, the package's value
-  for an empty set, i.e. "stop at the first budget with a correct sample" -- and calibration is tried again next step.
-  So `reinforce-ada plan --strategy conformal` shows the rule at qhat = 1 (calibration depends on the pass rates of
-  a whole population of prompts, not on one prompt's p).
+  each k_max times and does not train on them. They come from the training stream, so they are held out for that
+  step only and are trained on when offered again later (with the trainer's `PromptOrder` they use up their place in
+  the current epoch); with `select=...` the admission stage filters them like any prompt. Their samples are real
+  draws: they count in `samples_generated` (the package logs them apart, `cgrpo/calibration_rollouts`, outside its
+  savings), and the prompts count in the ledger's `prompts` and as giving no signal. The step's training prompts
+  wait until the thresholds are fit, as the package calibrates before generating the batch.
+- When the source is exhausted before a calibration prompt arrives (no source, as in `plan`), the calibration set is
+  empty: the thresholds stay as they were -- 1.0 before any calibration, the package's value for an empty set, i.e.
+  "stop at the first budget with a correct sample" -- and calibration is tried again next step. So
+  `reinforce-ada plan --strategy conformal` shows the rule at qhat = 1 (calibration depends on the pass rates of a
+  whole population of prompts, not on one prompt's p); `first_success_law` is that law in closed form.
 - Steps are the strategy's steps (one `begin` with prompts), the trainer's optimizer steps when each step samples once.
 - The package's default score, `aps`, ranks extracted answer strings against a reference answer; the sampling layer
   sees rewards only (simulated engines have no text), so `first_success` (the package's choice for verifier-scored
@@ -253,11 +254,12 @@ class Conformal(PoolStrategy):
         return [pid for pid in self.prompts if pid not in self.calibration and self.pools[pid]]
 
     def build(self) -> list[Group]:
-        return [
-            Group(self.prompts[pid], list(pool), [float(s.reward) for s in pool], resolved=self.resolved(pid))  # type: ignore[arg-type]
-            for pid in self.training_ids()
-            for pool in [self.pools[pid]]
-        ]
+        groups = []
+        for pid in self.training_ids():  # every drawn sample is trained on (the package masks only its padding)
+            pool = self.pools[pid]
+            rewards = [float(s.reward) for s in pool]  # type: ignore[arg-type]
+            groups.append(Group(self.prompts[pid], list(pool), rewards, resolved=self.resolved(pid)))
+        return groups
 
     def metrics(self) -> dict[str, Any]:
         used = [len(self.pools[pid]) for pid in self.training_ids()]
