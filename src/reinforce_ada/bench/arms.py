@@ -38,6 +38,9 @@ ARMS: dict[str, str] = {
     "greso": "dynamic:select=greso",
     "mopps": "uniform:select=mopps",
     "seq-give-up": "seq:exit=balanced,give_up=0.05",
+    # trl-cgrpo 0.2.0's conformal stopping (docs/allocators.md): calibration rollouts on 200 pool prompts every 50
+    # steps, charged to the budget; score first_success (the package's aps needs answer strings)
+    "conformal": "conformal",
     # issue 22's ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
     # step and not charged to the budget. Selection: GRPO-n4 on the MoPPS top-k nearest 0.5 (max P(signal) at fixed n)
     # of 16 x batch candidates; allocation: the expected number of prompts with signal, maximised exactly under
