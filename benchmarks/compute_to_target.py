@@ -54,6 +54,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
     ap.add_argument("--no-summary", action="store_true", help="do not touch summary.json")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the results from the records finished so far (this checkout's analysis, the "
+        "registered commit's records), labelled partial where seeds or pools are missing",
+    )
     return ap.parse_args(argv)
 
 
@@ -153,6 +159,19 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def partial(results: dict[str, Any], reg: dict[str, Any], pools: list[str], registered: list[str]) -> str | None:
+    """None when every registered arm has every registered seed on every registered pool; else what is missing."""
+    want = set(reg["instrument"]["seeds"])
+    missing = [f"pools {sorted(set(registered) - set(pools))} not in this run"] if pools != registered else []
+    for pool in pools:
+        table = results["by_pool"].get(pool, {}).get("compute", {}).get("table", {})
+        for arm in reg["instrument"].get("arms", []):
+            have = set(table.get(arm, {}).get("seeds", []))
+            if want - have:
+                missing.append(f"{pool}/{arm}: {len(have & want)} of {len(want)} seeds")
+    return "; ".join(missing) if missing else None
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     from reinforce_ada.bench.prereg import load, provenance
@@ -174,7 +193,10 @@ def main(argv: list[str]) -> int:
         )  # fmt: skip
     reg = load(args.prereg)
     code = reg.get("code")
-    if code and not args.here:
+    fingerprint_of = None
+    if code and args.report_only:
+        fingerprint_of = str(frozen_checkout(code) / "src" / "reinforce_ada")
+    elif code and not args.here:
         frozen = frozen_checkout(code)
         print(f"running the registered code {code[:12]} from {frozen}")
         env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}"}
@@ -197,11 +219,13 @@ def main(argv: list[str]) -> int:
         preregistration=str(Path(args.prereg).resolve()),
         compute_arm=next((cl["arm"] for cl in reg["claim"] if cl["figure"] == "C1"), "mopps"),
         records=str(RECORDS),
+        only_cached=args.report_only,
+        fingerprint_of=fingerprint_of,
         run_root="runs/compute",
         out=str(out),
     )
     results = run_compare(c)
-    results["partial"] = None if whole else f"pools {pools} of the registered {registered}"
+    results["partial"] = partial(results, reg, pools, registered)
     results["preregistration_file"] = provenance(args.prereg)
     command = "python -m benchmarks.compute_to_target " + " ".join(argv)
     js, png = write(results, out, command, series=False)

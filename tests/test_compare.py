@@ -249,6 +249,7 @@ def test_compare_cli_rejects_bad_input(capsys):
         (["compare", "--check-against", "nowhere.json"], "no such"),
         (["compare", "--preregistration", "nowhere.toml"], "does not exist"),
         (["compare", "--extend-sweep", "-1"], "extend_sweep"),
+        (["compare", "--report-only", "--fingerprint-of", "/nonexistent"], "--fingerprint-of"),
     ):
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -330,3 +331,10 @@ def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_pat
     with gzip.open(records[0], "rt") as f:
         assert "accuracy" in json.load(f)
     assert main(argv) == 0  # a second run reuses every record
+    # a report on a run not finished: run nothing, read what the records hold (here: one main run removed)
+    newest = max((tmp_path / "rec").glob("*.json.gz"), key=lambda f: f.stat().st_mtime)
+    newest.unlink()
+    src = Path(__file__).resolve().parents[1] / "src" / "reinforce_ada"
+    assert main([*argv, "--report-only", "--fingerprint-of", str(src)]) == 0
+    part = json.loads((tmp_path / "out.json").read_text())
+    assert len(part["runs"]["main"]) == 5 and not (tmp_path / "rec" / newest.name).exists()

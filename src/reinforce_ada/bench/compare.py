@@ -106,6 +106,11 @@ class CompareConfig:
     records: str | None = None
     """Where finished runs are kept for reuse (default RUN_ROOT/records); a committed folder lets a long benchmark
     resume in another session on another machine."""
+    only_cached: bool = False
+    """Run nothing: report on the runs the records folder already holds (a long run still going, or stopped)."""
+    fingerprint_of: str | None = None
+    """Key the records by the code of this package folder instead of the running one (a report on runs made by
+    another commit, e.g. a pre-registration's frozen worktree: `.../src/reinforce_ada`)."""
     compute_arm: str = "mopps"
     """The adaptive arm C1-C3 are read for when no pre-registration names one (marked as not pre-registered)."""
     out: str = "runs/compare/convergence"
@@ -157,6 +162,8 @@ def plan_jobs(
                     assert lrs is not None
                     if i >= (c.seeds if arm.name in HEADLINE else c.other_seeds):
                         continue
+                    if lrs[pool.spec.name].get(arm.name) is None:  # a report on a sweep that has not run this arm
+                        continue
                     grid, seed, phase = (lrs[pool.spec.name][arm.name],), c.seed_offset + i, "main"
                 steps = round(c.steps * c.ref_steps_factor) if arm.name in c.long_arms else c.steps
                 cfg = arm.cfg.replace(n=matched[pool.spec.name]) if arm.name == MATCHED else arm.cfg
@@ -202,7 +209,7 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
 
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
-    fingerprint = code_fingerprint()
+    fingerprint = code_fingerprint(c.fingerprint_of)
     cache = Path(c.records) if c.records else Path(c.run_root) / "records"
     for name, why in skipped.items():
         log(f"arm {name!r} skipped: its spec {ARMS.get(name, '')!r} does not parse yet ({why})")
@@ -263,22 +270,32 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
     }
     results["lrs"], results["lrs_by_pool"] = lrs[first], lrs
     for p in pools:
-        log(f"learning rates on {p.spec.name}: " + ", ".join(f"{k} {v:g}" for k, v in lrs[p.spec.name].items()))
-    main = run_jobs(plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity)
+        chosen = ", ".join(
+            f"{k} {v:g}" if v is not None else f"{k} (no sweep run yet)" for k, v in lrs[p.spec.name].items()
+        )
+        log(f"learning rates on {p.spec.name}: {chosen}")
+    main = run_jobs(
+        plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity, c.only_cached
+    )
     spec_of = {a.name: a.spec for a in arms}
     for r in (*sweep, *main):
         r["spec"] = spec_of[r["arm"]]
     results["runs"] = {"sweep": sweep, "main": main}
     results["by_pool"] = {}
+    results["missing"] = {}
     for p in pools:
         recs = [r for r in main if r["pool"] == p.spec.name]
+        if not any(r["arm"] == REFERENCE for r in recs):  # only in a report on a run not finished yet
+            results["missing"][p.spec.name] = f"no {REFERENCE} run has finished on this pool yet"
+            continue
         summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in spec_of else None, c.steps)
         summ["goals"] = analysis.goals(recs, summ, REFERENCE, MATCHED, c.p2_arm, c.steps)
         sw = [r for r in sweep if r["pool"] == p.spec.name]
         summ["compute"] = compute.summarize(recs, sw, c.uniform, c.oracles)
         results["by_pool"][p.spec.name] = summ
     results["compute"] = compute_headlines(c, results)
-    results["goals"] = goals_for_summary(results, pools[0].spec.name)
+    done = list(results["by_pool"])
+    results["goals"] = goals_for_summary(results, done[0]) if done else {}
     results["seconds"] = time.perf_counter() - t_start
     return results
 
@@ -301,7 +318,8 @@ def _sweep(
     grids = {p.spec.name: {a.name: tuple(c.lrs) for a in arms} for p in on}
     log(f"lr sweep on {[p.spec.name for p in on]}: {len(arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds")
     for round_ in range(c.extend_sweep + 1):
-        sweep = run_jobs(plan_jobs(c, arms, on, model_path, None, grids), c.workers, log, cache, fingerprint, identity)
+        jobs = plan_jobs(c, arms, on, model_path, None, grids)
+        sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached)
         choice = {p: analysis.choose_lrs([r for r in sweep if r["pool"] == p], c.steps) for p in grids}
         grown = []
         for pool, arms_choice in choice.items():

@@ -20,12 +20,14 @@ from reinforce_ada.bench.run import Job, run_job
 from reinforce_ada.sampling.strategies import strategy_class
 
 
-def code_fingerprint() -> str:
+def code_fingerprint(root: str | Path | None = None) -> str:
     """sha256 of the package's source (every .py file, committed or not): a run's records are reused only by the
-    same code."""
+    same code. `root`: another copy of the package (e.g. a worktree of the commit whose records are read)."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root).resolve()
+    if not (root / "__init__.py").exists():
+        raise ValueError(f"{root} is not a reinforce_ada package folder (no __init__.py)")
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")):
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
@@ -72,13 +74,15 @@ def run_jobs(
     cache: Path | None = None,
     fingerprint: str = "",
     identity: dict[str, str] | None = None,
+    only_cached: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
 
     With `cache`, each finished run's record is kept under a hash of the job and the code, and a later call reuses
     it: a crashed run resumes, and adding an arm re-runs only that arm's jobs (runs are deterministic). `identity`
     (pool name -> digest of the weights and the pool) replaces the jobs' machine paths in the key, so records made on
-    another machine are reused.
+    another machine are reused. `only_cached`: run nothing; return the jobs that have records (a report on a run
+    still going or stopped), in job order.
     """
     t0, done, out = time.perf_counter(), 0, {}
     if cache is not None:
@@ -90,6 +94,9 @@ def run_jobs(
         if out:
             log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
     todo = [j for j in jobs if j.key not in out]
+    if only_cached:
+        log(f"report only: {len(out)} of {len(jobs)} runs have records, {len(todo)} not run (yet)")
+        return [out[j.key] for j in jobs if j.key in out]
     weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy) for j in todo}
     total = sum(weight.values())
     spent = 0

@@ -45,6 +45,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fields["sweep_each_pool"] = True
     if args.long_arms:
         fields["long_arms"] = tuple(split_arms(args.long_arms))
+    if args.report_only:
+        fields["only_cached"] = True
+    if args.fingerprint_of:
+        from reinforce_ada.bench.jobs import code_fingerprint
+
+        try:
+            code_fingerprint(args.fingerprint_of)
+        except ValueError as e:
+            raise ConfigError(f"--fingerprint-of: {e}") from None
+        fields["fingerprint_of"] = args.fingerprint_of
     for name in ("extend_sweep", "preregistration", "compute_arm", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)

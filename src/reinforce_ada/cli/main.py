@@ -212,6 +212,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="where finished runs are kept and reused (default RUN_ROOT/records); resumes an interrupted benchmark",
     )
     co.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: report on the runs --records already holds (a long run still going, or stopped)",
+    )
+    co.add_argument(
+        "--fingerprint-of",
+        default=None,
+        metavar="DIR",
+        help="with --report-only: read the records made by the package source in DIR (another commit's "
+        "src/reinforce_ada) instead of this one's",
+    )
+    co.add_argument(
         "--long-arms",
         default=None,
         help="comma-separated arms that run --ref-steps-factor times longer (default grpo-n4; a compute run: "
