@@ -232,6 +232,8 @@ def test_bad_input_names_the_field():
         parse_arm("seq:select=value,candidates=0")
     with pytest.raises(ConfigError, match="select='value' contradicts name='mopps'"):
         parse_arm("mopps:select=value")
+    with pytest.raises(ConfigError, match="max_samples=2048 is past the planner's limit"):  # the exact law is refused
+        build_strategy(parse_arm("seq:select=value,max_samples=2048"))
 
 
 # -- the simulator and the trainer -----------------------------------------------------------------------------------

@@ -81,14 +81,10 @@ class ValueTable:
         var = a * b / (s * s * (s + 1.0))
         narrow = np.sqrt(var) < NARROW * self.h
         sig, smp = np.empty_like(mean), np.empty_like(mean)
-        if narrow.any():
+        if narrow.any():  # the delta method: E f(p) = f(m) + f''(m) var / 2
             m, v = mean[narrow], var[narrow]
-            sig[narrow] = np.interp(m, self.p, self.signal) + 0.5 * v * np.interp(
-                m, self.p, _second(self.signal, self.h)
-            )
-            smp[narrow] = np.interp(m, self.p, self.samples) + 0.5 * v * np.interp(
-                m, self.p, _second(self.samples, self.h)
-            )
+            for out, f in ((sig, self.signal), (smp, self.samples)):
+                out[narrow] = np.interp(m, self.p, f) + 0.5 * v * np.interp(m, self.p, _second(f, self.h))
         wide = ~narrow
         if wide.any():
             sig[wide], smp[wide] = self._cells(a[wide], b[wide])

@@ -110,6 +110,7 @@ class Admission:
         self.greso = Greso(cfg.zero_variance_target) if cfg.resolved_select == "greso" else None
         self.mopps = cfg.resolved_select == "mopps"
         self.value = value_table(cfg) if cfg.resolved_select == "value" else None
+        """select=value: the sampler's per-visit law on a grid of pass rates (`sampling.value`), else None."""
         self.evicting = cfg.resolved_evict is not None
         self.admit_rng = np.random.default_rng([cfg.seed, 17])
         self._reset_admission()
@@ -172,8 +173,8 @@ class Admission:
         if self.mopps:
             chosen = mopps_choose(cands, k, self.memory, self.admit_rng, self.cfg.target)  # type: ignore[attr-defined]
         elif self.value is not None and cands:
-            explore = self.cfg.select_explore  # type: ignore[attr-defined]
-            chosen, offered, kept = value_choose(cands, k, self.memory, self.admit_rng, self.value, explore)  # type: ignore[attr-defined]
+            memory, explore = self.memory, self.cfg.select_explore  # type: ignore[attr-defined]
+            chosen, offered, kept = value_choose(cands, k, memory, self.admit_rng, self.value, explore)
             v = self.value_sums
             v["offered"] += float(offered.sum())
             v["offered_n"] += len(offered)
