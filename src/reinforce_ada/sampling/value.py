@@ -12,10 +12,13 @@ data the value is signal per sample):
    (`simulation.plan.plan`) for the strategy the selection sits in front of, on `GRID` pass rates 0, 1/(GRID-1), ..,
    1, computed once per StrategyConfig (cached; the seed aside): planner `group` (uniform, dynamic: one batch of n,
    P(signal) = 1 - p^n - (1 - p)^n), `sequential` (seq, give_up included: the exact enumeration) and `pilot`
-   (pilot_commit: its pilot and band). Fallback: a planner whose law depends on the whole batch (`allocation`: est
-   and knapsack give a prompt samples according to every other prompt's estimate) or has no closed form
-   (`monte_carlo`) is valued with the uniform law at n = cfg.n -- the right ranking when the allocator's spend does
-   not depend much on p, an approximation otherwise (`ValueTable.law` says which law is in use).
+   (pilot_commit: its pilot and band). These are the planner's laws with its assumptions: seq's give_up starts from
+   a first visit's prior (a revisited prompt's rule reads its posterior). The table is built when the strategy is
+   (seq with give_up at max_samples 256: about 3 s; the planner refuses max_samples > 1024).
+   Fallback: a planner whose law depends on the whole batch (`allocation`: est and knapsack give a prompt samples
+   according to every other prompt's estimate) or has no closed form (`monte_carlo`) is valued with the uniform law
+   at n = cfg.n -- the right ranking when the allocator's spend does not depend much on p, an approximation
+   otherwise (`ValueTable.law` says which law is in use).
 2) Integration over the Beta, per candidate, vectorised: a posterior narrower than `NARROW` grid cells (standard
    deviation) is valued by the delta method at its mean, f(m) + f''(m) var / 2, f linear between grid points (a
    point mass -- the oracle -- gets f(p) itself); a wider one by cell weights from the Beta's log-density at the
