@@ -282,3 +282,45 @@ def test_a_few_trainer_steps_with_value_selection(model_dir, tmp_path):
         assert m["value_selected"] >= m["value_offered"] >= 0
     assert len(tr.strategy.prompts) == 4 and tr.strategy.memory.tokens  # real completion lengths remembered
     assert all(1 <= t <= 4 for t in tr.strategy.memory.tokens.values())  # max_new_tokens = 4
+
+
+def test_one_trainer_step_with_the_oracle_keeps_the_most_signal_per_token(tmp_path):
+    """With exact rates and n fixed, the kept prompts are those of highest 1 - p^4 - (1-p)^4 among 16 x 4 candidates,
+    read in one batched oracle call (the shipped warm-started model on the arithmetic task)."""
+    import dataclasses
+
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+    from reinforce_ada.training.trainer import Trainer
+    from reinforce_ada.training.warm_start import SHIPPED_DIR
+
+    cfg = apply_overrides(
+        TrainConfig(),
+        {
+            "model": {"path": str(SHIPPED_DIR), "threads": 1},
+            "task": {"train_size": 256, "eval_size": 4},
+            "generation": {"max_new_tokens": 8},
+            "run": {"run_dir": str(tmp_path / "run"), "steps": 1, "batch_size": 4, "eval_every": 0, "progress": False},
+        },
+        "test",
+    )
+    cfg = dataclasses.replace(cfg, strategy=parse_arm("uniform:n=4,select=value,estimator=oracle"))
+    trainer = Trainer(cfg, tensorboard=False)
+    calls: list[tuple[list[str], np.ndarray]] = []
+    exact = trainer.oracle._rates
+
+    def recording(ps):
+        out = exact(ps)
+        calls.append(([p.id for p in ps], out))
+        return out
+
+    trainer.oracle._rates = recording
+    try:
+        m = trainer.train_step()
+    finally:
+        trainer.close()
+    assert len(calls) == 1 and len(calls[0][0]) == 64  # every candidate's rate in one batched call
+    signal = {i: 1 - r**4 - (1 - r) ** 4 for i, r in zip(calls[0][0], calls[0][1].tolist(), strict=True)}
+    kept = list(trainer.strategy.prompts)
+    assert max(signal.values()) - min(signal.values()) > 0.1  # the candidates differ: the choice is a real one
+    assert len(kept) == 4 and min(signal[i] for i in kept) >= max(s for i, s in signal.items() if i not in kept) - 1e-6
+    assert m["value_selected"] >= m["value_offered"]
