@@ -43,8 +43,8 @@ def test_merged_memories_are_identical_and_equal_rank_order_replay():
     assert memories[0].tracker.counts["a"] != memories[1].tracker.counts["a"]  # each applied its own visit first
     everyone = [log.close() for log in logs]
     assert everyone[0] == [
-        ({"id": "a", "text": "<bos>a", "answer": "", "level": None, "meta": {}}, [T, T, F, F]),
-        ({"id": "b", "text": "<bos>b", "answer": "", "level": None, "meta": {}}, [T]),
+        ({"id": "a", "text": "<bos>a", "answer": "", "level": None, "meta": {}}, [T, T, F, F], None),
+        ({"id": "b", "text": "<bos>b", "answer": "", "level": None, "meta": {}}, [T], None),
     ]
     assert all("record" not in vars(m) for m in memories)  # the recorder is gone
     for m, log in zip(memories, logs, strict=True):
@@ -72,6 +72,7 @@ def test_replaying_one_process_own_visits_reproduces_its_memory():
     m.new_step()
     for p, o in [(A, [T, T]), (B, [F]), (A, [F, F, T])]:
         m.record(p, o)
+    m.record(B, [T, T], tokens=[12, 30])  # completion lengths (select=value) are replayed too
     m.record(C, [])  # an empty visit records nothing
     built = m.state_dict()
     share_visits(log, lambda mine: mine)

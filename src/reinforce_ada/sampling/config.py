@@ -20,7 +20,7 @@ SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
 ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder", "signal")
 RESIDUALS = ("inv_sqrt", "none")
-SELECTS = ("none", "greso", "mopps")
+SELECTS = ("none", "greso", "mopps", "value")
 ESTIMATORS = ("tracker", "predictor", "both", "oracle")
 """Where a pass-rate estimate comes from (`sampling.memory`): the one list."""
 
@@ -104,13 +104,22 @@ class StrategyConfig:
         "none", "explicit per-prompt weight f'(p_hat) from the pool (paper v3 §3.2): none or objective", plan=False
     )
     eps: float = _f(1e-3, "floor added to p_hat in 1/sqrt(p_hat + eps) allocation and weights")
+    # -- select=value (sampling.value) --
+    select_explore: float = _f(
+        0.0,
+        "select=value: share of candidates valued at a Thompson draw from their pass-rate posterior instead of the "
+        "posterior expectation (0: greedy on expected signal per token; 1: every candidate Thompson-sampled); "
+        "select=value reads `candidates` as mopps does",
+        plan=False,
+    )
     seed: int = _f(0, "seed of the strategy's own generator (downsampling)")
     estimator: str = _f(
         "tracker",
-        "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps): tracker (Beta-prior EMA "
-        "of its own visits), predictor (learned from prompt features over all prompts) or both (the predictor is the "
-        "tracker's prior, strength prior_alpha + prior_beta) or oracle (the exact pass rate under the current policy, "
-        "free of budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
+        "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps, select=value): tracker "
+        "(Beta-prior EMA of its own visits), predictor (learned from prompt features over all prompts) or both (the "
+        "predictor is the tracker's prior, strength prior_alpha + prior_beta) or oracle (the exact pass rate under the "
+        "current policy, free of budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator "
+        "only)",
     )
     predictor_lr: float = _f(
         0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit", plan=False
@@ -148,8 +157,9 @@ class StrategyConfig:
     )
     select: str | None = _f(
         None,
-        "prompt selection before any rollout, on top of any strategy: none, greso or mopps (default greso for "
-        "name=greso, mopps for name=mopps, none otherwise)",
+        "prompt selection before any rollout, on top of any strategy: none, greso, mopps or value (the candidates "
+        "with the most expected signal per generated token, from the planner's law; default greso for name=greso, "
+        "mopps for name=mopps, none otherwise)",
     )
     zero_variance_target: float = _f(
         0.25, "greso: target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
@@ -335,6 +345,7 @@ def _validate_allocators(c: StrategyConfig) -> None:
             raise ConfigError(
                 f"select={c.select!r} contradicts name={c.name!r} (which is select={built_in!r} built in)"
             )
+    _unit("select_explore", c.select_explore)
     if not c.predictor_lr > 0:
         raise ConfigError(f"predictor_lr={c.predictor_lr} is out of range; it must be > 0")
     _at_least("predictor_dim", c.predictor_dim, 0)

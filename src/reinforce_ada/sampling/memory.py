@@ -19,7 +19,11 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
    predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), or
    oracle (an attached `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength
    `ORACLE_STRENGTH` on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights).
-   `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call.
+   `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call;
+5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
+   `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
+   reads the prompt's EMA, else that running mean, else 1. Visits recorded without lengths (or all of length 0)
+   leave both unchanged.
 A visit is recorded when the prompt stops sampling, from the pool at that moment (samples kept after the stop under
 `in_flight="keep"` are not counted). Everything round-trips through `state_dict` as JSON.
 """
@@ -71,6 +75,8 @@ ORACLE_STRENGTH = 1e6
 ORACLE_CLIP = 1e-9
 """Oracle rates are clipped into (ORACLE_CLIP, 1 - ORACLE_CLIP) in the Beta (numpy's beta refuses a 0 parameter)."""
 _USES_PREDICTOR = ("predictor", "both")
+LENGTH_EMA = 0.5
+"""Weight of a visit's mean completion length in the prompt's length EMA (module docstring, 5)."""
 
 
 class PromptMemory:
@@ -107,6 +113,10 @@ class PromptMemory:
         """Visits of this step not yet shown to the predictor."""
         self.oracle: PassRateOracle | None = None
         """estimator="oracle": the exact pass rates under the current policy (attached by the trainer or simulator)."""
+        self.tokens: dict[str, float] = {}
+        """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
+        self.token_total = (0.0, 0)
+        """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
 
     def attach_oracle(self, oracle: PassRateOracle) -> None:
         self.oracle = oracle
@@ -131,10 +141,13 @@ class PromptMemory:
         self.last_stats, self.stats = self.stats, _zero_stats()
         self.step += 1
 
-    def record(self, prompt: Prompt, outcomes: list[bool]) -> None:
-        """One visit: the prompt's outcomes (correct or not) in this step's pool."""
+    def record(self, prompt: Prompt, outcomes: list[bool], tokens: list[int] | None = None) -> None:
+        """One visit: the prompt's outcomes (correct or not) in this step's pool, and optionally each sample's
+        completion length in tokens (module docstring, 5)."""
         if not outcomes:
             return
+        if tokens:
+            self._record_tokens(prompt.id, tokens)
         pid, k, n = prompt.id, sum(outcomes), len(outcomes)
         self.tracker.update(pid, k, n)
         self.visits[pid] = self.visits.get(pid, 0) + 1
@@ -155,6 +168,22 @@ class PromptMemory:
         self.stats["all_wrong"] += int(k == 0)
         if self.predictor is not None:
             self.pending.append((prompt, k, n))
+
+    def _record_tokens(self, pid: str, tokens: list[int]) -> None:
+        total = float(sum(tokens))
+        if not (math.isfinite(total) and total > 0):
+            return
+        mean = total / len(tokens)
+        old = self.tokens.get(pid)
+        self.tokens[pid] = mean if old is None else (1.0 - LENGTH_EMA) * old + LENGTH_EMA * mean
+        self.token_total = (self.token_total[0] + total, self.token_total[1] + len(tokens))
+
+    def tokens_per_sample(self, prompt: Prompt) -> float:
+        """Expected completion length of one sample of `prompt` (module docstring, 5)."""
+        if prompt.id in self.tokens:
+            return self.tokens[prompt.id]
+        total, count = self.token_total
+        return total / count if count else 1.0
 
     # -- estimates --------------------------------------------------------------------------------------------------
     def posterior(self, prompt: Prompt) -> tuple[float, float]:
@@ -203,6 +232,8 @@ class PromptMemory:
             "last_stats": dict(self.last_stats),
             "pending": [[asdict(p), k, n] for p, k, n in self.pending],
             "predictor": None if self.predictor is None else self.predictor.state_dict(),
+            "tokens": dict(self.tokens),
+            "token_total": list(self.token_total),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -216,6 +247,10 @@ class PromptMemory:
         self.pending = [(Prompt(**p), k, n) for p, k, n in state["pending"]]
         if self.predictor is not None and state["predictor"] is not None:
             self.predictor.load_state_dict(state["predictor"])
+        # states saved before completion lengths were remembered have neither key
+        self.tokens = {pid: float(v) for pid, v in state.get("tokens", {}).items()}
+        total, count = state.get("token_total", (0.0, 0))
+        self.token_total = (float(total), int(count))
 
 
 def oracle_prior(rate: float) -> tuple[float, float]:

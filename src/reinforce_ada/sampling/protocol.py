@@ -256,7 +256,8 @@ class PoolStrategy:
             self.checks[pid] += 1
             if self.on_batch(pid):
                 del self.live[pid]
-                self.memory.record(self.prompts[pid], [float(x.reward) > self.cfg.threshold for x in pool])  # type: ignore
+                outcomes = [float(x.reward) > self.cfg.threshold for x in pool]  # type: ignore[arg-type]
+                self.memory.record(self.prompts[pid], outcomes, tokens=[x.num_tokens for x in pool])
                 return True
 
     def _late(self, s: Sample) -> None:

@@ -1,4 +1,4 @@
-"""Prompt admission before any rollout, on top of any strategy: GRESO skipping, MoPPS selection, eviction.
+"""Prompt admission before any rollout, on top of any strategy: GRESO skipping, MoPPS and value selection, eviction.
 
 `with_admission(Base)` returns `Base` with the `Admission` mixin in front of it, so a selection rule is written once
 and composes with every sampler (`seq:select=greso`, `est:select=mopps`, `pilot_commit`'s eviction), through the one
@@ -7,7 +7,8 @@ protocol and no special case in the drivers:
    `begin`, or k more when it asks through `wanted_prompts`, e.g. DAPO's refills), the mixin collects candidates --
    the offered prompts, then more from the driver's prompt source through its own `wanted_prompts` /
    `add_prompts` -- drops those its skip rules reject, and hands the strategy k of the rest (`begin` once per step,
-   `add_prompts` after). Skip rules ask for just the deficit; MoPPS asks for `candidates` x k and keeps the best k.
+   `add_prompts` after). Skip rules ask for just the deficit; MoPPS and value ask for `candidates` x k and keep the
+   best k.
 2) Nothing is sampled while candidates are collected, so both drivers see the same admitted prompts and the same
    law. A candidate offered twice in one step (a source that wrapped into its next epoch) is not counted again; a
    source that offers nothing new, or nothing at all, ends the collection and the strategy gets what there is.
@@ -30,6 +31,9 @@ Rules:
   0.5 maximises P(signal) = 1 - p^n - (1 - p)^n, so `uniform:select=mopps,estimator=oracle` is oracle selection.
   Unselected candidates wait for the source to offer them again (with our epoch-ordered
   `PromptOrder`, the next epoch; MoPPS's loader reshuffles each epoch too).
+- `value` (ours, `sampling.value`): MoPPS's candidates and posterior, ranked by the expected signal per generated
+  token of a visit under the planner's exact law for this sampler; `value_offered` / `value_selected` in `metrics()`
+  are the step's mean value of the candidates considered and of those kept.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import numpy as np
 
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.value import value_choose, value_table
 from reinforce_ada.types import Prompt
 
 
@@ -94,6 +99,7 @@ def mopps_choose(
 
 
 _COUNTS = ("offered", "skipped_evicted", "skipped_greso", "unselected")
+_VALUE_SUMS = ("offered", "offered_n", "selected", "selected_n")
 
 
 class Admission:
@@ -103,6 +109,8 @@ class Admission:
         super().__init__(cfg, **kwargs)  # type: ignore[call-arg]
         self.greso = Greso(cfg.zero_variance_target) if cfg.resolved_select == "greso" else None
         self.mopps = cfg.resolved_select == "mopps"
+        self.value = value_table(cfg) if cfg.resolved_select == "value" else None
+        """select=value: the sampler's per-visit law on a grid of pass rates (`sampling.value`), else None."""
         self.evicting = cfg.resolved_evict is not None
         self.admit_rng = np.random.default_rng([cfg.seed, 17])
         self._reset_admission()
@@ -112,6 +120,7 @@ class Admission:
         self.candidates: list[Prompt] = []
         self.offered: dict[str, None] = {}
         self.counts = dict.fromkeys(_COUNTS, 0)
+        self.value_sums: dict[str, float] = dict.fromkeys(_VALUE_SUMS, 0.0)
         self.opts: dict[str, Any] = {}
 
     # -- the protocol, in front of the strategy ---------------------------------------------------------------------
@@ -139,7 +148,8 @@ class Admission:
         self._offer(prompts)
 
     def _target(self, k: int) -> int:
-        return k * self.cfg.candidates if self.mopps else k  # type: ignore[attr-defined]
+        ranks = self.mopps or self.value is not None
+        return k * self.cfg.candidates if ranks else k  # type: ignore[attr-defined]
 
     def _offer(self, prompts: list[Prompt]) -> None:
         taken = self.prompts  # type: ignore[attr-defined]
@@ -162,6 +172,14 @@ class Admission:
         cands, k = self.candidates, self.need
         if self.mopps:
             chosen = mopps_choose(cands, k, self.memory, self.admit_rng, self.cfg.target)  # type: ignore[attr-defined]
+        elif self.value is not None and cands:
+            memory, explore = self.memory, self.cfg.select_explore  # type: ignore[attr-defined]
+            chosen, offered, kept = value_choose(cands, k, memory, self.admit_rng, self.value, explore)
+            v = self.value_sums
+            v["offered"] += float(offered.sum())
+            v["offered_n"] += len(offered)
+            v["selected"] += float(kept.sum())
+            v["selected_n"] += len(kept)
         else:
             chosen = cands[:k]
         self.counts["unselected"] += len(cands) - len(chosen)
@@ -184,8 +202,12 @@ class Admission:
         }
         if self.greso is not None:
             out.update(skipped_greso=c["skipped_greso"], greso_p_easy=self.greso.p_easy, greso_p_hard=self.greso.p_hard)
-        if self.mopps:
+        if self.mopps or self.value is not None:
             out["unselected_prompts"] = c["unselected"]
+        if self.value is not None:  # mean expected signal per generated token; 0 in a step with no candidates
+            v = self.value_sums
+            out["value_offered"] = v["offered"] / v["offered_n"] if v["offered_n"] else 0.0
+            out["value_selected"] = v["selected"] / v["selected_n"] if v["selected_n"] else 0.0
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -199,6 +221,7 @@ class Admission:
                 "candidates": [asdict(p) for p in self.candidates],
                 "offered": list(self.offered),
                 "counts": dict(self.counts),
+                "value_sums": dict(self.value_sums),
                 "opts": dict(self.opts),
                 "rng": self.admit_rng.bit_generator.state,
                 "greso": None if self.greso is None else self.greso.state_dict(),
@@ -212,6 +235,7 @@ class Admission:
         self.candidates = [Prompt(**p) for p in a["candidates"]]
         self.offered = dict.fromkeys(a["offered"])
         self.counts, self.opts = dict(a["counts"]), dict(a["opts"])
+        self.value_sums = dict(a.get("value_sums", dict.fromkeys(_VALUE_SUMS, 0.0)))  # absent before select=value
         self.admit_rng.bit_generator.state = a["rng"]
         if self.greso is not None:
             self.greso.load_state_dict(a["greso"])
