@@ -246,7 +246,7 @@ def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
             row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
             row.expected_samples *= 1.0 - row.skipped
             row.method = "stationary_markov"
-        elif cfg.resolved_select == "mopps":
+        elif cfg.resolved_select in ("mopps", "value"):
             row.method = "given_selected"
         rows.append(row)
     return rows
