@@ -112,6 +112,13 @@ class StrategyConfig:
         "select=value reads `candidates` as mopps does",
         plan=False,
     )
+    forget: float = _f(
+        1.0,
+        "prompt memory: a prompt's counts are read discounted by forget^(steps since its last visit), so an old "
+        "belief widens back toward the prior as the policy moves on (1 = off, every paper's rule; ours, for "
+        "select=value and mopps on pools visited rarely)",
+        plan=False,
+    )
     seed: int = _f(0, "seed of the strategy's own generator (downsampling)")
     estimator: str = _f(
         "tracker",
@@ -346,6 +353,8 @@ def _validate_allocators(c: StrategyConfig) -> None:
                 f"select={c.select!r} contradicts name={c.name!r} (which is select={built_in!r} built in)"
             )
     _unit("select_explore", c.select_explore)
+    if not 0.0 < c.forget <= 1.0:
+        raise ConfigError(f"forget={c.forget} is out of range; it must be in (0, 1] (1 = off)")
     if not c.predictor_lr > 0:
         raise ConfigError(f"predictor_lr={c.predictor_lr} is out of range; it must be > 0")
     _at_least("predictor_dim", c.predictor_dim, 0)

@@ -24,6 +24,10 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
    reads the prompt's EMA, else that running mean, else 1. Visits recorded without lengths (or all of length 0)
    leave both unchanged.
+6) `forget` < 1 (ours; off by default): `posterior` reads a prompt's counts discounted by forget^(steps since its last
+   visit), so a belief formed many steps ago (a prompt that failed early, never revisited by a greedy selection)
+   widens back toward its prior as the policy moves on. The stored counts are unchanged; `decay` still discounts
+   per visit.
 A visit is recorded when the prompt stops sampling, from the pool at that moment (samples kept after the stop under
 `in_flight="keep"` are not counted). Everything round-trips through `state_dict` as JSON.
 """
@@ -90,9 +94,13 @@ class PromptMemory:
         estimator: str = "tracker",
         predictor: DifficultyPredictor | None = None,
         evict_at: float | None = None,
+        forget: float = 1.0,
     ):
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
+        if not 0.0 < forget <= 1.0:
+            raise ValueError(f"forget={forget} must be in (0, 1]")
+        self.forget = forget
         if estimator in _USES_PREDICTOR and predictor is None:
             raise ValueError(f"estimator={estimator!r} needs a predictor")
         self.tracker = PassRateTracker(alpha=alpha, beta=beta, decay=decay)
@@ -192,6 +200,9 @@ class PromptMemory:
             return oracle_prior(self._oracle().rate(prompt))
         t = self.tracker
         n_pos, n_tot = t.counts.get(prompt.id, (0.0, 0.0))
+        if self.forget < 1.0 and prompt.id in self.last_seen:  # module docstring, 6
+            w = self.forget ** (self.step - self.last_seen[prompt.id])
+            n_pos, n_tot = w * n_pos, w * n_tot
         if self.estimator == "tracker":
             return n_pos + t.alpha, n_tot - n_pos + t.beta
         assert self.predictor is not None
@@ -276,4 +287,5 @@ def memory_for(cfg: StrategyConfig) -> PromptMemory:
         estimator=cfg.estimator,
         predictor=predictor,
         evict_at=cfg.resolved_evict,
+        forget=cfg.forget,
     )
