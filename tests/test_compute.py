@@ -174,3 +174,19 @@ def test_a_rerun_is_checked_against_the_first_on_the_compute_headlines():
     assert agree["overlap"] and agree["second_in_first"] and agree["first_in_second"]
     apart = agreement(res(1.2, 1.1, 1.3), res(2.0, 1.8, 2.2))["hard"]["C1"]
     assert apart["overlap"] is False and not apart["second_in_first"]
+
+
+def test_the_factor_panel_draws_every_arm_with_a_factor():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reinforce_ada.bench.report import _factor_panel
+
+    recs = pool({"grpo-n4": {"steps": 400}, "arm": {"tokens": 50.0}, "oracle-both": {"tokens": 40.0}})
+    comp = compute.summarize(recs, [], UNIFORM, ("oracle-both",), axes=("tokens",))
+    fig, ax = plt.subplots()
+    _factor_panel(ax, comp, "p")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["grpo-n4", "arm", "oracle-both"]
+    plt.close(fig)

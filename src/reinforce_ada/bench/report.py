@@ -188,7 +188,7 @@ def write(results: dict[str, Any], out: str | Path, command: str, *, series: boo
     tmp.write_text(json.dumps(_rounded(data), separators=(",", ":"), default=_jsonable) + "\n")
     tmp.replace(js)
     pools = list(results["by_pool"])
-    fig, ax = plt.subplots(len(pools), 4, figsize=(22, 4.6 * len(pools)), squeeze=False)
+    fig, ax = plt.subplots(len(pools), 5, figsize=(27, 4.6 * len(pools)), squeeze=False)
     for row, pool in enumerate(pools):
         runs = [r for r in results["runs"]["main"] if r["pool"] == pool]
         arms = list(dict.fromkeys(r["arm"] for r in runs))
@@ -220,6 +220,7 @@ def write(results: dict[str, Any], out: str | Path, command: str, *, series: boo
             ylabel="prompts",
             title=f"{pool} pool ({st['share_below_0.2']:.0%} below 0.2, mean {st['mean']:.3f})",
         )
+        _factor_panel(ax[row, 4], s.get("compute"), pool)
         ax[row, 0].legend(fontsize=7)
     fig.tight_layout()
     tmp_png = png.with_name(f".{png.stem}.tmp.png")
@@ -227,6 +228,24 @@ def write(results: dict[str, Any], out: str | Path, command: str, *, series: boo
     plt.close(fig)
     tmp_png.replace(png)
     return js, png
+
+
+def _factor_panel(axis: Any, comp: dict[str, Any] | None, pool: str) -> None:
+    """Tokens-to-target factor of every arm against the best uniform arm, 90% t-interval, log scale."""
+    if not comp:
+        axis.set_axis_off()
+        return
+    rows = [(a, r["tokens"]) for a, r in comp["table"].items() if r.get("tokens", {}).get("value")]
+    rows.sort(key=lambda ar: ar[1]["value"])
+    for i, (arm, f) in enumerate(rows):
+        lo, hi = f.get("t_lo") or f["value"], f.get("t_hi") or f["value"]
+        color = "C3" if arm == comp.get("oracle") else "C0"
+        axis.errorbar(f["value"], i, xerr=[[f["value"] - lo], [hi - f["value"]]], fmt="o", color=color, capsize=2)
+    axis.axvline(1.0, color="k", lw=0.8)
+    axis.set_yticks(range(len(rows)), [a for a, _ in rows], fontsize=7)
+    axis.set_xscale("log")
+    ref = comp["axes"].get("tokens", {}).get("best_uniform")
+    axis.set(xlabel=f"tokens to target: {ref} / arm (>1: fewer tokens)", title=f"{pool}: compute to target (90% t)")
 
 
 def _rounded(x: Any) -> Any:
