@@ -147,9 +147,10 @@ def _git(cwd, *args):
 
 def test_prereg_check_marks_every_mismatch(tmp_path):
     _git(tmp_path, "init", "-q")
-    f = tmp_path / "p.toml"
+    (tmp_path / "bench").mkdir()
+    f = tmp_path / "bench" / "p.toml"  # below the top: git paths are read from the top
     f.write_text(GOOD)
-    _git(tmp_path, "add", "p.toml")
+    _git(tmp_path, "add", "bench/p.toml")
     _git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "prereg")
     reg, prov = prereg.load(f), prereg.provenance(f)
     assert prov["committed"] and len(prov["commit"]) == 40

@@ -40,7 +40,7 @@ from reinforce_ada.bench.arms import (
     matched_n,
     resolve_arms,
 )
-from reinforce_ada.bench.jobs import code_fingerprint, run_jobs
+from reinforce_ada.bench.jobs import code_fingerprint, record_schema, run_jobs
 from reinforce_ada.bench.run import Job
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
 from reinforce_ada.errors import ConfigError
@@ -210,6 +210,7 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
     fingerprint = code_fingerprint(c.fingerprint_of)
+    schema = record_schema(c.fingerprint_of) if c.fingerprint_of else None
     cache = Path(c.records) if c.records else Path(c.run_root) / "records"
     for name, why in skipped.items():
         log(f"arm {name!r} skipped: its spec {ARMS.get(name, '')!r} does not parse yet ({why})")
@@ -250,7 +251,7 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
     identity = {p.spec.name: f"{tb['sha256']}:{p.digest}" for p in pools}
     fixed = dict(c.fixed_lrs)
     sweep, choice = _sweep(
-        c, [a for a in arms if a.name not in fixed], pools, model_path, log, cache, fingerprint, identity
+        c, [a for a in arms if a.name not in fixed], pools, model_path, log, cache, fingerprint, identity, schema
     )
     first = pools[0].spec.name
     lrs = {
@@ -275,7 +276,7 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
         )
         log(f"learning rates on {p.spec.name}: {chosen}")
     main = run_jobs(
-        plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity, c.only_cached
+        plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity, c.only_cached, schema
     )
     spec_of = {a.name: a.spec for a in arms}
     for r in (*sweep, *main):
@@ -295,6 +296,8 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
         results["by_pool"][p.spec.name] = summ
     results["compute"] = compute_headlines(c, results)
     done = list(results["by_pool"])
+    if not done:
+        raise ConfigError(f"nothing to report yet: {results['missing']} (records in {cache})")
     results["goals"] = goals_for_summary(results, done[0]) if done else {}
     results["seconds"] = time.perf_counter() - t_start
     return results
@@ -309,6 +312,7 @@ def _sweep(
     cache: Path,
     fingerprint: str,
     identity: dict[str, str],
+    schema: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """The lr sweep (on every pool or the first) and each arm's choice per pool; an arm whose best lr sits at its
     grid's edge gets one more lr beyond it, up to `extend_sweep` times (earlier runs come from the records)."""
@@ -319,7 +323,7 @@ def _sweep(
     log(f"lr sweep on {[p.spec.name for p in on]}: {len(arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds")
     for round_ in range(c.extend_sweep + 1):
         jobs = plan_jobs(c, arms, on, model_path, None, grids)
-        sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached)
+        sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached, schema)
         choice = {p: analysis.choose_lrs([r for r in sweep if r["pool"] == p], c.steps) for p in grids}
         grown = []
         for pool, arms_choice in choice.items():

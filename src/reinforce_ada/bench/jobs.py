@@ -38,11 +38,55 @@ MACHINE_FIELDS = ("run_dir", "model_path", "train_path", "eval_path")
 """Job fields that are paths on this machine: a record is keyed by the weights' and the pool's digests instead."""
 
 
-def _record_path(cache: Path, job: Job, fingerprint: str, identity: dict[str, str] | None = None) -> Path:
+def record_schema(package: str | Path) -> dict[str, Any]:
+    """The `Job` and `StrategyConfig` fields (with the strategy's defaults) of another copy of the package: what
+    its records were keyed with. Read in a subprocess, so the other copy is imported apart from this one."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import dataclasses, json; from reinforce_ada.bench.run import Job; "
+        "from reinforce_ada.sampling.config import StrategyConfig; "
+        "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], "
+        "'strategy': dataclasses.asdict(StrategyConfig())}, default=str))"
+    )
+    src = Path(package).resolve().parent
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        timeout=120,
+    )
+    if out.returncode != 0:
+        raise ValueError(f"cannot read the record schema of {package}: {out.stderr.strip()[-300:]}")
+    return json.loads(out.stdout)
+
+
+def _record_path(
+    cache: Path,
+    job: Job,
+    fingerprint: str,
+    identity: dict[str, str] | None = None,
+    schema: dict[str, Any] | None = None,
+) -> Path | None:
+    """The record's file: a hash of the code, the job (machine paths replaced by `identity`'s digests) and, with
+    `schema` (another copy's fields, `record_schema`), the job as that copy would have written it -- None when that
+    copy could not have run this job (a strategy option it did not have is set)."""
     import hashlib
     import json
 
     fields = {k: v for k, v in dataclasses.asdict(job).items() if k not in MACHINE_FIELDS}
+    if schema is not None:
+        theirs, defaults = set(schema["job"]), schema["strategy"]
+        ours = {f.name: f.default for f in dataclasses.fields(job.strategy)}
+        strat = fields["strategy"]
+        if any(k not in defaults and strat[k] != ours[k] for k in strat):
+            return None
+        fields = {k: v for k, v in fields.items() if k in theirs}
+        fields["strategy"] = {k: strat[k] for k in strat if k in defaults}
     fields["data"] = (identity or {}).get(job.pool) or [job.model_path, job.train_path, job.eval_path]
     key = json.dumps([fingerprint, fields], sort_keys=True, default=str)
     return cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json.gz"
@@ -75,6 +119,7 @@ def run_jobs(
     fingerprint: str = "",
     identity: dict[str, str] | None = None,
     only_cached: bool = False,
+    schema: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
 
@@ -88,8 +133,8 @@ def run_jobs(
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         for j in jobs:
-            f = _record_path(cache, j, fingerprint, identity)
-            if f.exists():
+            f = _record_path(cache, j, fingerprint, identity, schema)
+            if f is not None and f.exists():
                 out[j.key] = _read_record(f)
         if out:
             log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
@@ -107,7 +152,9 @@ def run_jobs(
         done += 1
         spent += weight[rec["key"]]
         if cache is not None:
-            _write_record(_record_path(cache, by_key[rec["key"]], fingerprint, identity), rec)
+            path = _record_path(cache, by_key[rec["key"]], fingerprint, identity)
+            assert path is not None  # no schema: every job has a path
+            _write_record(path, rec)
         el = time.perf_counter() - t0
         eta = el * (total - spent) / max(spent, 1)
         log(

@@ -89,9 +89,9 @@ def provenance(path: str | Path) -> dict[str, Any]:
     out: dict[str, Any] = {"path": str(p), "sha256": hashlib.sha256(raw).hexdigest(), "commit": None}
     out["committed"] = False
 
-    def git(*args: str) -> str | None:
+    def git(*args: str, cwd: Path = p.parent) -> str | None:
         try:
-            r = subprocess.run(["git", *args], cwd=p.parent, capture_output=True, timeout=10)
+            r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return r.stdout.decode().strip() if r.returncode == 0 else None
@@ -100,7 +100,7 @@ def provenance(path: str | Path) -> dict[str, Any]:
     if top is None:
         return out
     rel = p.relative_to(Path(top).resolve()).as_posix()
-    out["commit"] = git("log", "-1", "--format=%H", "--", rel) or None
+    out["commit"] = git("log", "-1", "--format=%H", "--", rel, cwd=Path(top)) or None  # rel: from the top
     if out["commit"]:
         blob = subprocess.run(["git", "show", f"{out['commit']}:{rel}"], cwd=top, capture_output=True, timeout=10)
         out["committed"] = blob.returncode == 0 and blob.stdout == raw
