@@ -147,7 +147,13 @@ def markdown_table(results: dict[str, Any]) -> str:
             r = comp["table"].get(arm, {})
             share = r.get("oracle_share", {}).get("value")
             cells += [cell(r.get("tokens")), cell(r.get("cpu_s")), cell(r.get("gpu_s"))]
-            cells.append("—" if share is None else f"{share:.2f}")
+            ceiling = comp["table"].get(comp.get("oracle") or "", {}).get("tokens", {})
+            if share is None:
+                cells.append("—")
+            elif (ceiling.get("t_lo") or 0) <= 1.0:  # the oracle gains nothing for sure: a share of it means little
+                cells.append(f"({share:.2f}; C0 ≈ 1)")
+            else:
+                cells.append(f"{share:.2f}")
         tags = []
         for p in pools:
             comp = results["by_pool"][p]["compute"]

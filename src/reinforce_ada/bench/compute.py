@@ -212,7 +212,10 @@ def headline(pool_summary: dict[str, Any], arm: str) -> dict[str, Any]:
     a, ax = t.get(arm, {}), pool_summary["axes"]
     oracle = pool_summary.get("oracle")
     return {
-        "C0": pick(t.get(oracle, {}).get("tokens") if oracle else None, {"arm": oracle}),
+        "C0": pick(
+            t.get(oracle, {}).get("tokens") if oracle else None,
+            {"arm": oracle, "reference": ax["tokens"]["best_uniform"]},
+        ),
         "C1": pick(a.get("tokens"), {"arm": arm, "reference": ax["tokens"]["best_uniform"]}),
         "C2": pick(a.get("cpu_s"), {"arm": arm, "reference": ax.get("cpu_s", {}).get("best_uniform")}),
         "C2g": pick(a.get("gpu_s"), {"arm": arm, "reference": ax.get("gpu_s", {}).get("best_uniform")}),
