@@ -12,7 +12,8 @@ grid and sweep -- with this repository's bookkeeping:
 1) The code that runs is the registered commit (`code` in the file): the script runs the package from a detached
    worktree of that commit (under the system temp folder; this checkout's `benchmarks/` does the bookkeeping), so
    the records of a long benchmark keep their keys while the library moves on, and no edit made during a run
-   reaches its worker processes. Results record both commits.
+   reaches its worker processes. When the runs end, the results are written again by `--report-only` from the same
+   records with this checkout's analysis (so a fix to the statistics or the bookkeeping reaches them).
 2) Resumable: every finished run is a gzip'd record in benchmarks/results/compute_records/ (commit them); a stopped
    run, in this session or another on another machine, reuses them and runs only what is missing. Jobs go seed by
    seed across arms, so a run cut short leaves every arm with the same first seeds.
@@ -207,7 +208,12 @@ def main(argv: list[str]) -> int:
         print(f"running the registered code {code[:12]} from {frozen}")
         env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}"}
         cmd = [sys.executable, "-m", "benchmarks.compute_to_target", *argv, "--here", "--prereg", args.prereg]
-        return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+        rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+        if rc != 0:
+            return rc
+        # the runs are the registered code's; the tables are this checkout's analysis of the same records
+        print("writing the results again from the records with this checkout's analysis (--report-only)")
+        return main([*argv, "--report-only"])
     registered = list(reg["instrument"]["pools"])
     pools = args.pools.split(",") if args.pools else registered
     unknown = sorted(set(pools) - set(registered))
