@@ -231,8 +231,8 @@ def main(argv: list[str]) -> int:
         preregistration=str(Path(args.prereg).resolve()),
         compute_arm=next((cl["arm"] for cl in reg["claim"] if cl["figure"] == "C1"), "mopps"),
         records=str(RECORDS),
-        only_cached=args.report_only,
-        fingerprint_of=fingerprint_of,
+        # only when reporting: the registered code (an older CompareConfig) runs the runs, and may lack these fields
+        **({"only_cached": True, "fingerprint_of": fingerprint_of} if args.report_only else {}),
         run_root="runs/compute",
         out=str(out),
     )
