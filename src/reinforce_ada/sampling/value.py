@@ -9,8 +9,8 @@ data the value is signal per sample):
     value(x) = E_p[P(signal | p)] / (E_p[E[samples | p]] * t(x)).
 
 1) The law. P(signal | p) = 1 - zero_signal and E[samples | p] = expected_samples are the planner's exact rows
-   (`simulation.plan.plan`) for the strategy the selection sits in front of, on `GRID` pass rates 0, 1/(GRID-1), ..,
-   1, computed once per StrategyConfig (cached; the seed aside): planner `group` (uniform, dynamic: one batch of n,
+   (`sampling.law.visit_law`) for the strategy the selection sits in front of, on `GRID` pass rates 0, 1/(GRID-1),
+   .., 1, computed once per StrategyConfig (cached; the seed aside): planner `group` (uniform, dynamic: one batch of n,
    P(signal) = 1 - p^n - (1 - p)^n), `sequential` (seq, give_up included: the exact enumeration) and `pilot`
    (pilot_commit: its pilot and band). These are the planner's laws with its assumptions: seq's give_up starts from
    a first visit's prior (a revisited prompt's rule reads its posterior). The table is built when the strategy is
@@ -126,13 +126,14 @@ def value_table(cfg: Any) -> ValueTable:
 
 @lru_cache(maxsize=64)
 def _table(cfg: Any) -> ValueTable:
+    from reinforce_ada.sampling.law import check_size, visit_law  # law imports the strategies, which import us
     from reinforce_ada.sampling.strategies import strategy_class
-    from reinforce_ada.simulation.plan import plan
 
     p = np.linspace(0.0, 1.0, GRID)
     planner = strategy_class(cfg.name).traits.planner
     if planner in EXACT_PLANNERS:
-        rows = plan(cfg, p.tolist())
+        check_size(cfg)
+        rows = [v.row for v in visit_law(cfg, p)]
         signal = np.array([1.0 - r.zero_signal for r in rows])
         samples = np.array([r.expected_samples for r in rows])
         law = f"plan:{planner}"
