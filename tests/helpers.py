@@ -63,3 +63,27 @@ def teacher_forced_logprobs(model, tokenizer, prompts: dict, samples, temperatur
             tokenizer.pad_token_id,
             temperature=temperature or 1.0,  # greedy samples are scored under the untempered distribution
         )
+
+
+def train_config(model_path: Any, run_dir: Any, strategy: Any = None, **sections: Any) -> Any:
+    """A small `TrainConfig` for trainer tests: 1 thread, 64 training prompts, 2 held out, 4 new tokens, 2 steps of 4
+    prompts, no evaluation, no progress bar. `sections` merge into these per section (`run={"steps": 1}`);
+    `strategy` is a StrategyConfig (it replaces the strategy section) or a dict of strategy overrides."""
+    import dataclasses
+
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+
+    over: dict[str, dict[str, Any]] = {
+        "model": {"path": str(model_path), "threads": 1},
+        "task": {"train_size": 64, "eval_size": 2},
+        "generation": {"max_new_tokens": 4},
+        "run": {"run_dir": str(run_dir), "steps": 2, "batch_size": 4, "eval_every": 0, "progress": False},
+    }
+    if isinstance(strategy, dict):
+        sections = {**sections, "strategy": {**strategy, **sections.get("strategy", {})}}
+    for sec, values in sections.items():
+        over[sec] = {**over.get(sec, {}), **values}
+    cfg = apply_overrides(TrainConfig(), over, "test")
+    if strategy is not None and not isinstance(strategy, dict):
+        cfg = dataclasses.replace(cfg, strategy=strategy)
+    return cfg

@@ -4,7 +4,6 @@ allocation is exact, the oracle arms run in the trainer and read the oracle, and
 from __future__ import annotations
 
 import copy
-import dataclasses
 import itertools
 from pathlib import Path
 
@@ -28,10 +27,11 @@ from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.simulation.simulate import run_arm
 from reinforce_ada.tasks import arithmetic
-from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.config import TrainConfig
 from reinforce_ada.training.oracle import exact_oracle
 from reinforce_ada.training.warm_start import SHIPPED_DIR
 from reinforce_ada.types import Prompt
+from tests.helpers import train_config
 
 PAIRS = ((12, 34), (58, 67), (45, 55), (73, 19), (66, 77), (81, 9), (27, 48), (39, 26))
 
@@ -228,18 +228,15 @@ def test_verl_driver_refuses_the_oracle():
 # -- (f) the oracle arms in the trainer ------------------------------------------------------------------------------
 def _cfg(run_dir: Path, arm: str, **task) -> TrainConfig:
     budget = PER_PROMPT_BUDGET.get(arm)
-    cfg = apply_overrides(
-        TrainConfig(),
-        {
-            "model": {"path": str(SHIPPED_DIR), "threads": 1},
-            "task": {"train_size": 256, "eval_size": 4, **task},
-            "generation": {"max_new_tokens": 8},
-            "run": {"run_dir": str(run_dir), "steps": 1, "batch_size": 4, "eval_every": 0, "progress": False},
-        },
-        "test",
+    strategy = parse_arm(ARMS[arm]).replace(budget=None if budget is None else budget * 4)  # 4 prompts per step
+    return train_config(
+        SHIPPED_DIR,
+        run_dir,
+        strategy,
+        task={"train_size": 256, "eval_size": 4, **task},
+        generation={"max_new_tokens": 8},
+        run={"steps": 1},
     )
-    strategy = parse_arm(ARMS[arm]).replace(budget=None if budget is None else budget * cfg.run.batch_size)
-    return dataclasses.replace(cfg, strategy=strategy)
 
 
 @pytest.mark.parametrize("arm", ["oracle-select", "oracle-alloc", "oracle-both"])

@@ -15,6 +15,7 @@ from reinforce_ada.training import samples_log
 from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.training.samples_log import SampleLog, clipped_share, sample_rows, zero_reward_warning
 from reinforce_ada.types import Group, Prompt, Sample
+from tests.helpers import train_config
 
 
 def _batch(rewards: list[list[float]], reasons: list[list[str]]) -> StepBatch:
@@ -60,16 +61,8 @@ def test_zero_reward_warning_blames_the_token_limit_or_the_verifier(tmp_path):
 
 
 def _cfg(model_dir: Path, run_dir: Path, **sections) -> TrainConfig:
-    over = {
-        "model": {"path": str(model_dir), "threads": 1},
-        "task": {"train_size": 64, "eval_size": 2},
-        "generation": {"max_new_tokens": 3},
-        "run": {"run_dir": str(run_dir), "steps": 2, "batch_size": 4, "eval_every": 0, "progress": False},
-        "strategy": {"name": "uniform", "n": 2},
-    }
-    for sec, values in sections.items():
-        over[sec] = {**over.get(sec, {}), **values}
-    return apply_overrides(TrainConfig(), over, "test")
+    sections = {**sections, "generation": {"max_new_tokens": 3, **sections.get("generation", {})}}
+    return train_config(model_dir, run_dir, {"name": "uniform", "n": 2}, **sections)
 
 
 def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp_path, capsys):

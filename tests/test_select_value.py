@@ -20,6 +20,7 @@ from reinforce_ada.sampling.value import GRID, candidate_values, value_choose, v
 from reinforce_ada.simulation.plan import plan
 from reinforce_ada.types import Prompt
 from tests import test_allocators as allocators
+from tests.helpers import train_config
 
 RNG = np.random.default_rng(0)
 
@@ -256,23 +257,10 @@ def test_simulate_accepts_value_selection():
 
 
 def test_a_few_trainer_steps_with_value_selection(model_dir, tmp_path):
-    import dataclasses
-
-    from reinforce_ada.training.config import TrainConfig, apply_overrides
     from reinforce_ada.training.trainer import Trainer
 
-    cfg = apply_overrides(
-        TrainConfig(),
-        {
-            "model": {"path": str(model_dir), "threads": 1},
-            "task": {"train_size": 64, "eval_size": 2},
-            "generation": {"max_new_tokens": 4},
-            "run": {"run_dir": str(tmp_path / "run"), "steps": 2, "batch_size": 4, "eval_every": 0, "progress": False},
-        },
-        "test",
-    )
-    cfg = dataclasses.replace(cfg, strategy=parse_arm("uniform:n=4,select=value,estimator=both,candidates=4"))
-    tr = Trainer(cfg, tensorboard=False)
+    strategy = parse_arm("uniform:n=4,select=value,estimator=both,candidates=4")
+    tr = Trainer(train_config(model_dir, tmp_path / "run", strategy), tensorboard=False)
     try:
         steps = [tr.train_step() for _ in range(2)]
     finally:
@@ -287,23 +275,18 @@ def test_a_few_trainer_steps_with_value_selection(model_dir, tmp_path):
 def test_one_trainer_step_with_the_oracle_keeps_the_most_signal_per_token(tmp_path):
     """With exact rates and n fixed, the kept prompts are those of highest 1 - p^4 - (1-p)^4 among 16 x 4 candidates,
     read in one batched oracle call (the shipped warm-started model on the arithmetic task)."""
-    import dataclasses
-
-    from reinforce_ada.training.config import TrainConfig, apply_overrides
     from reinforce_ada.training.trainer import Trainer
     from reinforce_ada.training.warm_start import SHIPPED_DIR
 
-    cfg = apply_overrides(
-        TrainConfig(),
-        {
-            "model": {"path": str(SHIPPED_DIR), "threads": 1},
-            "task": {"train_size": 256, "eval_size": 4},
-            "generation": {"max_new_tokens": 8},
-            "run": {"run_dir": str(tmp_path / "run"), "steps": 1, "batch_size": 4, "eval_every": 0, "progress": False},
-        },
-        "test",
+    strategy = parse_arm("uniform:n=4,select=value,estimator=oracle")
+    cfg = train_config(
+        SHIPPED_DIR,
+        tmp_path / "run",
+        strategy,
+        task={"train_size": 256, "eval_size": 4},
+        generation={"max_new_tokens": 8},
+        run={"steps": 1},
     )
-    cfg = dataclasses.replace(cfg, strategy=parse_arm("uniform:n=4,select=value,estimator=oracle"))
     trainer = Trainer(cfg, tensorboard=False)
     calls: list[tuple[list[str], np.ndarray]] = []
     exact = trainer.oracle._rates

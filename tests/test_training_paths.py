@@ -18,6 +18,7 @@ from reinforce_ada.tasks.files import load_prompts
 from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.training.trainer import Trainer
 from reinforce_ada.types import Prompt, Sample
+from tests.helpers import train_config
 
 
 @pytest.mark.slow
@@ -40,17 +41,7 @@ def test_short_run_on_builtin_task_raises_reward(tmp_path, monkeypatch):
 
 
 def tiny_cfg(model_dir, run_dir, **model):
-    return apply_overrides(
-        TrainConfig(),
-        {
-            "model": {"path": str(model_dir), "threads": 1, **model},
-            "task": {"train_size": 64, "eval_size": 2},
-            "generation": {"max_new_tokens": 4},
-            "strategy": {"name": "uniform", "n": 8},
-            "run": {"run_dir": str(run_dir), "steps": 2, "batch_size": 4, "eval_every": 0, "progress": False},
-        },
-        "test",
-    )
+    return train_config(model_dir, run_dir, {"name": "uniform", "n": 8}, model=model)
 
 
 def test_lora_trains_only_the_adapter_and_resumes(model_dir, tmp_path):
