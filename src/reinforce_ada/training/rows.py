@@ -22,6 +22,8 @@ class Row:
     weight: float
     old_logp: list[float] | None = None
     """The learner's log-probs before the update (`old_logprobs="recompute"`); None: the sampler's are the old ones."""
+    replayed: bool = False
+    """A stored earlier answer (`training.replay`): `sampler_logp` holds its behaviour log-probs."""
 
 
 def batch_rows(batch: StepBatch, tokenizer: Any, prompt_ids: dict[str, list[int]]) -> list[Row]:

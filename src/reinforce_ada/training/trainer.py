@@ -60,6 +60,7 @@ from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_fa
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.oracle import oracle_for
+from reinforce_ada.training.replay import ReplayBuffer, fresh_mask, replay_step, replay_weights
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows, old_logprobs
 from reinforce_ada.training.samples_log import SampleLog
@@ -108,6 +109,7 @@ class Trainer:
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         if self.oracle is not None:
             self.strategy.memory.attach_oracle(self.oracle)
+        self.replay = ReplayBuffer.for_config(cfg.strategy)  # None unless strategy.replay (training.replay)
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
@@ -150,10 +152,14 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
+        replayed = replay_step(self.replay, batch, self.strategy, self.step) if self.replay is not None else []
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
-        stats = self.update(self.rows(batch))
+        rows = self.rows(batch)
+        for i in replayed:
+            rows[i].replayed = True
+        stats = self.update(rows)
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
         # (an in-place or fused optimizer step moves no version counter the engine could watch)
         self.sync_weights()
@@ -184,7 +190,9 @@ class Trainer:
             return {**out, "loss": 0.0, "entropy": float("nan"), "grad_norm": 0.0, "clip_frac": 0.0}
         drift = Drift(self.cfg.is_correction, o.is_cap)
         if self.cfg.old_logprobs == "recompute":
-            self.recompute_old(rows, drift)
+            self.recompute_old([r for r in rows if not r.replayed], drift)
+        # a replayed row's PPO old policy is the learner's now, its behaviour log-probs enter as an IS weight
+        self.recompute_old([r for r in rows if r.replayed], Drift())
         for epoch in range(o.epochs):
             order = self.rng.permutation(len(rows)) if o.epochs * o.minibatches > 1 else np.arange(len(rows))
             for k, mb_idx in enumerate(np.array_split(order, o.minibatches)):
@@ -247,12 +255,14 @@ class Trainer:
                     with torch.no_grad():
                         ref_logp = sequence_logprobs(self.ref, prompts, comps, self.engine.pad_id, temperature=temp)[0]
             if drift is not None:
-                drift.add(logp.detach(), micro, mask)
+                drift.add(logp.detach(), micro, fresh_mask(micro, mask))
             sampler, _ = right_pad([r.sampler_logp for r in micro], device=device)
-            old = right_pad([r.old_logp for r in micro], device=device)[0] if micro[0].old_logp is not None else sampler
+            old, _ = right_pad([r.sampler_logp if r.old_logp is None else r.old_logp for r in micro], device=device)
             is_weight = None
             if self.cfg.is_correction != "none":
                 is_weight, _ = importance_weights(old, sampler, mask, mode=self.cfg.is_correction, cap=o.is_cap)
+            if self.replay is not None:  # replayed rows: min(pi_old / pi_behaviour, replay_clip)
+                is_weight = replay_weights(micro, old, sampler, mask, self.cfg.strategy.replay_clip, is_weight)
             res = policy_loss(
                 logp,
                 old,
@@ -296,6 +306,7 @@ class Trainer:
             "engine": self.engine.state_dict(),
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
+            **({"replay": self.replay.state_dict()} if self.replay is not None else {}),
         }
 
     def save(self) -> Path:
@@ -341,6 +352,8 @@ class Trainer:
             self.engine.load_state_dict(state["engine"])
             self.rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"])
+            if self.replay is not None:
+                self.replay.load_state_dict(state["replay"])
         except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
             with torch.no_grad():
                 for p, old in zip(self.model.parameters(), snapshot, strict=True):
