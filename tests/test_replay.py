@@ -282,3 +282,18 @@ def test_replay_with_recomputed_old_log_probs(model_dir, tmp_path):
     tr.close()
     assert m["replay_prompts"] > 0 and math.isfinite(m["loss"])
     assert m["mismatch_logp_abs_max"] < 1e-4  # replayed rows are kept out of the sampler/learner mismatch
+
+
+@pytest.mark.parametrize("name", ["seq", "est", "dynamic", "knapsack", "pilot_commit", "mopps", "greso"])
+def test_replay_composes_with_every_strategy(model_dir, tmp_path, name):
+    tr = _trainer(model_dir, tmp_path / "run", name=name, max_samples=8, samples_per_round=4, pilot=4, candidates=2)
+    tr.train_step()
+    tr.verifier.on = False
+    m = tr.train_step()
+    tr.close()
+    assert 0 <= m["replay_share"] <= 1 and m["replay_prompts"] <= len(tr.replay.entries)
+    assert math.isfinite(m["loss"])
+    if name == "seq":  # unresolved all-wrong groups are kept (unresolved=keep): the stored answers are replayed
+        assert m["replay_prompts"] > 0
+    if name == "dynamic":  # DAPO drops zero-variance groups before training: nothing is left to replay into
+        assert m["replay_prompts"] == 0

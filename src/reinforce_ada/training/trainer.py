@@ -11,7 +11,9 @@
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
    forward before the update (`"recompute"`, the default with bf16 or vLLM), with an importance weight sampler ->
    learner on each token (`optim.is_correction`). The mismatch is reported every step (`mismatch_logp_abs_mean`,
-   `mismatch_logp_abs_max`, `is_affected_token_share`).
+   `mismatch_logp_abs_max`, `is_affected_token_share`). With `strategy.replay`, an all-wrong group first gets the
+   prompt's stored earlier correct answer in place of one wrong sample, its tokens weighted by the truncated ratio
+   to their behaviour log-probs (`training.replay`).
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations).
@@ -191,8 +193,8 @@ class Trainer:
         drift = Drift(self.cfg.is_correction, o.is_cap)
         if self.cfg.old_logprobs == "recompute":
             self.recompute_old([r for r in rows if not r.replayed], drift)
-        # a replayed row's PPO old policy is the learner's now, its behaviour log-probs enter as an IS weight
-        self.recompute_old([r for r in rows if r.replayed], Drift())
+        if replayed := [r for r in rows if r.replayed]:  # their PPO old policy: the learner's now (training.replay)
+            self.recompute_old(replayed, Drift())
         for epoch in range(o.epochs):
             order = self.rng.permutation(len(rows)) if o.epochs * o.minibatches > 1 else np.arange(len(rows))
             for k, mb_idx in enumerate(np.array_split(order, o.minibatches)):
