@@ -114,6 +114,19 @@ def test_no_replay_when_the_group_has_a_correct_sample_or_the_entry_is_too_old()
     assert old.usable("a", 0) is None  # an answer is never replayed at the step it was generated
 
 
+def test_a_replayed_answer_keeps_its_age_even_when_the_strategy_shares_its_lists():
+    buf = ReplayBuffer.for_config(GRPO.replace(replay_max_age=2))
+    _seed_buffer(buf, step=0)
+    g = G("a", [0, 0, 0, 0])
+    batch, strat = batch_of([g], GRPO)
+    strat.pools = {"a": g.samples}  # a strategy whose pool is the group's own list
+    assert replay_step(buf, batch, strat, step=1) == [3]
+    assert [s.reward for s in strat.pools["a"]] == [0, 0, 0, 0]  # the strategy's pool is not edited
+    assert buf.entries["a"].step == 0  # the replayed answer was not stored again as fresh
+    batch, strat = batch_of([G("a", [0, 0, 0, 0])], GRPO)
+    assert replay_step(buf, batch, strat, step=3) == []  # so it ages out
+
+
 def test_replay_weight_is_the_ratio_to_the_stored_behaviour_log_probs_truncated_at_clip():
     old = torch.tensor([[-1.0, -2.0, -0.5], [-1.0, -1.0, 0.0]])
     behaviour = torch.tensor([[-1.5, -1.0, -3.0], [-2.0, -1.0, 0.0]])
@@ -250,6 +263,7 @@ def test_tiny_trainer_replays_stored_answers_off_policy_and_resumes_identically(
     tr.save()
     m3 = tr.train_step()
     tr.close()
+    assert m3["replay_prompts"] > 0 and m3["replay_age_mean"] == 2.0  # the resumed step below replays too
 
     again = _trainer(model_dir, tmp_path / "run")
     again.verifier.on = False

@@ -147,6 +147,7 @@ class ReplayBuffer:
             e = self.usable(g.prompt.id, step)
             if e is None:
                 continue
+            g.samples, g.pool_rewards = list(g.samples), list(g.pool_rewards)  # never edit the strategy's own lists
             si = len(g.samples) - 1
             old = g.samples[si]
             g.samples[si] = Sample(
@@ -204,6 +205,13 @@ def replay_step(buffer: ReplayBuffer, batch: StepBatch, strategy: Any, step: int
     )
     starts = np.cumsum([0] + [len(g.samples) for g in batch.groups])
     return [int(starts[gi]) + si for gi, si, _ in done]
+
+
+def mark(rows: list[Any], replayed: Sequence[int]) -> list[Any]:
+    """Flag the rows `replay_step` replayed (by their flat index); returns `rows`."""
+    for i in replayed:
+        rows[i].replayed = True
+    return rows
 
 
 def _refresh_ledger(batch: StepBatch) -> None:

@@ -62,7 +62,7 @@ from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_fa
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.oracle import oracle_for
-from reinforce_ada.training.replay import ReplayBuffer, fresh_mask, replay_step, replay_weights
+from reinforce_ada.training.replay import ReplayBuffer, fresh_mask, mark, replay_step, replay_weights
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows, old_logprobs
 from reinforce_ada.training.samples_log import SampleLog
@@ -158,10 +158,7 @@ class Trainer:
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
-        rows = self.rows(batch)
-        for i in replayed:
-            rows[i].replayed = True
-        stats = self.update(rows)
+        stats = self.update(mark(self.rows(batch), replayed))
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
         # (an in-place or fused optimizer step moves no version counter the engine could watch)
         self.sync_weights()
