@@ -182,6 +182,12 @@ def test_bad_replay_values_from_toml_or_arm_specs(tmp_path):
         parse_arm("uniform:replay=true,replay_clip=inf")
     cfg = apply_overrides(TrainConfig(), {"strategy": {"replay": "true", "replay_max_age": "none"}}, "test")
     assert cfg.strategy.replay and cfg.strategy.replay_max_age is None
+    from reinforce_ada.training.config import load_toml, to_toml
+
+    for age in (None, 7):  # a run's config.toml (what --resume reads) keeps the replay fields
+        cfg = apply_overrides(cfg, {"strategy": {"replay_max_age": age, "replay_clip": 3.5}}, "test")
+        (tmp_path / "c.toml").write_text(to_toml(cfg))
+        assert load_toml(tmp_path / "c.toml") == cfg
 
 
 def test_the_replay_arm_is_grpo_n4_with_replay_and_in_no_registered_list():
