@@ -217,10 +217,7 @@ class TrainConfig:
         return strategy_class(self.strategy.name).traits.streams
 
     def __post_init__(self) -> None:
-        from reinforce_ada.training.replay import check_config
-
         s = self.strategy
-        check_config(s)  # the replay fields of [strategy] (training.replay)
         t = self.generation.temperature
         if not (isinstance(t, int | float) and 0 < t < float("inf")):
             raise ConfigError(

@@ -52,26 +52,9 @@ import torch
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
 from reinforce_ada.sampling.ledger import StepBatch, completion_tokens
+from reinforce_ada.sampling.validate import check_replay as check_config
 from reinforce_ada.training.losses import importance_weights
 from reinforce_ada.types import Group, Sample
-
-
-def check_config(c: Any) -> None:
-    """The replay fields of a StrategyConfig; the message names the field, the value and what is valid."""
-    if not isinstance(c.replay, bool):
-        raise ConfigError(f"strategy.replay={c.replay!r} must be true or false")
-    age = c.replay_max_age
-    if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 1):
-        raise ConfigError(
-            f"strategy.replay_max_age={age!r} must be a whole number of steps >= 1 (a stored answer is at least one "
-            "step old when it is replayed), or none for no age limit"
-        )
-    clip = c.replay_clip
-    if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
-        raise ConfigError(
-            f"strategy.replay_clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
-            "pi_theta / pi_behaviour; 2 is the usual truncated-IS cap)"
-        )
 
 
 def refuse(c: Any, where: str, option: str = "replay") -> None:
