@@ -27,48 +27,20 @@ and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.b
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import hashlib
 import json
 import random
 import sys
-import time
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
+
+from reinforce_ada.bench.llm_run import RunSpec, run_guarded
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PREREG = ROOT / "benchmarks" / "preregistration_llm.toml"
 ARM_NAMES = ("grpo-n4", "seq-bal", "mopps", "grpo-matched")
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-    phase: str
-    arm: str
-    strategy: str
-    lr: float
-    seed: int
-    folder: str
-    model: str
-    template: str
-    train_path: str
-    eval_path: str
-    steps: int
-    batch_size: int
-    eval_every: int
-    eval: str
-    eval_samples: int
-    check_samples: int
-    max_new_tokens: int
-    lora_r: int
-    threads: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.phase}/{self.arm}/lr{self.lr:g}/seed{self.seed}"
 
 
 # -- the task ----------------------------------------------------------------------------------------------------
@@ -88,8 +60,8 @@ def level_schedule(levels: dict[int, float], n: int) -> list[int]:
 
 
 def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int) -> tuple[Path, Path]:
-    """smollm2_run's word problems: held-out first, then training questions (held-out questions left out of training
-    where the level has room), in `folder/<content hash>/`. Deterministic."""
+    """smollm2_run's word problems: held-out first, then training questions, distinct and kept apart from the
+    held-out ones while the level has room, in `folder/<content hash>/`. Deterministic."""
     from benchmarks.smollm2_run import OPS, SUFFIX
 
     bad = [lv for lv in levels if not 1 <= lv <= len(OPS)]
@@ -98,13 +70,15 @@ def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int)
     r, held = random.Random(1), set()
     rows: dict[str, list[dict]] = {"eval": [], "train": []}
     for split, n in (("eval", n_eval), ("train", n_train)):
+        seen = set(held)  # training avoids the held-out questions; each split avoids its own repeats
         for i, lv in enumerate(level_schedule(levels, n)):
-            for _ in range(50):
+            for _ in range(50):  # a level whose questions are used up repeats them (level 1 has 64)
                 q, a = OPS[lv - 1](r)
-                if split == "eval" or q not in held:
+                if q not in seen:
                     break
-            held.add(q) if split == "eval" else None
+            seen.add(q)
             rows[split].append({"id": f"{split}-{i:05d}", "prompt": q + SUFFIX, "answer": str(a), "level": lv})
+        held = seen
     texts = {split: "".join(json.dumps(x) + "\n" for x in rows[split]) for split in rows}
     digest = hashlib.sha256((texts["train"] + texts["eval"]).encode()).hexdigest()[:12]
     folder = folder / digest  # another task is another folder: no run can resume onto other data
@@ -120,135 +94,6 @@ def cached_model() -> str:
     from benchmarks.smollm2_run import cached_model as build
 
     return str(build())
-
-
-# -- one run -----------------------------------------------------------------------------------------------------
-def train_config(spec: RunSpec) -> Any:
-    from reinforce_ada.sampling.config import parse_arm
-    from reinforce_ada.training.config import TrainConfig, apply_overrides
-
-    cfg = apply_overrides(
-        TrainConfig(),
-        {
-            "model": {"path": spec.model, "lora_r": spec.lora_r, "threads": spec.threads},
-            "task": {
-                "name": "file",
-                "path": spec.train_path,
-                "eval_path": spec.eval_path,
-                "template": spec.template,
-                "verifier": "numeric",
-            },  # fmt: skip
-            "generation": {"max_new_tokens": spec.max_new_tokens, "batch_size": 128},
-            "optim": {"lr": spec.lr, "micro_batch_size": 32},
-            "run": {
-                "steps": spec.steps,
-                "batch_size": spec.batch_size,
-                "seed": spec.seed,
-                "eval_every": 0,
-                "eval_samples": spec.eval_samples if spec.eval == "sampled" else spec.check_samples,
-                "save_every": spec.eval_every,
-                "keep_checkpoints": 1,
-                "progress": False,
-                "run_dir": spec.folder,
-            },  # fmt: skip
-        },
-        f"llm_convergence run {spec.key}",
-    )
-    return dataclasses.replace(cfg, strategy=parse_arm(spec.strategy))
-
-
-def run_one(spec: RunSpec) -> dict[str, Any]:
-    """Train (or resume, or skip) one run; returns its record (also written to `<folder>/record.json`)."""
-    from reinforce_ada.bench.run import SERIES, eval_steps, load_average
-    from reinforce_ada.evaluation.exact import exact_pass_rates, summarize_exact
-    from reinforce_ada.training.run_dir import write_file
-    from reinforce_ada.training.tracking import read_metrics
-    from reinforce_ada.training.trainer import Trainer
-    from reinforce_ada.training.warm_start import machine
-
-    folder = Path(spec.folder)
-    done = folder / "record.json"
-    if done.exists():
-        rec = json.loads(done.read_text())
-        if rec.get("spec") == dataclasses.asdict(spec):
-            return {**rec, "skipped": True}
-        raise SystemExit(f"{folder} holds a finished run of another spec; remove the folder to run it again")
-    session: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
-    session["load_start"], t0 = load_average(), time.perf_counter()
-    tr = Trainer(train_config(spec), tensorboard=False)
-    try:
-        session["resumed_from"] = tr.step if tr.resume() else None
-        session.update(cpu=machine(), threads=spec.threads)
-        at = set(eval_steps(spec.steps, spec.eval_every))
-
-        def evaluate(m: dict[str, Any]) -> None:
-            t = time.perf_counter()
-            rates = exact_pass_rates(tr.model, tr.tokenizer, tr.eval_prompts, max_new_tokens=spec.max_new_tokens)
-            ex = summarize_exact(tr.eval_prompts, rates)
-            m["exact"] = ex
-            m["acc"] = ex["eval_accuracy"]
-            if spec.eval == "sampled" or tr.step == spec.steps:
-                sampled = {k: v for k, v in tr.evaluate().items() if k.startswith("eval_accuracy")}
-                m["sampled"] = sampled
-                m["acc"] = sampled["eval_accuracy"] if spec.eval == "sampled" else m["acc"]
-            if tr.step == 0:
-                m["start_rates"] = [round(float(x), 6) for x in rates]
-            m["eval_s"] = time.perf_counter() - t
-
-        if tr.step == 0:
-            m0: dict[str, Any] = {"step": 0}
-            evaluate(m0)
-            tr.tracker.log(m0)
-        while tr.step < spec.steps:
-            m = tr.train_step()
-            if tr.step in at:
-                evaluate(m)
-            tr.tracker.log(m)
-            if tr.step in at:
-                tr.save()
-    finally:
-        tr.close()
-    rows = {r["step"]: r for r in read_metrics(folder)}
-    steps = [rows[s] for s in range(1, spec.steps + 1)]
-    evals = [rows[s] for s in sorted(rows) if "acc" in rows[s]]
-    tokens = [0, *accumulate(r["tokens_generated"] for r in steps)]
-    samples = [0, *accumulate(r["samples_generated"] for r in steps)]
-    rec: dict[str, Any] = {"key": spec.key, "arm": spec.arm, "phase": spec.phase, "lr": spec.lr, "seed": spec.seed}
-    rec.update(steps=spec.steps, eval_step=[r["step"] for r in evals], accuracy=[r["acc"] for r in evals])
-    rec["eval_tokens"] = [tokens[s] for s in rec["eval_step"]]
-    rec["eval_samples"] = [samples[s] for s in rec["eval_step"]]
-    rec["per_level"] = {k[len("eval_accuracy_") :]: [r["exact"][k] for r in evals] for k in evals[0]["exact"]
-                        if k.startswith("eval_accuracy_L")}  # fmt: skip
-    rec["exact_accuracy"] = [r["exact"]["eval_accuracy"] for r in evals]
-    for k, src in SERIES.items():
-        rec[k] = [float(r[src]) if isinstance(r.get(src), int | float) else None for r in steps]
-    last = evals[-1]
-    rec["sampled_check"] = {"exact": last["exact"]["eval_accuracy"], "sampled": last["sampled"]["eval_accuracy"],
-                            "samples": tr.cfg.run.eval_samples, "prompts": len(tr.eval_prompts),
-                            "sampled_per_level": {k: v for k, v in last["sampled"].items() if "_L" in k}}  # fmt: skip
-    rec["start"] = {"exact": evals[0]["exact"], "rates": evals[0].get("start_rates")}
-    rec["eval_seconds"] = [round(r["eval_s"], 2) for r in evals]
-    session.update(load_end=load_average(), wall_s=round(time.perf_counter() - t0, 1))
-    old = json.loads((folder / "sessions.json").read_text()) if (folder / "sessions.json").exists() else []
-    rec["sessions"] = [*old, session]
-    rec["spec"] = dataclasses.asdict(spec)
-    write_file(done, json.dumps(rec) + "\n")
-    return rec
-
-
-def _run_guarded(spec: RunSpec) -> dict[str, Any]:
-    """run_one, remembering this session's machine and load in the folder when the run is cut short."""
-    try:
-        return run_one(spec)
-    except BaseException:
-        f = Path(spec.folder) / "sessions.json"
-        if Path(spec.folder).exists():
-            from reinforce_ada.bench.run import load_average
-
-            old = json.loads(f.read_text()) if f.exists() else []
-            now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            f.write_text(json.dumps([*old, {"date": now, "load_end": load_average(), "cut_short": True}]))
-        raise
 
 
 # -- the study ---------------------------------------------------------------------------------------------------
@@ -301,12 +146,12 @@ class Study:
 
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(self.args.workers, mp_context=ctx) as pool:
-                futures = [pool.submit(_run_guarded, s) for s in todo]
+                futures = [pool.submit(run_guarded, s) for s in todo]
                 for fut in as_completed(futures):
                     self._done(fut.result())
         else:
             for s in todo:
-                self._done(_run_guarded(s))
+                self._done(run_guarded(s))
 
     def _done(self, rec: dict[str, Any]) -> None:
         self.records[rec["key"]] = rec
@@ -401,6 +246,8 @@ class Study:
         tmp.write_text(json.dumps(res, indent=1, default=_nan_none) + "\n")
         tmp.replace(out.with_suffix(".json"))
         if res["analysis"]:
+            from reinforce_ada.bench.llm_plot import plot
+
             plot(res, out.with_suffix(".png"))
         if not self.args.no_summary and not self.args.smoke:
             from benchmarks.harness import update_summary
@@ -411,50 +258,6 @@ class Study:
 
 def _nan_none(x: Any) -> Any:
     return None if isinstance(x, float) else str(x)
-
-
-def plot(res: dict[str, Any], path: Path) -> None:
-    """Accuracy vs tokens (mean over seeds with a min-max band), vs steps and vs CPU seconds; tokens to target."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from reinforce_ada.bench.compute import _curve
-
-    main = [r for r in res["runs"] if r["phase"] == "main"]
-    arms = list(dict.fromkeys(r["arm"] for r in main))
-    fig, ax = plt.subplots(2, 2, figsize=(12, 8))
-    for i, arm in enumerate(arms):
-        runs = [r for r in main if r["arm"] == arm]
-        for a_, axis in ((ax[0, 0], "tokens"), (ax[0, 1], "steps"), (ax[1, 0], "cpu_s")):
-            curves = [_curve(r, axis) for r in runs]
-            grid = np.linspace(0, min(c[0][-1] for c in curves), 50)
-            ys = np.array([np.interp(grid, x, y) for x, y in curves])
-            a_.plot(grid, ys.mean(0), f"C{i}", label=f"{arm} ({len(runs)} seeds)")
-            a_.fill_between(grid, ys.min(0), ys.max(0), color=f"C{i}", alpha=0.2)
-    a = res["analysis"]
-    for lv in a["target_levels"]:
-        ax[0, 0].axhline(lv, color="0.85", lw=0.6, zorder=0)
-    width = 0.8 / max(1, len(arms))
-    fr = a["target_fractions"]
-    for i, arm in enumerate(arms):
-        med = [a["table"][arm]["tokens_to_target"][f"{f:g}"]["median"] for f in fr]
-        ax[1, 1].bar(np.arange(len(fr)) + i * width, [m if m is not None else 0 for m in med], width, color=f"C{i}")
-    ax[1, 1].set_xticks(np.arange(len(fr)) + 0.4 - width / 2, [f"{f:g}" for f in fr])
-    label = f"held-out accuracy ({res['instrument']['eval']}, {res['instrument']['eval_prompts']} prompts)"
-    ax[0, 0].set(xlabel="generated tokens", ylabel=label, title="accuracy vs tokens (band: min-max over seeds)")
-    ax[0, 1].set(xlabel="RL step", ylabel=label, title="accuracy vs steps")
-    ax[1, 0].set(xlabel="CPU seconds in training steps", ylabel=label, title="accuracy vs wall-clock")
-    ax[1, 1].set(xlabel="target (fraction of GRPO-n4's gain)", ylabel="median tokens to target (0 = missed)",
-                 title="tokens to target")  # fmt: skip
-    ax[0, 0].legend(fontsize=8)
-    title = "SmolLM2-135M: " + ("PARTIAL — " + res["partial"][:80] if res["partial"] else "registered study")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 # -- the command line --------------------------------------------------------------------------------------------

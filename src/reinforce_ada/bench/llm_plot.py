@@ -1,0 +1,51 @@
+"""The real-model study's figure (issue 24): accuracy against tokens, steps and CPU seconds, one line per arm with a
+min-max band over seeds, and each arm's median tokens to every registered target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def plot(res: dict[str, Any], path: Path) -> None:
+    """Accuracy vs tokens (mean over seeds with a min-max band), vs steps and vs CPU seconds; tokens to target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from reinforce_ada.bench.compute import _curve
+
+    main = [r for r in res["runs"] if r["phase"] == "main"]
+    arms = list(dict.fromkeys(r["arm"] for r in main))
+    fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+    for i, arm in enumerate(arms):
+        runs = [r for r in main if r["arm"] == arm]
+        for a_, axis in ((ax[0, 0], "tokens"), (ax[0, 1], "steps"), (ax[1, 0], "cpu_s")):
+            curves = [_curve(r, axis) for r in runs]
+            grid = np.linspace(0, min(c[0][-1] for c in curves), 50)
+            ys = np.array([np.interp(grid, x, y) for x, y in curves])
+            a_.plot(grid, ys.mean(0), f"C{i}", label=f"{arm} ({len(runs)} seeds)")
+            a_.fill_between(grid, ys.min(0), ys.max(0), color=f"C{i}", alpha=0.2)
+    a = res["analysis"]
+    for lv in a["target_levels"]:
+        ax[0, 0].axhline(lv, color="0.85", lw=0.6, zorder=0)
+    width = 0.8 / max(1, len(arms))
+    fr = a["target_fractions"]
+    for i, arm in enumerate(arms):
+        med = [a["table"][arm]["tokens_to_target"][f"{f:g}"]["median"] for f in fr]
+        ax[1, 1].bar(np.arange(len(fr)) + i * width, [m if m is not None else 0 for m in med], width, color=f"C{i}")
+    ax[1, 1].set_xticks(np.arange(len(fr)) + 0.4 - width / 2, [f"{f:g}" for f in fr])
+    label = f"held-out accuracy ({res['instrument']['eval']}, {res['instrument']['eval_prompts']} prompts)"
+    ax[0, 0].set(xlabel="generated tokens", ylabel=label, title="accuracy vs tokens (band: min-max over seeds)")
+    ax[0, 1].set(xlabel="RL step", ylabel=label, title="accuracy vs steps")
+    ax[1, 0].set(xlabel="CPU seconds in training steps", ylabel=label, title="accuracy vs wall-clock")
+    ax[1, 1].set(xlabel="target (fraction of GRPO-n4's gain)", ylabel="median tokens to target (0 = missed)",
+                 title="tokens to target")  # fmt: skip
+    ax[0, 0].legend(fontsize=8)
+    title = "SmolLM2-135M: " + ("PARTIAL — " + res["partial"][:80] if res["partial"] else "registered study")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
