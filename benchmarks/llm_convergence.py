@@ -72,9 +72,9 @@ def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int)
     for split, n in (("eval", n_eval), ("train", n_train)):
         seen = set(held)  # training avoids the held-out questions; each split avoids its own repeats
         for i, lv in enumerate(level_schedule(levels, n)):
-            for _ in range(50):  # a level whose questions are used up repeats them (level 1 has 64)
-                q, a = OPS[lv - 1](r)
-                if q not in seen:
+            for tries in range(250):  # distinct while the level has room (level 1 has 64 questions, level 4 100),
+                q, a = OPS[lv - 1](r)  # then repeats, but never of a held-out question while the level has others
+                if q not in seen or (tries >= 50 and q not in held):
                     break
             seen.add(q)
             rows[split].append({"id": f"{split}-{i:05d}", "prompt": q + SUFFIX, "answer": str(a), "level": lv})

@@ -191,6 +191,9 @@ def test_bad_input_is_named(tmp_path, model_dir):
     bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "greedy"'})
     with pytest.raises(SystemExit, match=r"eval = 'greedy'; use one of \('exact', 'sampled'\)"):
         lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "sampled"'})
+    with pytest.raises(SystemExit, match=r"matched_n = None: budget-matched GRPO's n must be registered"):
+        lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match="no config.json"):
         lc.main(argv(tmp_path, write_prereg(tmp_path), tmp_path / "nowhere"))
     with pytest.raises(SystemExit):

@@ -86,6 +86,13 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(f"pre-registration {p}: [instrument] {key} = {v} must be >= {low}")
     if inst["eval"] not in EVAL_MEASURES:
         raise ConfigError(f"pre-registration {p}: [instrument] eval = {inst['eval']!r}; use one of {EVAL_MEASURES}")
+    mn = inst.get("matched_n")
+    if (mn is not None or inst["eval"] == "sampled") and not (
+        isinstance(mn, int) and not isinstance(mn, bool) and mn > 0
+    ):
+        raise ConfigError(f"pre-registration {p}: [instrument] matched_n = {mn!r}: budget-matched GRPO's n must be "
+                          "registered as an integer >= 1 when eval = 'sampled' (without it, n comes from the start "
+                          "model's exact pass rates, which only the exact measure has)")  # fmt: skip
     for key in ("seeds", "other_seeds", "sweep_seeds"):
         s = inst[key]
         if not all(isinstance(x, int) and x >= 0 for x in s) or len(set(s)) != len(s):
