@@ -197,7 +197,10 @@ class Study:
         start = next((r for r in self.records.values() if r["start"].get("rates")), None)
         if start is None:  # nothing has run yet: GRPO-n4 of the first seed gives the start model's rates
             self.run([self.spec("main", "grpo-n4", ARMS["grpo-n4"], lr, self.inst["seeds"][0])])
-            start = next(r for r in self.records.values() if r["start"].get("rates"))
+            start = next((r for r in self.records.values() if r["start"].get("rates")), None)
+            if start is None:
+                raise SystemExit("budget-matched GRPO's n needs the start model's exact rates: no GRPO-n4 run has "
+                                 "finished yet (run without --report-only, or register matched_n)")  # fmt: skip
         n, expected = matched_n(parse_arm(ARMS["seq-bal"]), np.asarray(start["start"]["rates"]))
         self.matched = {"n": n, "expected_samples": expected, "source": f"start exact rates of {start['key']}"}
         return n
@@ -233,7 +236,7 @@ class Study:
             "date": datetime.date.today().isoformat(),
             "partial": (f"{len(missing)} registered runs not finished: {missing[:8]}" if missing
                         else None if missing is not None else "the plan is not known yet (lr sweep unfinished)"),
-            "preregistration_file": self.prov, "instrument": self.inst, "model": self.model,
+            "smoke": self.args.smoke, "preregistration_file": self.prov, "instrument": self.inst, "model": self.model,
             "lr_sweep": self.sweep, "grpo_matched": self.matched, "analysis": analysis, "headline": head,
             "runs": sorted(self.records.values(), key=lambda r: r["key"]),
         }  # fmt: skip

@@ -18,7 +18,8 @@ def plot(res: dict[str, Any], path: Path) -> None:
     from reinforce_ada.bench.compute import _curve
 
     main = [r for r in res["runs"] if r["phase"] == "main"]
-    arms = list(dict.fromkeys(r["arm"] for r in main))
+    ran = {r["arm"] for r in main}
+    arms = [a for a in res["instrument"]["arms"] if a in ran] + sorted(ran - set(res["instrument"]["arms"]))
     fig, ax = plt.subplots(2, 2, figsize=(12, 8))
     for i, arm in enumerate(arms):
         runs = [r for r in main if r["arm"] == arm]
@@ -44,7 +45,8 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax[1, 1].set(xlabel="target (fraction of GRPO-n4's gain)", ylabel="median tokens to target (0 = missed)",
                  title="tokens to target")  # fmt: skip
     ax[0, 0].legend(fontsize=8)
-    title = "SmolLM2-135M: " + ("PARTIAL — " + res["partial"][:80] if res["partial"] else "registered study")
+    kind = "SMOKE RUN (not a result)" if res.get("smoke") else "registered study"
+    title = f"{Path(res['model']).name}: {kind}" + (" — PARTIAL: " + res["partial"][:80] if res["partial"] else "")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -111,7 +111,9 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
             when eval = "sampled")."""
             t0, ends = time.perf_counter(), tr.step in (0, spec.steps)
             if spec.eval == "exact" or tr.step == spec.steps:
-                rates = exact_pass_rates(tr.model, tr.tokenizer, tr.eval_prompts, max_new_tokens=spec.max_new_tokens)
+                rates = exact_pass_rates(
+                    tr.model, tr.tokenizer, tr.eval_prompts, max_new_tokens=spec.max_new_tokens, batch_size=64
+                )  # one padded batch of 400 SmolLM2 prompts took 0.58 s a prompt, one of 40 0.17 s (loaded CPU)
                 m["exact"] = summarize_exact(tr.eval_prompts, rates)
                 if tr.step == 0:
                     m["start_rates"] = [round(float(x), 6) for x in rates]
