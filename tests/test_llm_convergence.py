@@ -27,7 +27,7 @@ steps = {steps}
 batch_size = 2
 eval_every = 1
 max_new_tokens = 4
-lora_r = 0
+lora_r = 4
 lrs = [1e-4, 2e-4, 4e-4]
 extend_sweep = 0
 sweep_seeds = [1000]
@@ -207,3 +207,11 @@ def test_the_repository_registration_loads():
     arm = llm_study.registered_arm(reg, "L1")
     assert arm in reg["instrument"]["arms"] and len(llm_study.seeds_for(reg, arm)) >= 5
     assert all(len(llm_study.seeds_for(reg, a)) >= 3 for a in reg["instrument"]["arms"])
+
+
+def test_help_and_smoke_defaults(capsys):
+    with pytest.raises(SystemExit) as e:
+        lc.parse(["--help"])
+    assert e.value.code == 0 and "--smoke" in capsys.readouterr().out
+    args = lc.parse(["--smoke"])
+    assert args.work.endswith("llm_smoke") and Path(args.out).parent == Path(args.work)  # scratch output only
