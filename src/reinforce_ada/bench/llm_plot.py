@@ -1,5 +1,5 @@
 """The real-model study's figure (issue 24): accuracy against tokens, steps and CPU seconds, one line per arm with a
-min-max band over seeds, and each arm's median tokens to every registered target."""
+min-max band over seeds, each arm's median tokens to every registered target, samples per step and no-signal share."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
-    """Accuracy vs tokens (mean over seeds with a min-max band), vs steps and vs CPU seconds; tokens to target."""
+    """Accuracy vs tokens (mean over seeds with a min-max band), vs steps and vs CPU seconds; tokens to target;
+    samples per step and no-signal share per arm."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,7 +21,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
     main = [r for r in res["runs"] if r["phase"] == "main"]
     ran = {r["arm"] for r in main}
     arms = [a for a in res["instrument"]["arms"] if a in ran] + sorted(ran - set(res["instrument"]["arms"]))
-    fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+    fig, ax = plt.subplots(2, 3, figsize=(17, 8))
     for i, arm in enumerate(arms):
         runs = [r for r in main if r["arm"] == arm]
         for a_, axis in ((ax[0, 0], "tokens"), (ax[0, 1], "steps"), (ax[1, 0], "cpu_s")):
@@ -38,6 +39,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
         med = [a["table"][arm]["tokens_to_target"][f"{f:g}"]["median"] for f in fr]
         ax[1, 1].bar(np.arange(len(fr)) + i * width, [m if m is not None else 0 for m in med], width, color=f"C{i}")
     ax[1, 1].set_xticks(np.arange(len(fr)) + 0.4 - width / 2, [f"{f:g}" for f in fr])
+    t = a["table"]
+    x = np.arange(len(arms))
+    for j, (key, name) in enumerate((("samples_per_step", "samples per step"), ("no_signal_share", "no-signal share"))):
+        ax[j, 2].bar(x, [t[arm][key] for arm in arms], color=[f"C{i}" for i in range(len(arms))])
+        ax[j, 2].set_xticks(x, arms, fontsize=8)
+        ax[j, 2].set(ylabel=name + " (mean over steps and seeds)", title=name)
     label = f"held-out accuracy ({res['instrument']['eval']}, {res['instrument']['eval_prompts']} prompts)"
     ax[0, 0].set(xlabel="generated tokens", ylabel=label, title="accuracy vs tokens (band: min-max over seeds)")
     ax[0, 1].set(xlabel="RL step", ylabel=label, title="accuracy vs steps")
