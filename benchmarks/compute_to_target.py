@@ -20,6 +20,14 @@ grid and sweep -- with this repository's bookkeeping:
 3) Output: benchmarks/results/compute_to_target.{json,png} when every registered pool is in the run, else
    compute_to_target_<pools>.{json,png} (a tranche, labelled partial); `summary.json` gets C0, C1, C2, C2g and C3 per
    pool run (other pools' entries are kept).
+4) A re-run with other seeds (issue 22, 5): a pre-registration with `rerun_of` (benchmarks/preregistration_rerun.toml)
+   runs its own seeds, one pool at a time, each arm at the lr the first run chose on that pool (no sweep), and writes
+   compute_to_target_<pool>_rerun.{json,png} with `agreement` (`bench.compute.agreement`: per arm and cost axis, do
+   the two runs' 90% intervals overlap, and does the re-run's factor fall in the first run's interval). It leaves
+   `summary.json` alone.
+
+    nice -n 10 python -m benchmarks.compute_to_target --workers 2 --prereg benchmarks/preregistration_rerun.toml \
+        --pools hard
 """
 
 from __future__ import annotations
@@ -100,6 +108,25 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
         "oracles": tuple(inst["oracles"]),
         "long_arms": tuple(inst["uniform"]),
     }
+
+
+def first_run(pool: str) -> tuple[Path, dict[str, Any]]:
+    """The first run's result JSON holding `pool` (the whole run's, else a tranche's): what a re-run is read against."""
+    files = [RESULTS / "compute_to_target.json", *sorted(RESULTS.glob("compute_to_target_*.json"))]
+    for f in files:
+        if f.exists() and not f.stem.endswith("_rerun"):
+            data = json.loads(f.read_text())
+            if pool in data.get("lrs_by_pool", {}) and pool in data.get("by_pool", {}):
+                return f, data
+    raise SystemExit(
+        f"no first run of pool {pool!r} under {RESULTS} (compute_to_target*.json): run it before its re-run"
+    )
+
+
+def rerun_fields(pool: str) -> dict[str, Any]:
+    """A re-run's CompareConfig fields: every arm at the lr the first run chose on `pool`, no sweep."""
+    _, data = first_run(pool)
+    return {"fixed_lrs": tuple(sorted(data["lrs_by_pool"][pool].items())), "sweep_each_pool": False, "extend_sweep": 0}
 
 
 def summary_entries(results: dict[str, Any], reg: dict[str, Any] | None) -> dict[str, Any]:
@@ -220,13 +247,24 @@ def main(argv: list[str]) -> int:
     if unknown:
         raise SystemExit(f"--pools {unknown} are not registered in {args.prereg} (registered: {registered})")
     pools = [p for p in registered if p in pools]
-    whole = pools == registered
+    rerun = bool(reg.get("rerun_of"))
+    if rerun and len(pools) > 1:  # each pool at its own first-run lrs: one compare per pool
+        rest = [a for i, a in enumerate(argv) if a != "--pools" and (i == 0 or argv[i - 1] != "--pools")]
+        rest = [a for a in rest if not a.startswith("--pools=")]
+        for pool in pools:
+            rc = main([*rest, "--pools", pool])
+            if rc != 0:
+                return rc
+        return 0
+    whole = pools == registered and not rerun
     out = RESULTS / ("compute_to_target" if whole else "compute_to_target_" + "_".join(pools))
+    if rerun:
+        out = out.with_name(out.name + "_rerun")
     from reinforce_ada.bench.compare import CompareConfig, run_compare
     from reinforce_ada.bench.report import format_table, write
 
     c = CompareConfig(
-        **config_fields(reg, pools),
+        **{**config_fields(reg, pools), **(rerun_fields(pools[0]) if rerun else {})},
         workers=args.workers,
         preregistration=str(Path(args.prereg).resolve()),
         compute_arm=next((cl["arm"] for cl in reg["claim"] if cl["figure"] == "C1"), "mopps"),
@@ -239,15 +277,29 @@ def main(argv: list[str]) -> int:
     results = run_compare(c)
     results["partial"] = partial(results, reg, pools, registered)
     results["preregistration_file"] = provenance(args.prereg)
+    if rerun and args.report_only:  # this checkout's analysis (the registered code may predate `agreement`)
+        from reinforce_ada.bench.compute import agreement
+
+        path, data = first_run(pools[0])
+        agree = agreement(data["by_pool"][pools[0]]["compute"], results["by_pool"][pools[0]]["compute"])
+        results["agreement"] = {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree}
+        n = agree["counts"]
+        print(f"agreement with {path.name}: {n['overlap']} of {n['cells']} (arm, axis) intervals overlap; "
+              f"{n['inside']} re-run factors fall in the first run's interval")  # fmt: skip
     command = "python -m benchmarks.compute_to_target " + " ".join(argv)
     js, png = write(results, out, command, series=False)
     print(format_table(results))
     print(f"wrote {js} and {png}")
-    if not args.no_summary:
+    if not args.no_summary and not rerun:
         merge_summary(RESULTS / "summary.json", summary_entries(results, reg), command)
         print(f"updated {RESULTS / 'summary.json'}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from reinforce_ada.errors import ConfigError
+
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except ConfigError as e:
+        sys.exit(f"error: {e}")

@@ -191,3 +191,32 @@ def test_the_factor_panel_draws_every_arm_with_a_factor():
     _factor_panel(ax, comp, "p")
     assert [t.get_text() for t in ax.get_yticklabels()] == ["grpo-n4", "arm", "oracle-both"]
     plt.close(fig)
+
+
+def test_agreement_counts_overlapping_intervals_and_reports_what_differs():
+    from reinforce_ada.bench.compute import agreement
+
+    def pool(table, best="grpo-n4"):
+        return {"axes": {"tokens": {"best_uniform": best}}, "table": table}
+
+    first = pool(
+        {
+            "a": {"tokens": {"value": 1.0, "t_lo": 0.9, "t_hi": 1.1}},
+            "b": {"tokens": {"value": 2.0, "t_lo": 1.8, "t_hi": 2.2}},
+            "gone": {"tokens": {"value": 1.0, "t_lo": 0.9, "t_hi": 1.1}},
+        }
+    )
+    second = pool(
+        {
+            "a": {"tokens": {"value": 1.05, "t_lo": 0.95, "t_hi": 1.15}},  # inside and overlapping
+            "b": {"tokens": {"value": 1.5, "t_lo": 1.4, "t_hi": 1.6}},  # disjoint
+            "new": {"tokens": {"value": 1.0, "t_lo": None, "t_hi": None}},
+        },
+        best="grpo-n8",
+    )
+    out = agreement(first, second, axes=("tokens",))
+    assert out["counts"] == {"cells": 2, "overlap": 1, "inside": 1}
+    assert out["arms"]["a"]["tokens"]["inside"] and not out["arms"]["b"]["tokens"]["overlap"]
+    assert out["arms"]["b"]["tokens"]["first"] == [2.0, 1.8, 2.2] and out["arms"]["b"]["tokens"]["rerun"][0] == 1.5
+    assert out["missing_arms"] == ["gone", "new"]
+    assert out["best_uniform"] == {"tokens": ["grpo-n4", "grpo-n8"]}

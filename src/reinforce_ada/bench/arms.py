@@ -41,6 +41,9 @@ ARMS: dict[str, str] = {
     # trl-cgrpo 0.2.0's conformal stopping (docs/allocators.md): calibration rollouts on 200 pool prompts every 50
     # steps, charged to the budget; score first_success (the package's aps needs answer strings)
     "conformal": "conformal",
+    # AR3PO's response reuse (training.replay, docs/replay.md): GRPO-n4 + a stored earlier correct answer in place of
+    # one wrong sample of an all-wrong group, truncated-IS corrected; a baseline, in no registered list
+    "replay": "uniform:n=4,replay=true",
     # issue 22's ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
     # step and not charged to the budget. Selection: GRPO-n4 on the MoPPS top-k nearest 0.5 (max P(signal) at fixed n)
     # of 16 x batch candidates; allocation: the expected number of prompts with signal, maximised exactly under

@@ -231,3 +231,41 @@ def best_after_the_fact(pool_summary: dict[str, Any], exclude: Sequence[str]) ->
         return {"arm": None}
     best = max(cands, key=cands.__getitem__)
     return {"arm": best, "tokens": cands[best], "label": "picked after seeing the data (not pre-registered)"}
+
+
+AGREEMENT_AXES = ("steps", "tokens", "cpu_s", "gpu_s")
+
+
+def agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequence[str] = AGREEMENT_AXES) -> dict[str, Any]:
+    """Does a re-run with other seeds agree with the first run (issue 22, 5)? Both are one pool's `summarize` output.
+
+    Per arm and axis: both factors with their 90% t-intervals, `overlap` (the intervals share a point) and `inside`
+    (the re-run's factor lies in the first run's interval). The re-run is read against its own best uniform arm on
+    each axis, so a change of best uniform arm is reported (`best_uniform`) rather than hidden. The summary counts
+    cells where both runs have an interval; an arm missing from either run is listed, not counted."""
+    rows: dict[str, Any] = {}
+    counts = {"cells": 0, "overlap": 0, "inside": 0}
+    missing = sorted(set(first["table"]) ^ set(second["table"]))
+    for arm in sorted(set(first["table"]) & set(second["table"])):
+        row = {}
+        for axis in axes:
+            a, b = first["table"][arm].get(axis), second["table"][arm].get(axis)
+            if not a or not b or None in (a.get("t_lo"), a.get("t_hi"), b.get("t_lo"), b.get("t_hi"), b.get("value")):
+                continue
+            overlap = a["t_lo"] <= b["t_hi"] and b["t_lo"] <= a["t_hi"]
+            inside = a["t_lo"] <= b["value"] <= a["t_hi"]
+            row[axis] = {
+                "first": [a["value"], a["t_lo"], a["t_hi"]],
+                "rerun": [b["value"], b["t_lo"], b["t_hi"]],
+                "overlap": bool(overlap),
+                "inside": bool(inside),
+            }
+            counts["cells"] += 1
+            counts["overlap"] += int(overlap)
+            counts["inside"] += int(inside)
+        rows[arm] = row
+    best = {
+        axis: [first["axes"].get(axis, {}).get("best_uniform"), second["axes"].get(axis, {}).get("best_uniform")]
+        for axis in axes
+    }
+    return {"arms": rows, "counts": counts, "best_uniform": best, "missing_arms": missing}

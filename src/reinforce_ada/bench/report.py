@@ -160,7 +160,9 @@ def compact_runs(results: dict[str, Any]) -> dict[str, Any]:
 
     def one(r: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in r.items() if k not in SERIES}
-        out["means"] = {k: float(np.nanmean(r[k])) if len(r[k]) else None for k in SERIES if k in r}
+        finite = {k: np.asarray(r[k], dtype=float) for k in SERIES if k in r}
+        finite = {k: v[np.isfinite(v)] for k, v in finite.items()}  # a series the run's trainer did not log: None
+        out["means"] = {k: float(v.mean()) if len(v) else None for k, v in finite.items()}
         for axis in ("cpu_s", "gpu_s"):
             try:
                 out[f"eval_{axis}"] = axis_x(r, axis)

@@ -178,5 +178,6 @@ SERIES = {
     "time_step_s": "time_step_s",
     "time_generate_s": "time_generate_s",
     "time_train_s": "time_train_s",
+    "replay_share": "replay_share",
 }
 """Per-step series kept from the trainer's metrics (name in the result: metric name)."""

@@ -62,6 +62,7 @@ from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.training.replay import refuse as refuse_replay
 from reinforce_ada.types import Group, Prompt
 
 TESTED_TRL = ">=1.16,<1.17"
@@ -139,6 +140,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         if not isinstance(config, AdaGRPOConfig):
             raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
         refuse_oracle(config.estimator, "AdaGRPOTrainer")
+        refuse_replay(config, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
         check_trl()
         super().__init__(*args, **kwargs)
         for name in USED_ATTRIBUTES:

@@ -39,6 +39,7 @@ from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish
 from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.training.replay import refuse as refuse_replay
 from reinforce_ada.types import Prompt, Request, Sample
 
 ROLLOUT_N = "__rollout_n__"
@@ -111,6 +112,7 @@ class StepDriver:
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ):
         refuse_oracle(cfg.estimator, "the verl plugin", option="ada.estimator")
+        refuse_replay(cfg, "the verl plugin", option="ada.replay")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid

@@ -197,6 +197,19 @@ class StrategyConfig:
         "conformal: prompts per calibration, drawn from the prompt source, sampled max(budget_grid) times each and "
         "not trained on (trl-cgrpo: its whole held-out calibration set; its README example holds 200)",
     )
+    replay: bool = _f(
+        False,
+        "replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's "
+        "most recent earlier correct completion in place of one wrong sample, off-policy corrected "
+        "(training.replay, docs/replay.md)",
+        plan=False,
+    )
+    replay_max_age: int | None = _f(
+        None, "replay: use a stored answer only if generated at most this many steps ago (None: no limit)", plan=False
+    )
+    replay_clip: float = _f(
+        2.0, "replay: truncate the replayed tokens' importance ratio pi_theta / pi_behaviour at this (>= 1)", plan=False
+    )
 
     def __post_init__(self) -> None:
         validate(self)

@@ -113,6 +113,7 @@ def validate(c: StrategyConfig) -> None:
     _at_least("variance_tol", c.variance_tol, 0.0)
     _validate_allocators(c)
     _validate_conformal(c)
+    check_replay(c)
     from reinforce_ada.sampling.strategies import strategy_class
 
     strategy_class(c.name).validate(c)
@@ -190,3 +191,22 @@ def _validate_conformal(c: StrategyConfig) -> None:
         raise ConfigError(f"split_delta={c.split_delta!r} is not valid; it must be true or false")
     _at_least("recalibrate_every", c.recalibrate_every, 0)
     _at_least("calibration_prompts", c.calibration_prompts, 0)
+
+
+def check_replay(c: StrategyConfig) -> None:
+    """The replay fields (`training.replay`, our trainer only): the message names the field, the value and what
+    is valid."""
+    if not isinstance(c.replay, bool):
+        raise ConfigError(f"strategy.replay={c.replay!r} must be true or false")
+    age = c.replay_max_age
+    if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 1):
+        raise ConfigError(
+            f"strategy.replay_max_age={age!r} must be a whole number of steps >= 1 (a stored answer is at least one "
+            "step old when it is replayed), or none for no age limit"
+        )
+    clip = c.replay_clip
+    if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
+        raise ConfigError(
+            f"strategy.replay_clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
+            "pi_theta / pi_behaviour; 2 is the usual truncated-IS cap)"
+        )

@@ -1,13 +1,15 @@
 """Prompts that fit the model: the longest prompt a run may send, and the rule that leaves longer ones out.
 
 A prompt is never cut (cutting changes the question); one whose tokens plus `generation.max_new_tokens` exceed the
-model's context is left out of the pool at start, with a warning and a count in the step-0 metrics.
+model's context is left out of the pool at start, with a warning and a count in the step-0 metrics (`fit_splits`,
+which the trainer calls once the model and task are loaded).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
 
 MAX_PROMPT_TOKENS = 32_768
@@ -33,3 +35,29 @@ def fit_context(prompts: list[Prompt], tokenizer: Any, limit: int) -> tuple[list
         else:
             kept.append(p)
     return kept, dropped
+
+
+def fit_splits(
+    train: list[Prompt], eval_: list[Prompt], tokenizer: Any, model: Any, max_new_tokens: int
+) -> tuple[list[Prompt], list[Prompt], dict[str, int]]:
+    """The train and eval prompts that fit the model's context with `max_new_tokens`, and the step-0 metrics
+    `prompts_too_long_train` / `prompts_too_long_eval`. Prints a warning naming the first left-out prompt of each
+    split; a run none of whose training prompts fit is a ConfigError."""
+    limit = context_limit(model, max_new_tokens)
+    fitted, too_long = {}, {}
+    for split, prompts in (("train", train), ("eval", eval_)):
+        kept, dropped = fit_context(prompts, tokenizer, limit)
+        if dropped:
+            print(
+                f"warning: {len(dropped)} of {len(kept) + len(dropped)} {split} prompts are longer than the model "
+                f"can take with generation.max_new_tokens={max_new_tokens} ({limit} prompt "
+                f"tokens); they are left out (first: {dropped[0]!r})"
+            )
+        if split == "train" and not kept:
+            raise ConfigError(
+                f"every training prompt is longer than {limit} tokens (the model's context minus "
+                "generation.max_new_tokens); shorten the prompts or lower generation.max_new_tokens"
+            )
+        fitted[split] = kept
+        too_long[f"prompts_too_long_{split}"] = len(dropped)
+    return fitted["train"], fitted["eval"], too_long

@@ -1,14 +1,11 @@
-"""The learner's rows: one sampled completion with its prompt tokens, advantage and weight."""
+"""The learner's rows: one sampled completion with its prompt tokens, advantage and weight (the passes over them
+are `training.learner`'s)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
-import torch
-
-from reinforce_ada.models.forward import sequence_logprobs
 from reinforce_ada.sampling.ledger import StepBatch
 
 
@@ -22,6 +19,8 @@ class Row:
     weight: float
     old_logp: list[float] | None = None
     """The learner's log-probs before the update (`old_logprobs="recompute"`); None: the sampler's are the old ones."""
+    replayed: bool = False
+    """A stored earlier answer (`training.replay`): `sampler_logp` holds its behaviour log-probs."""
 
 
 def batch_rows(batch: StepBatch, tokenizer: Any, prompt_ids: dict[str, list[int]]) -> list[Row]:
@@ -33,24 +32,3 @@ def batch_rows(batch: StepBatch, tokenizer: Any, prompt_ids: dict[str, list[int]
         for s, a in zip(g.samples, adv_R, strict=True):
             rows.append(Row(prompt_ids[g.prompt.id], s.token_ids, s.logprobs, float(a), float(w)))
     return rows
-
-
-@torch.no_grad()
-def old_logprobs(
-    model: Any, rows: list[Row], drift: Any, micro_batch_size: int, pad_id: int, temperature: float, autocast: Callable
-) -> None:
-    """Fill each row's `old_logp` with the learner's log-probs before the update, and feed them to `drift` (the
-    sampler/learner mismatch metrics)."""
-    for lo in range(0, len(rows), micro_batch_size):
-        micro = rows[lo : lo + micro_batch_size]
-        with autocast():
-            logp, mask, _ = sequence_logprobs(
-                model,
-                [r.prompt_ids for r in micro],
-                [r.completion_ids for r in micro],
-                pad_id,
-                temperature=temperature,
-            )
-        drift.add(logp, micro, mask)
-        for b, r in enumerate(micro):
-            r.old_logp = logp[b, : len(r.completion_ids)].float().tolist()

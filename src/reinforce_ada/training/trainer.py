@@ -9,21 +9,24 @@
 2) Each kept sample becomes a training row: prompt ids, completion ids, the sampler's log-probs, its advantage and
    its prompt's weight. The PPO "old" policy is the sampler's log-probs (`optim.old_logprobs="sampler"`, exact when
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
-   forward before the update (`"recompute"`, the default with bf16 or vLLM), with an importance weight sampler ->
-   learner on each token (`optim.is_correction`). The mismatch is reported every step (`mismatch_logp_abs_mean`,
-   `mismatch_logp_abs_max`, `is_affected_token_share`).
+   forward before the update (`"recompute"`, the default with bf16 or vLLM; `learner.old_logprobs`), with an
+   importance weight sampler -> learner on each token (`optim.is_correction`). The mismatch is reported every step
+   (`mismatch_logp_abs_mean`, `mismatch_logp_abs_max`, `is_affected_token_share`). With `strategy.replay`, an
+   all-wrong group first gets the prompt's stored earlier correct answer in place of one wrong sample, its tokens
+   weighted by the truncated ratio to their behaviour log-probs (`training.replay`).
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
-   batch's tokens, or sequences for the seq-mean aggregations).
+   batch's tokens, or sequences for the seq-mean aggregations): `learner.accumulate`.
 4) AdamW with linear warm-up (a function of the step: nothing to checkpoint; `TrainConfig.warmup_steps`, at most
    a fifth of the run), grad clip, fp32 master weights (optional bf16 autocast). A non-finite loss or gradient
    skips the update and is reported (`skipped_update`); a step that leaves non-finite weights or moves them too far
    is rolled back (`rolled_back_update`, `training.guard`), and `optim.max_rollbacks` of them in a row stop the run.
 The run folder's rules (another run's config refused, steps only after `resume()`, no symlinks, one trainer at a time)
-are `training.run_dir`'s, checked before the model is loaded; a verifier failing on more than
-`run.max_verifier_error_share` of a step's samples stops the run after a checkpoint.
-Everything random is seeded and checkpointed, so a killed run resumed from its last checkpoint repeats the
-uninterrupted run's later steps exactly (CPU).
+are `training.run_dir`'s, checked before the model is loaded; prompts too long for the model's context are left out
+at start (`training.context`); a verifier failing on more than `run.max_verifier_error_share` of a step's samples
+stops the run after a checkpoint.
+Everything random is seeded and checkpointed (`state_dict`), so a killed run resumed from its last good checkpoint
+(`resume()`, `training.resume`) repeats the uninterrupted run's later steps exactly (CPU).
 """
 
 from __future__ import annotations
@@ -41,27 +44,25 @@ import torch
 from reinforce_ada import tasks
 from reinforce_ada.engines import RolloutEngine, build_engine
 from reinforce_ada.engines.config import engine_spec
-from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import evaluate
-from reinforce_ada.models.forward import right_pad, sequence_logprobs
 from reinforce_ada.models.load import load_policy
 from reinforce_ada.sampling.ledger import StepBatch
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
-from reinforce_ada.training import checkpoint
+from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_toml
-from reinforce_ada.training.context import context_limit, fit_context
+from reinforce_ada.training.context import fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
-from reinforce_ada.training.losses import aggregation_units, importance_weights, policy_loss
 from reinforce_ada.training.oracle import oracle_for
+from reinforce_ada.training.replay import ReplayBuffer, mark, replay_step
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
-from reinforce_ada.training.rows import Row, batch_rows, old_logprobs
+from reinforce_ada.training.rows import Row, batch_rows
 from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
@@ -86,28 +87,15 @@ class Trainer:
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         disable_dropout(self.model)  # the engines sample without dropout: the learner must compute the same policy
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
-        self.too_long = {}
-        limit = context_limit(self.model, cfg.generation.max_new_tokens)
-        for split in ("train", "eval"):
-            kept, dropped = fit_context(getattr(self, f"{split}_prompts"), self.tokenizer, limit)
-            if dropped:
-                print(
-                    f"warning: {len(dropped)} of {len(kept) + len(dropped)} {split} prompts are longer than the model "
-                    f"can take with generation.max_new_tokens={cfg.generation.max_new_tokens} ({limit} prompt "
-                    f"tokens); they are left out (first: {dropped[0]!r})"
-                )
-            if split == "train" and not kept:
-                raise ConfigError(
-                    f"every training prompt is longer than {limit} tokens (the model's context minus "
-                    "generation.max_new_tokens); shorten the prompts or lower generation.max_new_tokens"
-                )
-            setattr(self, f"{split}_prompts", kept)
-            self.too_long[f"prompts_too_long_{split}"] = len(dropped)
+        self.train_prompts, self.eval_prompts, self.too_long = fit_splits(  # too long for the context: left out
+            self.train_prompts, self.eval_prompts, self.tokenizer, self.model, cfg.generation.max_new_tokens
+        )
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         if self.oracle is not None:
             self.strategy.memory.attach_oracle(self.oracle)
+        self.replay = ReplayBuffer.for_config(cfg.strategy)  # None unless strategy.replay (training.replay)
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
@@ -150,10 +138,11 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
+        replayed = replay_step(self.replay, batch, self.strategy, self.step) if self.replay is not None else []
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         t1 = time.perf_counter()
-        stats = self.update(self.rows(batch))
+        stats = self.update(mark(self.rows(batch), replayed))
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
         # (an in-place or fused optimizer step moves no version counter the engine could watch)
         self.sync_weights()
@@ -184,7 +173,9 @@ class Trainer:
             return {**out, "loss": 0.0, "entropy": float("nan"), "grad_norm": 0.0, "clip_frac": 0.0}
         drift = Drift(self.cfg.is_correction, o.is_cap)
         if self.cfg.old_logprobs == "recompute":
-            self.recompute_old(rows, drift)
+            self.recompute_old([r for r in rows if not r.replayed], drift)
+        if replayed := [r for r in rows if r.replayed]:  # their PPO old policy: the learner's now (training.replay)
+            self.recompute_old(replayed, Drift())
         for epoch in range(o.epochs):
             order = self.rng.permutation(len(rows)) if o.epochs * o.minibatches > 1 else np.arange(len(rows))
             for k, mb_idx in enumerate(np.array_split(order, o.minibatches)):
@@ -223,59 +214,20 @@ class Trainer:
     def recompute_old(self, rows: list[Row], drift: Drift) -> None:
         """The learner's log-probs of every row before the update (one no-grad forward, as verl): the PPO old policy."""
         o, temp = self.cfg.optim, self.cfg.generation.temperature
-        old_logprobs(self.model, rows, drift, o.micro_batch_size, self.engine.pad_id, temp, self._autocast)
+        learner.old_logprobs(self.model, rows, drift, o.micro_batch_size, self.engine.pad_id, temp, self._autocast)
 
     def accumulate(self, mb: list[Row], drift: Drift | None = None) -> tuple[float, float, float, bool]:
-        """Backward over micro-batches; returns (loss, entropy, clip fraction, all finite)."""
-        o, temp = self.cfg.optim, self.cfg.generation.temperature
-        denom = aggregation_units(o.agg, [len(r.completion_ids) for r in mb])
-        total_loss = total_ent = total_clip = 0.0
-        device = next(self.model.parameters()).device
-        for lo in range(0, len(mb), o.micro_batch_size):
-            micro = mb[lo : lo + o.micro_batch_size]
-            units = aggregation_units(o.agg, [len(r.completion_ids) for r in micro])
-            if units == 0:  # only empty completions: nothing the aggregation counts, and no gradient
-                continue
-            share = units / denom
-            prompts, comps = [r.prompt_ids for r in micro], [r.completion_ids for r in micro]
-            with self._autocast():
-                logp, mask, ent = sequence_logprobs(
-                    self.model, prompts, comps, self.engine.pad_id, temperature=temp, with_entropy=True
-                )
-                ref_logp = None
-                if self.ref is not None:
-                    with torch.no_grad():
-                        ref_logp = sequence_logprobs(self.ref, prompts, comps, self.engine.pad_id, temperature=temp)[0]
-            if drift is not None:
-                drift.add(logp.detach(), micro, mask)
-            sampler, _ = right_pad([r.sampler_logp for r in micro], device=device)
-            old = right_pad([r.old_logp for r in micro], device=device)[0] if micro[0].old_logp is not None else sampler
-            is_weight = None
-            if self.cfg.is_correction != "none":
-                is_weight, _ = importance_weights(old, sampler, mask, mode=self.cfg.is_correction, cap=o.is_cap)
-            res = policy_loss(
-                logp,
-                old,
-                torch.tensor([r.adv for r in micro], device=device),
-                mask,
-                weight_B=torch.tensor([r.weight for r in micro], device=device),
-                clip_low=o.clip_low,
-                clip_high=o.clip_high,
-                dual_clip=o.dual_clip,
-                agg=o.agg,
-                entropy_BT=ent,
-                entropy_coef=o.entropy_coef,
-                ref_logp_BT=ref_logp,
-                kl_coef=o.kl_coef,
-                is_weight_BT=is_weight,
-            )
-            if not torch.isfinite(res.loss):
-                return float("nan"), float("nan"), float("nan"), False
-            (res.loss * share).backward()
-            total_loss += float(res.loss.detach()) * share
-            total_ent += res.entropy * share
-            total_clip += res.clip_frac * share
-        return total_loss, total_ent, total_clip, True
+        """Backward over micro-batches (`learner.accumulate`); returns (loss, entropy, clip fraction, all finite)."""
+        return learner.accumulate(
+            self.model,
+            self.ref,
+            mb,
+            self.cfg,
+            self.engine.pad_id,
+            self._autocast,
+            replay=self.replay is not None,
+            drift=drift,
+        )
 
     # -- evaluation, checkpoints, the loop -----------------------------------------------------------------------
     def evaluate(self) -> dict[str, Any]:
@@ -296,6 +248,7 @@ class Trainer:
             "engine": self.engine.state_dict(),
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
+            **({"replay": self.replay.state_dict()} if self.replay is not None else {}),
         }
 
     def save(self) -> Path:
@@ -306,51 +259,11 @@ class Trainer:
     def resume(self) -> bool:
         """Load the newest good checkpoint of the run folder; returns whether one was loaded.
 
-        A checkpoint that fails its checksums, cannot be read, does not fit the model, holds non-finite weights or a
-        state that does not match its own step is skipped with a warning and the one before it is tried; when none
-        is good, a CheckpointError names why each failed. Metrics of steps after the loaded checkpoint are dropped
-        (resuming repeats them)."""
+        A bad checkpoint (checksums, unreadable, not this model, non-finite weights, a state not of its own step) is
+        skipped with a warning for the one before it; none good is a CheckpointError naming why each failed. Metrics
+        of steps after the loaded checkpoint are dropped (resuming repeats them). The loading is `training.resume`'s."""
         self._may_train = True
-        found = checkpoint.complete(self.run_dir)
-        if not found:
-            self.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
-            return False
-        errors = []
-        for ckpt in found:
-            try:
-                self._load(ckpt)
-            except checkpoint.CheckpointError as e:
-                errors.append(str(e))
-                print(f"warning: skipping checkpoint {ckpt.name}: {e}")
-                continue
-            self.tracker.truncate_after(self.step)
-            return True
-        raise checkpoint.CheckpointError("no usable checkpoint in " + str(self.run_dir) + ":\n  " + "\n  ".join(errors))
-
-    def _load(self, ckpt: Path) -> None:
-        state = checkpoint.load_state(ckpt)
-        snapshot = [p.detach().clone() for p in self.model.parameters()]
-        try:
-            checkpoint.load_model_weights(self.model, ckpt / "model")
-            if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
-                raise checkpoint.CheckpointError(f"{ckpt}: the model weights hold NaN or inf")
-            self.opt.load_state_dict(state["optimizer"])
-            self.strategy.load_state_dict(state["strategy"])
-            self.order.load_state_dict(state["order"])
-            self.sync_weights()  # vLLM would otherwise sample from the base weights until step 1 ends
-            self.engine.load_state_dict(state["engine"])
-            self.rng.bit_generator.state = state["rng"]
-            torch.set_rng_state(state["torch_rng"])
-        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
-            with torch.no_grad():
-                for p, old in zip(self.model.parameters(), snapshot, strict=True):
-                    p.copy_(old)
-            if isinstance(e, checkpoint.CheckpointError):
-                raise
-            raise checkpoint.CheckpointError(
-                f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})"
-            ) from None
-        self.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
+        return resume.resume(self)  # training.resume
 
     def fit(self) -> dict[str, Any]:
         """Train to `run.steps`, logging and checkpointing; the run folder's lock is released when it returns.

@@ -1,0 +1,67 @@
+"""Resuming a trainer: the newest good checkpoint of its run folder, loaded all or nothing.
+
+1) `resume` tries the run folder's complete checkpoints newest first (`checkpoint.complete`). One that fails its
+   checksums, cannot be read, does not fit the model, holds non-finite weights or a state that does not match its
+   own step is skipped with a warning and the one before it is tried; when none is good, a CheckpointError names
+   why each failed. Metrics of steps after the loaded checkpoint are dropped (resuming repeats them); a run killed
+   before its first checkpoint starts over, its metric lines too.
+2) `load` puts one checkpoint into the trainer: model weights, optimizer, strategy (+ memory), prompt order, engine,
+   both RNGs and the replay buffer (`Trainer.state_dict` is what it reads back). Any failure restores the weights
+   it started from and raises CheckpointError, so the next older checkpoint is tried on the model as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reinforce_ada.training import checkpoint
+
+
+def resume(trainer: Any) -> bool:
+    """Load the newest good checkpoint of `trainer.run_dir` into `trainer`; returns whether one was loaded."""
+    found = checkpoint.complete(trainer.run_dir)
+    if not found:
+        trainer.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
+        return False
+    errors = []
+    for ckpt in found:
+        try:
+            load(trainer, ckpt)
+        except checkpoint.CheckpointError as e:
+            errors.append(str(e))
+            print(f"warning: skipping checkpoint {ckpt.name}: {e}")
+            continue
+        trainer.tracker.truncate_after(trainer.step)
+        return True
+    raise checkpoint.CheckpointError("no usable checkpoint in " + str(trainer.run_dir) + ":\n  " + "\n  ".join(errors))
+
+
+def load(trainer: Any, ckpt: Path) -> None:
+    """One checkpoint into `trainer`, or a CheckpointError with the model's weights as they were (module doc, 2)."""
+    state = checkpoint.load_state(ckpt)
+    model = trainer.model
+    snapshot = [p.detach().clone() for p in model.parameters()]
+    try:
+        checkpoint.load_model_weights(model, ckpt / "model")
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            raise checkpoint.CheckpointError(f"{ckpt}: the model weights hold NaN or inf")
+        trainer.opt.load_state_dict(state["optimizer"])
+        trainer.strategy.load_state_dict(state["strategy"])
+        trainer.order.load_state_dict(state["order"])
+        trainer.sync_weights()  # vLLM would otherwise sample from the base weights until step 1 ends
+        trainer.engine.load_state_dict(state["engine"])
+        trainer.rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(state["torch_rng"])
+        if trainer.replay is not None:
+            trainer.replay.load_state_dict(state["replay"])
+    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError, IndexError) as e:
+        with torch.no_grad():
+            for p, old in zip(model.parameters(), snapshot, strict=True):
+                p.copy_(old)
+        if isinstance(e, checkpoint.CheckpointError):
+            raise
+        raise checkpoint.CheckpointError(f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})") from None
+    trainer.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
