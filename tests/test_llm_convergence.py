@@ -1,0 +1,217 @@
+"""benchmarks/llm_convergence.py (issue 24's real-model study) on a tiny random Llama, and bench.llm_study's analysis.
+
+End to end: 2 arms x 2 seeds x 2 steps through the trainer, resumed after a cut and skipped once finished (counted by
+train_step calls and run-folder contents); the analysis on synthetic curves of known speed; bad input named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import llm_convergence as lc
+from reinforce_ada.bench import llm_study
+from reinforce_ada.errors import ConfigError
+
+PREREG = """version = 1
+[instrument]
+model = "tiny random Llama"
+levels = {{ 1 = 1.0, 3 = 1.0 }}
+train_prompts = 40
+eval_prompts = 12
+eval = "exact"
+eval_samples = 2
+check_samples = 2
+steps = {steps}
+batch_size = 2
+eval_every = 1
+max_new_tokens = 4
+lora_r = 4
+lrs = [1e-4, 2e-4, 4e-4]
+extend_sweep = 0
+sweep_seeds = [1000]
+seeds = [0, 1]
+other_seeds = [0, 1]
+arms = ["grpo-n4", "seq-bal"]
+targets = [0.3, 0.6]
+[[claim]]
+figure = "L1"
+arm = "seq-bal"
+[[claim]]
+figure = "L2"
+arm = "seq-bal"
+"""
+
+
+def write_prereg(tmp_path: Path, steps: int = 2, **replace: str) -> Path:
+    text = PREREG.format(steps=steps)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    p = tmp_path / "prereg.toml"
+    p.write_text(text)
+    return p
+
+
+def argv(tmp_path: Path, prereg: Path, model_dir: Path, *extra: str) -> list[str]:
+    return ["--prereg", str(prereg), "--model", str(model_dir), "--template", "plain", "--work",
+            str(tmp_path / "work"), "--out", str(tmp_path / "out" / "llm"), "--no-summary", *extra]  # fmt: skip
+
+
+@pytest.fixture
+def count_steps(monkeypatch):
+    """Counts Trainer.train_step calls; `cut_at` makes the n-th call raise KeyboardInterrupt (a run stopped mid-way)."""
+    from reinforce_ada.training.trainer import Trainer
+
+    real = Trainer.train_step
+    state = {"calls": 0, "cut_at": None}
+
+    def step(self):
+        state["calls"] += 1
+        if state["calls"] == state["cut_at"]:
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "train_step", step)
+    return state
+
+
+@pytest.mark.slow
+def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
+    prereg = write_prereg(tmp_path, steps=3)
+    # sweep: 3 lrs x 1 seed x 3 steps; main: 2 arms x 2 seeds x 3 steps. Cut the 2nd main run at its 3rd step.
+    count_steps["cut_at"] = 9 + 3 + 3
+    with pytest.raises(KeyboardInterrupt):
+        lc.main(argv(tmp_path, prereg, model_dir))
+    partial = json.loads((tmp_path / "out" / "llm.json").read_text())
+    lr = f"lr{partial['lr_sweep']['lr']:g}"  # a random model's gains are ~0: whichever lr, the runs use it
+    assert len([r for r in partial["runs"] if r["phase"] == "sweep"]) == 3
+    runs = tmp_path / "work" / "runs" / "main"
+    finished = sorted(p.parent.relative_to(runs).as_posix() for p in runs.rglob("record.json"))
+    assert finished == [f"grpo-n4/{lr}/seed0"]
+    cut = runs / "seq-bal" / lr / "seed0"
+    assert not (cut / "record.json").exists() and (cut / "checkpoints" / "step_000002").is_dir()
+    assert json.loads((cut / "sessions.json").read_text())[-1]["cut_short"] is True
+    assert partial["partial"] and f"main/seq-bal/{lr}/seed0" in partial["partial"]
+    assert partial["headline"]["L1"]["status"] == "unmeasured"
+
+    count_steps.update(calls=0, cut_at=None)
+    assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
+    assert count_steps["calls"] == 1 + 3 + 3  # the cut run's last step, then the two seed-1 runs; the rest skipped
+    res = json.loads((tmp_path / "out" / "llm.json").read_text())
+    assert res["partial"] is None and (tmp_path / "out" / "llm.png").stat().st_size > 0
+    resumed = next(r for r in res["runs"] if r["key"] == f"main/seq-bal/{lr}/seed0")
+    assert [s.get("resumed_from") for s in resumed["sessions"] if not s.get("cut_short")] == [2]
+    assert resumed["eval_step"] == [0, 1, 2, 3] and len(resumed["tokens_per_step"]) == 3
+    for r in res["runs"]:
+        s = r["sessions"][-1]
+        assert s["threads"] == 1 and "cores" in s["cpu"] and s["date"] and "load_start" in s
+        assert r["sampled_check"]["prompts"] == 12 and r["start"]["rates"] is not None
+    assert res["headline"]["L1"]["status"] in ("complete", "unmeasured")  # a random model may gain nothing
+    assert res["headline"]["L1"]["preregistered"] is False  # the test's file is not committed
+    assert set(res["analysis"]["table"]) == {"grpo-n4", "seq-bal"}
+
+    count_steps["calls"] = 0
+    assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
+    assert count_steps["calls"] == 0  # everything finished: nothing trains again
+
+
+def synthetic(arm: str, seed: int, speed: float, steps: int = 40) -> dict:
+    """acc(t) = 0.2 + 0.01 speed t, capped at 0.8; tokens per step 100, one second per step."""
+    at = list(range(0, steps + 1, 5))
+    return {
+        "key": f"main/{arm}/seed{seed}", "arm": arm, "phase": "main", "seed": seed, "lr": 1e-4, "steps": steps,
+        "eval_step": at, "eval_tokens": [100 * s for s in at],
+        "accuracy": [min(0.8, 0.2 + 0.01 * speed * s) for s in at],
+        "time_step_s": [1.0] * steps, "samples_per_step": [32.0] * steps, "tokens_per_step": [100.0] * steps,
+        "no_signal_share": [0.5 if arm == "grpo-n4" else 0.25] * steps,
+        "sampled_check": {"exact": 0.5, "sampled": 0.6},
+    }  # fmt: skip
+
+
+def test_analysis_recovers_a_known_speed_up():
+    recs = [synthetic("grpo-n4", s, 1.0) for s in range(4)]
+    recs += [synthetic("mopps", s, 2.0 * (1.0 + 0.03 * (s - 1.5))) for s in range(4)]  # 1.91 ... 2.09
+    a = llm_study.analyse(recs, [0.2, 0.4, 0.6])
+    row = a["table"]["mopps"]
+    for axis in ("steps", "tokens", "cpu_s"):
+        assert row[axis]["value"] == pytest.approx(2.0, rel=0.05)
+        assert row[axis]["t_lo"] < row[axis]["value"] < row[axis]["t_hi"]
+    assert all(v["value"] == pytest.approx(2.0, rel=0.1) for v in row["tokens_per_target"].values())
+    ref_x = a["table"]["grpo-n4"]["tokens_to_target"]["0.6"]["median"]
+    assert row["tokens_to_target"]["0.6"]["median"] == pytest.approx(ref_x / 2, rel=0.1)
+    assert row["no_signal_vs_reference"]["value"] == pytest.approx(0.5)
+    assert row["samples_per_step"] == 32.0 and row["sampled_minus_exact"]["mean"] == pytest.approx(0.1)
+    reg = {"instrument": {"seeds": [0, 1, 2, 3, 4], "steps": 40, "eval_prompts": 1, "eval": "exact",
+                          "batch_size": 1, "max_new_tokens": 1},
+           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2", "arm": "mopps"}]}  # fmt: skip
+    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
+    assert head["L1"]["value"] == pytest.approx(2.0, rel=0.05) and head["L1"]["status"] == "partial"
+    assert "4 of 5" in head["L1"]["missing"] and head["L1"]["preregistered"] is True
+    assert llm_study.headline(None, reg, {}, {})["L2"]["status"] == "unmeasured"
+
+
+def test_lr_choice_and_edge():
+    def run(lr, gain):
+        return {"lr": lr, "eval_tokens": [0, 10, 20], "accuracy": [0.1, 0.1 + gain, 0.1 + gain]}
+
+    assert llm_study.chosen_lr([run(1e-4, 0.1), run(2e-4, 0.3), run(4e-4, 0.2)])["edge"] is None
+    top = llm_study.chosen_lr([run(1e-4, 0.1), run(2e-4, 0.2), run(4e-4, 0.3)])
+    assert top["lr"] == 4e-4 and top["edge"] == "high"
+
+
+def test_level_schedule_and_task(tmp_path):
+    assert lc.level_schedule({1: 1.0, 2: 1.0}, 4) == [1, 2, 1, 2]
+    train, held = lc.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40)
+    rows = [json.loads(x) for x in held.read_text().splitlines()]
+    assert len(rows) == 40 and sum(r["level"] == 5 for r in rows) == 30
+    assert rows[0]["prompt"].endswith("Answer with just the number.")
+    qs = {r["prompt"] for r in rows}
+    assert not qs & {json.loads(x)["prompt"] for x in train.read_text().splitlines()}
+    assert lc.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40) == (train, held)  # deterministic
+    with pytest.raises(SystemExit, match=r"\[9\]: levels are 1..5"):
+        lc.make_task(tmp_path, {9: 1.0}, 4, 4)
+
+
+def test_bad_input_is_named(tmp_path, model_dir):
+    prereg = write_prereg(tmp_path)
+    with pytest.raises(
+        SystemExit, match=r"--arms \['nope'\]: choose from the registered arms \['grpo-n4', 'seq-bal'\]"
+    ):
+        lc.main(argv(tmp_path, prereg, model_dir, "--arms", "grpo-n4,nope"))
+    bad = write_prereg(tmp_path, **{"max_new_tokens = 4\n": ""})
+    with pytest.raises(SystemExit, match=r"missing 'max_new_tokens'"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal", "dapo"]\ntargets'})
+    with pytest.raises(SystemExit, match=r"arms \['dapo'\]: every arm must be one of \['grpo-n4', 'seq-bal'"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'figure = "L2"': 'figure = "C1"'})
+    with pytest.raises(SystemExit, match=r"figure 'C1'; use one of \['L1', 'L2'\]"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "greedy"'})
+    with pytest.raises(SystemExit, match=r"eval = 'greedy'; use one of \('exact', 'sampled'\)"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "sampled"'})
+    with pytest.raises(SystemExit, match=r"matched_n = None: budget-matched GRPO's n must be registered"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    with pytest.raises(SystemExit, match="no config.json"):
+        lc.main(argv(tmp_path, write_prereg(tmp_path), tmp_path / "nowhere"))
+    with pytest.raises(SystemExit):
+        lc.parse(["--workers", "0"])
+    with pytest.raises(ConfigError, match="does not exist"):
+        llm_study.load(tmp_path / "missing.toml", lc.ARM_NAMES)
+
+
+def test_the_repository_registration_loads():
+    reg = llm_study.load(lc.PREREG, lc.ARM_NAMES)
+    arm = llm_study.registered_arm(reg, "L1")
+    assert arm in reg["instrument"]["arms"] and len(llm_study.seeds_for(reg, arm)) >= 5
+    assert all(len(llm_study.seeds_for(reg, a)) >= 3 for a in reg["instrument"]["arms"])
+
+
+def test_help_and_smoke_defaults(capsys):
+    with pytest.raises(SystemExit) as e:
+        lc.parse(["--help"])
+    assert e.value.code == 0 and "--smoke" in capsys.readouterr().out
+    args = lc.parse(["--smoke"])
+    assert args.work.endswith("llm_smoke") and Path(args.out).parent == Path(args.work)  # scratch output only
