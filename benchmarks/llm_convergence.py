@@ -22,6 +22,11 @@ and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.b
    where the registration says `eval = "sampled"`; at the end of every run both are measured on the held-out set and
    the gap is recorded (the exact measure is a lower bound: "The answer is 42." passes the verifier, not it).
 4) Per run: CPU model, 1-minute load average at start and end, date, torch threads, seconds in evaluation.
+5) Across sessions and machines: the code that runs is the registration's `code` commit (run from a detached
+   worktree of it, as benchmarks/compute_to_target.py does, so the library moving on never changes a half-done
+   study); and the runs recorded in the committed results JSON count as finished when that JSON was written under the
+   same registration file (same sha256), so a fresh clone continues where the last session stopped. A run cut short
+   resumes from its checkpoints only on the machine that holds its folder; elsewhere it starts again.
 """
 
 from __future__ import annotations
@@ -118,6 +123,8 @@ class Study:
         self.records: dict[str, dict[str, Any]] = {}
         self.sweep: dict[str, Any] = {}
         self.matched: dict[str, Any] = {}
+        if not args.smoke:
+            self.records.update(committed_runs(Path(args.out).with_suffix(".json"), prov))
 
     def spec(self, phase: str, arm: str, strategy: str, lr: float, seed: int) -> RunSpec:
         i = self.inst
@@ -259,6 +266,17 @@ class Study:
         return res
 
 
+def committed_runs(path: Path, prov: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The finished runs of an earlier results JSON written under the same registration file (same sha256), by key;
+    none when the file is absent or was written under another registration."""
+    if not path.exists():
+        return {}
+    old = json.loads(path.read_text())
+    if old.get("smoke") or (old.get("preregistration_file") or {}).get("sha256") != prov.get("sha256"):
+        return {}
+    return {r["key"]: r for r in old.get("runs", []) if not r.get("skipped")}
+
+
 def _nan_none(x: Any) -> Any:
     return None if isinstance(x, float) else str(x)
 
@@ -282,6 +300,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--smoke", action="store_true", help="2 steps per arm, 1 seed, no sweep; scratch output")
     ap.add_argument("--report-only", action="store_true", help="run nothing: results from the finished runs")
     ap.add_argument("--no-summary", action="store_true", help="do not touch benchmarks/results/summary.json")
+    ap.add_argument("--here", action="store_true", help="run this checkout's code even if the registration names "
+                    "another commit (the results then say so)")  # fmt: skip
     args = ap.parse_args(argv)
     for name in ("workers", "threads", "eval_prompts"):
         v = getattr(args, name)
@@ -305,6 +325,18 @@ def main(argv: list[str]) -> int:
         reg = load(args.prereg, ARM_NAMES)
     except ConfigError as e:
         raise SystemExit(f"error: {e}") from None
+    code = reg.get("code")
+    if code and not (args.here or args.smoke or args.report_only):
+        import os
+        import subprocess
+
+        from benchmarks.compute_to_target import frozen_checkout
+
+        frozen = frozen_checkout(code)
+        print(f"running the registered code {code[:12]} from {frozen}", flush=True)
+        env = {**os.environ, "PYTHONPATH": str(frozen / "src")}
+        cmd = [sys.executable, "-m", "benchmarks.llm_convergence", *argv, "--here"]
+        return subprocess.run(cmd, cwd=ROOT, env=env).returncode
     registered = list(reg["instrument"]["arms"])
     arms = registered if args.arms is None else [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in registered]

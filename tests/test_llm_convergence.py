@@ -215,3 +215,18 @@ def test_help_and_smoke_defaults(capsys):
     assert e.value.code == 0 and "--smoke" in capsys.readouterr().out
     args = lc.parse(["--smoke"])
     assert args.work.endswith("llm_smoke") and Path(args.out).parent == Path(args.work)  # scratch output only
+
+
+def test_committed_runs_count_only_under_the_same_registration(tmp_path):
+    """A fresh clone continues from the committed results JSON, but only from one written under the same
+    registration file (its sha256); a smoke JSON, a skipped marker or another registration's runs never count."""
+    prov = {"sha256": "abc"}
+    runs = [{"key": "main/grpo-n4/lr0.0001/seed0"}, {"key": "main/mopps/lr0.0001/seed0", "skipped": True}]
+    path = tmp_path / "llm_convergence.json"
+    assert lc.committed_runs(path, prov) == {}  # nothing written yet
+    path.write_text(json.dumps({"preregistration_file": {"sha256": "abc"}, "runs": runs}))
+    assert list(lc.committed_runs(path, prov)) == ["main/grpo-n4/lr0.0001/seed0"]
+    path.write_text(json.dumps({"preregistration_file": {"sha256": "other"}, "runs": runs}))
+    assert lc.committed_runs(path, prov) == {}
+    path.write_text(json.dumps({"smoke": True, "preregistration_file": {"sha256": "abc"}, "runs": runs}))
+    assert lc.committed_runs(path, prov) == {}
