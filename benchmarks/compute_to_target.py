@@ -22,9 +22,10 @@ grid and sweep -- with this repository's bookkeeping:
    pool run (other pools' entries are kept).
 4) A re-run with other seeds (issue 22, 5): a pre-registration with `rerun_of` (benchmarks/preregistration_rerun.toml)
    runs its own seeds, one pool at a time, each arm at the lr the first run chose on that pool (no sweep), and writes
-   compute_to_target_<pool>_rerun.{json,png} with `agreement` (`bench.compute.agreement`: per arm and cost axis, do
-   the two runs' 90% intervals overlap, and does the re-run's factor fall in the first run's interval). It leaves
-   `summary.json` alone.
+   compute_to_target_<pool>_rerun.{json,png} with `agreement` (`bench.compute.rerun_agreement`: per arm and cost
+   axis, do the two runs' 90% intervals overlap, and does the re-run's factor fall in the first run's interval) and
+   its `verdict` by the registered criterion (`agreement_with_first`), written by the closing --report-only pass.
+   Pools without a first run yet are skipped, said so. It leaves `summary.json` alone.
 
     nice -n 10 python -m benchmarks.compute_to_target --workers 2 --prereg benchmarks/preregistration_rerun.toml \
         --pools hard
@@ -80,7 +81,8 @@ def frozen_checkout(commit: str) -> Path:
     if known.returncode != 0:
         raise SystemExit(f"the registered code commit {commit!r} is not in this repository")
     path = Path(tempfile.gettempdir()) / f"reinforce-ada-code-{commit[:12]}"
-    if not (path / "src").exists():
+    if not (path / "src").exists():  # a worktree whose folder was cleared (a new machine, /tmp wiped) is pruned first
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
         subprocess.run(["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT, check=True)
     return path
 
@@ -110,23 +112,51 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
     }
 
 
-def first_run(pool: str) -> tuple[Path, dict[str, Any]]:
-    """The first run's result JSON holding `pool` (the whole run's, else a tranche's): what a re-run is read against."""
-    files = [RESULTS / "compute_to_target.json", *sorted(RESULTS.glob("compute_to_target_*.json"))]
+def first_run(pool: str, rerun_of: str, results: Path = RESULTS) -> tuple[Path, dict[str, Any]] | None:
+    """The first run's result JSON holding `pool` (the whole run's, else a tranche's) written under the registration
+    `rerun_of` (a path relative to the repository): what a re-run is read against; None when there is none yet."""
+    files = [results / "compute_to_target.json", *sorted(results.glob("compute_to_target_*.json"))]
     for f in files:
         if f.exists() and not f.stem.endswith("_rerun"):
             data = json.loads(f.read_text())
+            made_under = (data.get("preregistration_file") or {}).get("path", "")
+            if Path(made_under).name != Path(rerun_of).name:
+                continue
             if pool in data.get("lrs_by_pool", {}) and pool in data.get("by_pool", {}):
                 return f, data
-    raise SystemExit(
-        f"no first run of pool {pool!r} under {RESULTS} (compute_to_target*.json): run it before its re-run"
-    )
+    return None
 
 
-def rerun_fields(pool: str) -> dict[str, Any]:
+def rerun_fields(pool: str, rerun_of: str, results: Path = RESULTS) -> dict[str, Any]:
     """A re-run's CompareConfig fields: every arm at the lr the first run chose on `pool`, no sweep."""
-    _, data = first_run(pool)
+    found = first_run(pool, rerun_of, results)
+    if found is None:
+        raise SystemExit(f"no first run of pool {pool!r} under {rerun_of} in {results}: run it before its re-run")
+    _, data = found
     return {"fixed_lrs": tuple(sorted(data["lrs_by_pool"][pool].items())), "sweep_each_pool": False, "extend_sweep": 0}
+
+
+def agreement_with_first(results: dict[str, Any], reg: dict[str, Any], pool: str, base: Path = RESULTS) -> dict:
+    """The re-run's `rerun_agreement` with its first run, and the verdict by the criterion its registration fixes:
+    every (arm, axis) pair of 90% intervals overlaps, and the claims' arms' (and the first run's oracle's) re-run
+    tokens factors fall inside the first run's intervals."""
+    from reinforce_ada.bench.compute import rerun_agreement
+
+    path, data = first_run(pool, reg["rerun_of"], base) or (None, None)
+    if path is None or data is None:
+        raise SystemExit(f"no first run of pool {pool!r} under {reg['rerun_of']}: nothing to agree with")
+    first = data["by_pool"][pool]["compute"]
+    agree = rerun_agreement(first, results["by_pool"][pool]["compute"])
+    claimed = ({c["arm"] for c in reg.get("claim", []) if c["arm"] != "oracle"} | {first.get("oracle")}) - {None}
+    outside = [a for a in sorted(claimed) if not agree["arms"].get(a, {}).get("tokens", {}).get("inside")]
+    apart = [f"{a}/{x}" for a, row in agree["arms"].items() for x, c in row.items() if not c["overlap"]]
+    why = []
+    if apart:
+        why.append(f"intervals apart: {', '.join(apart)}")
+    if outside:
+        why.append(f"claimed arms' tokens factor outside the first interval (or missing): {', '.join(outside)}")
+    verdict = {"agrees": not why, "why": "; ".join(why) or "every interval overlaps and the claimed arms fall inside"}
+    return {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree, "verdict": verdict}
 
 
 def summary_entries(results: dict[str, Any], reg: dict[str, Any] | None) -> dict[str, Any]:
@@ -251,7 +281,10 @@ def main(argv: list[str]) -> int:
     if rerun and len(pools) > 1:  # each pool at its own first-run lrs: one compare per pool
         rest = [a for i, a in enumerate(argv) if a != "--pools" and (i == 0 or argv[i - 1] != "--pools")]
         rest = [a for a in rest if not a.startswith("--pools=")]
-        for pool in pools:
+        ready = [p for p in pools if first_run(p, reg["rerun_of"])]
+        if len(ready) < len(pools):
+            print(f"re-run: no first run yet of {sorted(set(pools) - set(ready))}; running {ready}", flush=True)
+        for pool in ready:
             rc = main([*rest, "--pools", pool])
             if rc != 0:
                 return rc
@@ -264,7 +297,7 @@ def main(argv: list[str]) -> int:
     from reinforce_ada.bench.report import format_table, write
 
     c = CompareConfig(
-        **{**config_fields(reg, pools), **(rerun_fields(pools[0]) if rerun else {})},
+        **{**config_fields(reg, pools), **(rerun_fields(pools[0], reg["rerun_of"]) if rerun else {})},
         workers=args.workers,
         preregistration=str(Path(args.prereg).resolve()),
         compute_arm=next((cl["arm"] for cl in reg["claim"] if cl["figure"] == "C1"), "mopps"),
@@ -277,15 +310,12 @@ def main(argv: list[str]) -> int:
     results = run_compare(c)
     results["partial"] = partial(results, reg, pools, registered)
     results["preregistration_file"] = provenance(args.prereg)
-    if rerun and args.report_only:  # this checkout's analysis (the registered code may predate `agreement`)
-        from reinforce_ada.bench.compute import agreement
-
-        path, data = first_run(pools[0])
-        agree = agreement(data["by_pool"][pools[0]]["compute"], results["by_pool"][pools[0]]["compute"])
-        results["agreement"] = {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree}
-        n = agree["counts"]
-        print(f"agreement with {path.name}: {n['overlap']} of {n['cells']} (arm, axis) intervals overlap; "
-              f"{n['inside']} re-run factors fall in the first run's interval")  # fmt: skip
+    if rerun and args.report_only:  # this checkout's analysis (the registered code may predate `rerun_agreement`)
+        results["agreement"] = agreement_with_first(results, reg, pools[0])
+        n, v = results["agreement"]["counts"], results["agreement"]["verdict"]
+        print(f"agreement with {results['agreement']['first_run']}: {n['overlap']} of {n['cells']} (arm, axis) "
+              f"intervals overlap; {n['inside']} re-run factors fall in the first run's interval; "
+              f"verdict: {'agrees' if v['agrees'] else 'does not agree'} ({v['why']})")  # fmt: skip
     command = "python -m benchmarks.compute_to_target " + " ".join(argv)
     js, png = write(results, out, command, series=False)
     print(format_table(results))

@@ -13,8 +13,9 @@ and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.b
 1) Phases: GRPO-n4 on the registered lr grid over the sweep seeds (never reported seeds); the lr with the largest
    mean area above the start (`curves.area_gain`, on tokens) is chosen, and a grid whose best lr is at an edge grows
    by x2 or /2 (`extend_sweep` times at most). Then every arm at that lr, seed by seed across arms (a study cut short
-   leaves every arm with the same first seeds). Budget-matched GRPO's n is Seq-balanced's expected samples per prompt
-   under the start model's exact held-out pass rates (`bench.arms.matched_n`), fixed before any main run.
+   leaves every arm with the same first seeds). Budget-matched GRPO's n is the registered `matched_n` (required when
+   the measure is sampled); without one, Seq-balanced's expected samples per prompt under the start model's exact
+   held-out pass rates (`bench.arms.matched_n`), fixed before any main run.
 2) Resumable: each (phase, arm, lr, seed) is a trainer run folder under --work with checkpoints at every evaluation
    (the trainer's own `resume()`); a folder with `record.json` is finished and skipped, any other is resumed from its
    last checkpoint. The results JSON is rewritten after every run, labelled `partial` until all registered runs are in.
@@ -22,19 +23,23 @@ and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.b
    where the registration says `eval = "sampled"`; at the end of every run both are measured on the held-out set and
    the gap is recorded (the exact measure is a lower bound: "The answer is 42." passes the verifier, not it).
 4) Per run: CPU model, 1-minute load average at start and end, date, torch threads, seconds in evaluation.
-5) Across sessions and machines: the code that runs is the registration's `code` commit (run from a detached
-   worktree of it, as benchmarks/compute_to_target.py does, so the library moving on never changes a half-done
-   study); and the runs recorded in the committed results JSON count as finished when that JSON was written under the
-   same registration file (same sha256), so a fresh clone continues where the last session stopped. A run cut short
-   resumes from its checkpoints only on the machine that holds its folder; elsewhere it starts again.
+5) Across sessions and machines: the library code that runs is the registration's `code` commit's src/ (run from a
+   detached worktree of it, as benchmarks/compute_to_target.py does, so the library moving on never changes a
+   half-done study; this script and the task's questions, `smollm2_run.OPS`, come from this checkout, and `data` in
+   each run's spec is their digest); and the runs recorded in the committed results JSON count as finished when that
+   JSON was written under the same registration file (same sha256) and a run's spec is the planned one
+   (`llm_run.same_run`), so a fresh clone continues where the last session stopped. A run cut short resumes from its
+   checkpoints only on the machine that holds its folder; elsewhere it starts again.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -46,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PREREG = ROOT / "benchmarks" / "preregistration_llm.toml"
 ARM_NAMES = ("grpo-n4", "seq-bal", "mopps", "grpo-matched")
+FROZEN_ENV = "REINFORCE_ADA_FROZEN_CODE"
+"""Set to the registered commit by the parent process that runs it from a frozen worktree (`--here` alone is not)."""
 
 
 # -- the task ----------------------------------------------------------------------------------------------------
@@ -120,6 +127,7 @@ class Study:
         self.train_path, self.eval_path = make_task(
             self.work / "data", levels, self.inst["train_prompts"], self.inst["eval_prompts"]
         )
+        self.data = hashlib.sha256(self.train_path.read_bytes() + b"\0" + self.eval_path.read_bytes()).hexdigest()
         self.records: dict[str, dict[str, Any]] = {}
         self.sweep: dict[str, Any] = {}
         self.matched: dict[str, Any] = {}
@@ -135,11 +143,18 @@ class Study:
             train_path=str(self.train_path.resolve()), eval_path=str(self.eval_path.resolve()),
             steps=i["steps"], batch_size=i["batch_size"], eval_every=i["eval_every"], eval=i["eval"],
             eval_samples=i["eval_samples"], check_samples=i["check_samples"], max_new_tokens=i["max_new_tokens"],
-            lora_r=i["lora_r"], threads=self.args.threads,
+            lora_r=i["lora_r"], threads=self.args.threads, data=self.data,
         )  # fmt: skip
 
     def run(self, specs: list[RunSpec]) -> None:
         """Run (resume, skip) the specs; the results are rewritten after each one."""
+        from reinforce_ada.bench.llm_run import same_run
+
+        for s in specs:  # a committed record of another spec (data, horizon, measure...) is not this run
+            rec = self.records.get(s.key)
+            if rec is not None and not same_run(rec.get("spec", {}), dataclasses.asdict(s)):
+                print(f"{s.key}: the recorded run differs from the registered spec; it will run again", flush=True)
+                del self.records[s.key]
         todo = [s for s in specs if s.key not in self.records]
         if self.args.report_only:
             for s in todo:
@@ -161,7 +176,7 @@ class Study:
                 self._done(run_guarded(s))
 
     def _done(self, rec: dict[str, Any]) -> None:
-        self.records[rec["key"]] = rec
+        self.records[rec["key"]] = {k: v for k, v in rec.items() if k != "skipped"}  # finished either way
         print(f"{rec['key']}: {'skipped (finished)' if rec.get('skipped') else 'done'}, accuracy "
               f"{rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}", flush=True)  # fmt: skip
         self.write()
@@ -233,11 +248,12 @@ class Study:
         if any(r["arm"] == "grpo-n4" for r in main):
             analysis = analyse(main, self.inst["targets"])
         run = {k: self.inst[k] for k in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens")}
-        head = headline(analysis, self.reg, self.prov, run)
+        head = headline(analysis, self.reg, self.prov, run, self.deviations())
         if self.args.smoke:
             for e in head.values():
                 e.update(preregistered=False, why_not_preregistered=["--smoke run"])
-        missing = [s.key for s in self.planned if s.key not in self.records] if hasattr(self, "planned") else None
+        plan = getattr(self, "registered_plan", None)
+        missing = [s.key for s in plan if s.key not in self.records] if plan is not None else None
         return {
             "command": "python -m benchmarks.llm_convergence " + " ".join(self.args.argv),
             "date": datetime.date.today().isoformat(),
@@ -248,12 +264,24 @@ class Study:
             "runs": sorted(self.records.values(), key=lambda r: r["key"]),
         }  # fmt: skip
 
+    def deviations(self) -> list[str]:
+        """How this invocation departs from the registration beyond the instrument's fields."""
+        out = []
+        if self.args.model:
+            out.append(f"--model {self.args.model} (registered: {self.reg['instrument'].get('model')})")
+        if self.args.template != "chat":
+            out.append(f"--template {self.args.template!r} (registered: the model's chat template)")
+        code, ran = self.reg.get("code"), os.environ.get(FROZEN_ENV)
+        if code and ran != code:
+            out.append(f"ran this checkout's code (--here), not the registered commit {code[:12]}")
+        return out
+
     def write(self) -> dict[str, Any]:
         res = self.results()
         out = Path(self.args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.json.tmp")
-        tmp.write_text(json.dumps(res, indent=1, default=_nan_none) + "\n")
+        tmp.write_text(json.dumps(_clean(res), indent=1, default=str) + "\n")
         tmp.replace(out.with_suffix(".json"))
         if res["analysis"]:
             from reinforce_ada.bench.llm_plot import plot
@@ -268,17 +296,29 @@ class Study:
 
 def committed_runs(path: Path, prov: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The finished runs of an earlier results JSON written under the same registration file (same sha256), by key;
-    none when the file is absent or was written under another registration."""
+    none when the file is absent, a smoke run's or another registration's. `Study.run` keeps only those whose spec
+    is the planned run's (`llm_run.same_run`)."""
     if not path.exists():
         return {}
     old = json.loads(path.read_text())
     if old.get("smoke") or (old.get("preregistration_file") or {}).get("sha256") != prov.get("sha256"):
         return {}
-    return {r["key"]: r for r in old.get("runs", []) if not r.get("skipped")}
+    return {r["key"]: r for r in old.get("runs", [])}  # matched against each planned spec in `Study.run`
 
 
-def _nan_none(x: Any) -> Any:
-    return None if isinstance(x, float) else str(x)
+def _clean(x: Any) -> Any:
+    """JSON-safe: NaN and inf become null, numpy scalars plain numbers (json.dumps never calls `default` on floats)."""
+    import math
+
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    if hasattr(x, "item") and not isinstance(x, str | bytes):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
 
 
 # -- the command line --------------------------------------------------------------------------------------------
@@ -327,14 +367,13 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"error: {e}") from None
     code = reg.get("code")
     if code and not (args.here or args.smoke or args.report_only):
-        import os
         import subprocess
 
         from benchmarks.compute_to_target import frozen_checkout
 
         frozen = frozen_checkout(code)
         print(f"running the registered code {code[:12]} from {frozen}", flush=True)
-        env = {**os.environ, "PYTHONPATH": str(frozen / "src")}
+        env = {**os.environ, "PYTHONPATH": str(frozen / "src"), FROZEN_ENV: code}
         cmd = [sys.executable, "-m", "benchmarks.llm_convergence", *argv, "--here"]
         return subprocess.run(cmd, cwd=ROOT, env=env).returncode
     registered = list(reg["instrument"]["arms"])
@@ -350,6 +389,7 @@ def main(argv: list[str]) -> int:
         study.write()
         return 0
     study.planned = study.main_specs(lr, arms)
+    study.registered_plan = study.main_specs(lr, registered)
     study.run(study.planned)
     res = study.write()
     for fig, e in res["headline"].items():

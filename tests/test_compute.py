@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import numpy as np
@@ -194,7 +195,7 @@ def test_the_factor_panel_draws_every_arm_with_a_factor():
 
 
 def test_agreement_counts_overlapping_intervals_and_reports_what_differs():
-    from reinforce_ada.bench.compute import agreement
+    from reinforce_ada.bench.compute import rerun_agreement
 
     def pool(table, best="grpo-n4"):
         return {"axes": {"tokens": {"best_uniform": best}}, "table": table}
@@ -214,9 +215,60 @@ def test_agreement_counts_overlapping_intervals_and_reports_what_differs():
         },
         best="grpo-n8",
     )
-    out = agreement(first, second, axes=("tokens",))
+    out = rerun_agreement(first, second, axes=("tokens",))
     assert out["counts"] == {"cells": 2, "overlap": 1, "inside": 1}
     assert out["arms"]["a"]["tokens"]["inside"] and not out["arms"]["b"]["tokens"]["overlap"]
     assert out["arms"]["b"]["tokens"]["first"] == [2.0, 1.8, 2.2] and out["arms"]["b"]["tokens"]["rerun"][0] == 1.5
     assert out["missing_arms"] == ["gone", "new"]
     assert out["best_uniform"] == {"tokens": ["grpo-n4", "grpo-n8"]}
+
+
+def _first_run_json(folder, name, prereg_path, pool="hard", lrs=None, table=None):
+    data = {
+        "preregistration_file": {"path": prereg_path},
+        "lrs_by_pool": {pool: lrs or {"grpo-n4": 2e-4, "mopps": 1e-4}},
+        "by_pool": {pool: {"compute": {"axes": {"tokens": {"best_uniform": "grpo-n4"}}, "oracle": "oracle-alloc",
+                                       "table": table or {}}}},
+    }  # fmt: skip
+    (folder / name).write_text(json.dumps(data))
+    return data
+
+
+def test_a_rerun_reads_only_its_own_first_run_and_its_lrs(tmp_path):
+    """The re-run mode (benchmarks/compute_to_target.py): the first run is the JSON written under the registration
+    the re-run names, never a `_rerun` file or another registration's; its per-pool lrs fix every arm, no sweep."""
+    from benchmarks import compute_to_target as ctt
+
+    _first_run_json(tmp_path, "compute_to_target_hard_rerun.json", "/x/benchmarks/preregistration.toml")
+    _first_run_json(tmp_path, "compute_to_target_hard.json", "/x/benchmarks/other.toml", lrs={"grpo-n4": 9.0})
+    assert ctt.first_run("hard", "benchmarks/preregistration.toml", tmp_path) is None
+    with pytest.raises(SystemExit, match="no first run of pool 'hard'"):
+        ctt.rerun_fields("hard", "benchmarks/preregistration.toml", tmp_path)
+    _first_run_json(tmp_path, "compute_to_target.json", "/y/benchmarks/preregistration.toml")
+    path, _ = ctt.first_run("hard", "benchmarks/preregistration.toml", tmp_path)
+    assert path.name == "compute_to_target.json"
+    assert ctt.first_run("small", "benchmarks/preregistration.toml", tmp_path) is None
+    fields = ctt.rerun_fields("hard", "benchmarks/preregistration.toml", tmp_path)
+    assert fields == {"fixed_lrs": (("grpo-n4", 2e-4), ("mopps", 1e-4)), "sweep_each_pool": False, "extend_sweep": 0}
+
+
+def test_a_rerun_verdict_follows_the_registered_criterion(tmp_path):
+    """Agrees when every interval overlaps and the claimed arms (and the oracle) fall inside the first intervals."""
+    from benchmarks import compute_to_target as ctt
+
+    cell = {"value": 1.0, "t_lo": 0.9, "t_hi": 1.1}
+    first = {"mopps": {"tokens": cell}, "oracle-alloc": {"tokens": cell}, "seq-bal": {"tokens": cell}}
+    _first_run_json(tmp_path, "compute_to_target_hard.json", "benchmarks/preregistration.toml", table=first)
+    reg = {"rerun_of": "benchmarks/preregistration.toml", "claim": [{"arm": "mopps"}, {"arm": "oracle"}]}
+
+    def rerun(table):
+        return {"by_pool": {"hard": {"compute": {"axes": {"tokens": {"best_uniform": "grpo-n4"}}, "table": table}}}}
+
+    same = ctt.agreement_with_first(rerun(first), reg, "hard", tmp_path)
+    assert same["verdict"]["agrees"] and same["counts"] == {"cells": 3, "overlap": 3, "inside": 3}
+    shifted = {**first, "mopps": {"tokens": {"value": 1.15, "t_lo": 1.05, "t_hi": 1.25}}}  # overlaps, not inside
+    out = ctt.agreement_with_first(rerun(shifted), reg, "hard", tmp_path)
+    assert not out["verdict"]["agrees"] and "mopps" in out["verdict"]["why"] and "apart" not in out["verdict"]["why"]
+    apart = {**first, "seq-bal": {"tokens": {"value": 2.0, "t_lo": 1.8, "t_hi": 2.2}}}
+    out = ctt.agreement_with_first(rerun(apart), reg, "hard", tmp_path)
+    assert not out["verdict"]["agrees"] and "seq-bal/tokens" in out["verdict"]["why"]

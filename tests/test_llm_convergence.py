@@ -219,14 +219,37 @@ def test_help_and_smoke_defaults(capsys):
 
 def test_committed_runs_count_only_under_the_same_registration(tmp_path):
     """A fresh clone continues from the committed results JSON, but only from one written under the same
-    registration file (its sha256); a smoke JSON, a skipped marker or another registration's runs never count."""
+    registration file (its sha256); a smoke JSON or another registration's runs never count. A record that was
+    itself a skip of a finished run is a finished run too."""
     prov = {"sha256": "abc"}
-    runs = [{"key": "main/grpo-n4/lr0.0001/seed0"}, {"key": "main/mopps/lr0.0001/seed0", "skipped": True}]
+    runs = [{"key": "main/grpo-n4/lr0.0001/seed0"}, {"key": "main/mopps/lr0.0001/seed0"}]
     path = tmp_path / "llm_convergence.json"
     assert lc.committed_runs(path, prov) == {}  # nothing written yet
     path.write_text(json.dumps({"preregistration_file": {"sha256": "abc"}, "runs": runs}))
-    assert list(lc.committed_runs(path, prov)) == ["main/grpo-n4/lr0.0001/seed0"]
+    assert sorted(lc.committed_runs(path, prov)) == [r["key"] for r in runs]
     path.write_text(json.dumps({"preregistration_file": {"sha256": "other"}, "runs": runs}))
     assert lc.committed_runs(path, prov) == {}
     path.write_text(json.dumps({"smoke": True, "preregistration_file": {"sha256": "abc"}, "runs": runs}))
     assert lc.committed_runs(path, prov) == {}
+
+
+def test_same_run_ignores_this_machine_and_nothing_else():
+    """A finished run is the same run on another machine (paths, thread count) but not with other data, another
+    horizon or another measure."""
+    from reinforce_ada.bench.llm_run import MACHINE_FIELDS, same_run
+
+    a = {"phase": "main", "arm": "mopps", "lr": 1e-4, "seed": 0, "steps": 60, "eval": "sampled", "data": "d1",
+         "folder": "/a/run", "model": "/a/m", "train_path": "/a/t", "eval_path": "/a/e", "threads": 1}  # fmt: skip
+    b = {**a, "folder": "/b/run", "model": "/b/m", "train_path": "/b/t", "eval_path": "/b/e", "threads": 2}
+    assert set(MACHINE_FIELDS) <= set(a) and same_run(a, b)
+    for key, value in (("data", "d2"), ("steps", 30), ("eval", "exact"), ("lr", 2e-4)):
+        assert not same_run(a, {**a, key: value}), key
+
+
+def test_results_json_is_strict_json():
+    """NaN, inf and numpy scalars are written as JSON (null, plain numbers), never as bare NaN."""
+    import numpy as np
+
+    out = lc._clean({"a": float("nan"), "b": [np.float32(0.5), np.int64(3), float("inf")], "c": "x"})
+    assert out == {"a": None, "b": [0.5, 3, None], "c": "x"}
+    json.loads(json.dumps(out, allow_nan=False))

@@ -233,11 +233,9 @@ def best_after_the_fact(pool_summary: dict[str, Any], exclude: Sequence[str]) ->
     return {"arm": best, "tokens": cands[best], "label": "picked after seeing the data (not pre-registered)"}
 
 
-AGREEMENT_AXES = ("steps", "tokens", "cpu_s", "gpu_s")
-
-
-def agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequence[str] = AGREEMENT_AXES) -> dict[str, Any]:
+def rerun_agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequence[str] = AXES) -> dict[str, Any]:
     """Does a re-run with other seeds agree with the first run (issue 22, 5)? Both are one pool's `summarize` output.
+    (Not `bench.report.agreement`, which compares two compare runs' goal verdicts.)
 
     Per arm and axis: both factors with their 90% t-intervals, `overlap` (the intervals share a point) and `inside`
     (the re-run's factor lies in the first run's interval). The re-run is read against its own best uniform arm on

@@ -4,9 +4,10 @@
 CPU-hours needs on top: the folder keeps the trainer's checkpoints (one at every evaluation) and `metrics.jsonl`, a
 folder without `record.json` is resumed from its last checkpoint (`Trainer.resume()`; the metric lines after it are
 dropped and repeated), and a folder with one is finished and skipped. Evaluation at 0, every `eval_every` steps and
-the end: `evaluation.exact` on the held-out prompts, plus sampled Ave@k (the trainer's own `evaluate`) at every
-evaluation when `eval = "sampled"` and at the end always, so each record carries the exact-vs-sampled gap.
-Per session it records the date, CPU model, torch threads and the 1-minute load average at start and end.
+the end by the registered measure (`eval`): `evaluation.exact` on the held-out prompts, or sampled Ave@k (the
+trainer's own `evaluate`); at the end both, so each record carries the exact-vs-sampled gap. Per session (a cut-short
+one too) it records the date, CPU model, torch threads and the 1-minute load average at start and end. A finished
+run is recognised by `same_run`: the spec without this machine's paths and thread count, the data by digest.
 """
 
 from __future__ import annotations
@@ -41,10 +42,23 @@ class RunSpec:
     max_new_tokens: int
     lora_r: int
     threads: int
+    data: str = ""
+    """sha256 of the training and held-out files' contents: the data identity paths on this machine cannot give."""
 
     @property
     def key(self) -> str:
         return f"{self.phase}/{self.arm}/lr{self.lr:g}/seed{self.seed}"
+
+
+MACHINE_FIELDS = ("folder", "model", "train_path", "eval_path", "threads")
+"""RunSpec fields that name this machine's paths or its thread count: not part of what a run is (`same_run`)."""
+
+
+def same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Do two RunSpec dicts describe the same run? Every field but `MACHINE_FIELDS` must agree (the data by digest),
+    so a finished run is recognised on another machine, from another cache folder or at another thread count."""
+    keys = (set(a) | set(b)) - set(MACHINE_FIELDS)
+    return all(a.get(k) == b.get(k) for k in keys)
 
 
 def train_config(spec: RunSpec) -> Any:
@@ -94,15 +108,15 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     done = folder / "record.json"
     if done.exists():
         rec = json.loads(done.read_text())
-        if rec.get("spec") == dataclasses.asdict(spec):
+        if same_run(rec.get("spec", {}), dataclasses.asdict(spec)):
             return {**rec, "skipped": True}
         raise SystemExit(f"{folder} holds a finished run of another spec; remove the folder to run it again")
     session: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     session["load_start"], t0 = load_average(), time.perf_counter()
+    session.update(cpu=machine(), threads=spec.threads)
     tr = Trainer(train_config(spec), tensorboard=False)
     try:
         session["resumed_from"] = tr.step if tr.resume() else None
-        session.update(cpu=machine(), threads=spec.threads)
         at = set(eval_steps(spec.steps, spec.eval_every))
 
         def evaluate(m: dict[str, Any]) -> None:
@@ -136,6 +150,12 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
             tr.tracker.log(m)
             if tr.step in at:
                 tr.save()
+    except BaseException:  # cut short: keep this session's machine and load beside the checkpoints
+        session.update(load_end=load_average(), wall_s=round(time.perf_counter() - t0, 1), cut_short=True)
+        f = folder / "sessions.json"
+        old = json.loads(f.read_text()) if f.exists() else []
+        write_file(f, json.dumps([*old, session]) + "\n")
+        raise
     finally:
         tr.close()
     rows = {r["step"]: r for r in read_metrics(folder)}
@@ -170,15 +190,5 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
 
 
 def run_guarded(spec: RunSpec) -> dict[str, Any]:
-    """run_one, remembering this session's machine and load in the folder when the run is cut short."""
-    try:
-        return run_one(spec)
-    except BaseException:
-        f = Path(spec.folder) / "sessions.json"
-        if Path(spec.folder).exists():
-            from reinforce_ada.bench.run import load_average
-
-            old = json.loads(f.read_text()) if f.exists() else []
-            now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            f.write_text(json.dumps([*old, {"date": now, "load_end": load_average(), "cut_short": True}]))
-        raise
+    """`run_one` (kept as the name worker processes call; a cut-short session is recorded by `run_one` itself)."""
+    return run_one(spec)

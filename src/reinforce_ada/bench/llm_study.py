@@ -80,7 +80,9 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(f"pre-registration {p}: [instrument] is missing {key!r} (needs {sorted(_INSTRUMENT)})")
         v = inst[key]
         if not isinstance(v, kind) or isinstance(v, bool) or (isinstance(v, list | dict) and not v):
-            raise ConfigError(f"pre-registration {p}: [instrument] {key} = {v!r} must be a non-empty {kind}")
+            names = {list: "a non-empty list", dict: "a non-empty table", int: "an integer", str: "a string"}
+            what = names.get(kind, f"a {getattr(kind, '__name__', kind)}")
+            raise ConfigError(f"pre-registration {p}: [instrument] {key} = {v!r} must be {what}")
         low = 0 if key in ("extend_sweep", "lora_r") else 1
         if isinstance(v, int) and not isinstance(v, bool) and v < low:
             raise ConfigError(f"pre-registration {p}: [instrument] {key} = {v} must be >= {low}")
@@ -216,8 +218,10 @@ def headline(
     prereg: dict[str, Any],
     prov: dict[str, Any],
     run: dict[str, Any],
+    deviations: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
-    """summary.json's L1 and L2: value with intervals, status (complete / partial / unmeasured), pre-registered."""
+    """summary.json's L1 and L2: value with intervals, status (complete / partial / unmeasured), pre-registered.
+    `deviations`: how this run departs from the registration beyond `run`'s fields (model, template, code)."""
     goals = {c["figure"]: c.get("goal") for c in prereg["claim"]}
     inst = prereg["instrument"]
     out = {}
@@ -241,6 +245,7 @@ def headline(
         for key in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens"):
             if run.get(key) != inst[key]:
                 why.append(f"{key} {run.get(key)!r} differs from the registered {inst[key]!r}")
+        why.extend(deviations)
         e["preregistered"] = not why
         e["why_not_preregistered"] = why
         out[fig] = e
