@@ -235,18 +235,18 @@ def test_collect_is_deterministic_under_seed():
     assert run() == run()
 
 
-def test_auto_is_the_recommended_strategy_under_its_own_name():
-    """`auto` builds the class of the strategy named by AUTO, with its defaults and its exact plan; the config keeps
-    the name the user wrote."""
-    from reinforce_ada.sampling.config import StrategyConfig
+def test_auto_resolves_to_the_recommended_strategy():
+    """`auto` builds the strategy named by AUTO, with its defaults and its exact plan; the config resolves the name at
+    once, so config.toml and a resumed run name what ran."""
+    from reinforce_ada.sampling.config import StrategyConfig, parse_arm
     from reinforce_ada.sampling.strategies import AUTO, strategy_class
     from reinforce_ada.simulation.plan import plan
 
-    assert AUTO in STRATEGIES and AUTO != "auto"
+    assert AUTO in STRATEGIES and AUTO != "auto" and "auto" in STRATEGIES  # a CLI choice
     assert strategy_class("auto") is strategy_class(AUTO)
     auto, named = StrategyConfig(name="auto"), StrategyConfig(name=AUTO)
-    assert auto.name == "auto" and auto.resolved_select == named.resolved_select
-    assert auto.resolved_advantage == named.resolved_advantage and auto.resolved_scale_std == named.resolved_scale_std
+    assert auto == named and auto.name == AUTO
+    assert parse_arm("auto:n=8") == parse_arm(f"{AUTO}:n=8")
     assert type(build_strategy(auto)) is type(build_strategy(named))
     rates = [0.0, 0.1, 0.5, 0.9]
     assert [r.zero_signal for r in plan(auto, rates)] == [r.zero_signal for r in plan(named, rates)]

@@ -212,6 +212,10 @@ class StrategyConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.name == "auto":  # resolved once, here: a config (and its config.toml) names what actually runs
+            from reinforce_ada.sampling.strategies import AUTO
+
+            object.__setattr__(self, "name", AUTO)
         validate(self)
 
     @property

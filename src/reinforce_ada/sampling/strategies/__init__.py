@@ -6,7 +6,7 @@ the class through `strategy_class(name)`. Adding a strategy: one file (a `PoolSt
 one line, here or from outside the package with `register_strategy("foo", Foo)` (or a `reinforce_ada.strategies`
 entry point, which the CLI loads).
 
-`auto` is an alias of the strategy we recommend (`AUTO`, with the measurements behind it).
+`auto` names the strategy we recommend (`AUTO`, with the measurements behind it); a config resolves it at once.
 
 `greso` and `mopps` are prompt-admission rules over a base sampler (`strategies.select`): the names build DAPO
 dynamic sampling + GRESO (as the GRESO paper) and GRPO + MoPPS (as the MoPPS paper); `select=greso|mopps` puts the
@@ -42,7 +42,6 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
     "greso": GresoDynamic,
     "mopps": MoppsUniform,
     "conformal": Conformal,
-    "auto": MoppsUniform,
 }
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
 
@@ -51,8 +50,10 @@ AUTO = "mopps"
 allocator when"). It is GRPO-n4 with MoPPS's prompt selection: the only adaptive arm whose tokens-to-target factor
 against the best uniform GRPO has been at or above 1 on every pool measured (1.03 [0.89, 1.19] on `hard`,
 pre-registered; 1.10 [0.95, 1.28] on `default` in the earlier benchmark), and never below it beyond noise. That is
-"no worse than a tuned GRPO-n4", not "2x faster": no allocator measured here reaches that. The alias follows the
-recommendation as measurements change; a run that must not move pins `mopps`."""
+"no worse than a tuned GRPO-n4", not "2x faster": no allocator measured here reaches that.
+`StrategyConfig(name="auto")` resolves to this name at construction, so a run's config.toml, metrics and checkpoints
+name what ran, and resuming it never switches algorithm when the recommendation changes."""
+STRATEGIES["auto"] = STRATEGIES[AUTO]  # a CLI choice and a registry entry; configs resolve it (above)
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
