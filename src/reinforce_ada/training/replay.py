@@ -52,7 +52,6 @@ import torch
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
 from reinforce_ada.sampling.ledger import StepBatch, completion_tokens
-from reinforce_ada.sampling.validate import check_replay as check_config
 from reinforce_ada.training.losses import importance_weights
 from reinforce_ada.types import Group, Sample
 
@@ -100,8 +99,7 @@ class ReplayBuffer:
 
     @classmethod
     def for_config(cls, c: Any) -> ReplayBuffer | None:
-        """The buffer a StrategyConfig asks for, or None when replay is off."""
-        check_config(c)
+        """The buffer a StrategyConfig asks for (its replay fields checked when it was built), or None when off."""
         return cls(c.threshold, c.replay_max_age) if c.replay else None
 
     def usable(self, prompt_id: str, step: int) -> Entry | None:
@@ -111,7 +109,8 @@ class ReplayBuffer:
         return e
 
     def record(self, pools: Mapping[str, Sequence[Sample]], step: int) -> None:
-        """Store each prompt's most recent (last-arrived) correct, freshly generated sample of this step."""
+        """Store, per prompt, this step's correct freshly generated sample of the highest `Sample.index` (the last
+        submitted; arrival order under streaming may differ)."""
         for pid, pool in pools.items():
             good = [s for s in pool if _storable(s, self.threshold)]
             if good:
