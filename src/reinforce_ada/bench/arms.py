@@ -51,6 +51,12 @@ ARMS: dict[str, str] = {
     "oracle-select": "uniform:n=4,select=mopps,estimator=oracle",
     "oracle-alloc": ORACLE_ALLOC,
     "oracle-both": ORACLE_ALLOC + ",select=mopps",
+    # issue 23's importance-weighted admission (sampling.iw, ours; in no registered list): 4 x batch candidates, k drawn
+    # with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson weights; the oracle ceiling, the deployable
+    # belief (tracker + predictor), and the oracle draw with the weights off (w = 1: does unbiasedness matter?)
+    "iw-oracle": "uniform:n=4,select=iw,estimator=oracle,candidates=4",
+    "iw": "uniform:n=4,select=iw,estimator=both,candidates=4",
+    "iw-noweight": "uniform:n=4,select=iw,estimator=oracle,candidates=4,iw_weights=false",
 }
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle

@@ -210,6 +210,20 @@ class StrategyConfig:
     replay_clip: float = _f(
         2.0, "replay: truncate the replayed tokens' importance ratio pi_theta / pi_behaviour at this (>= 1)", plan=False
     )
+    # -- select=iw (sampling.iw; ours): importance-weighted admission --
+    iw_mix: float = _f(
+        0.2,
+        "select=iw (importance-weighted admission of k of candidates x k prompts, with inclusion probability from "
+        "sqrt(E[P(signal)]) and Horvitz-Thompson weights; ours): share lam in [0, 1] of the uniform proposal in the "
+        "defensive mixture (1 - lam) u / sum(u) + lam / (candidates x k); it bounds the weights by 1 / lam",
+        plan=False,
+    )
+    iw_clip: float = _f(
+        3.0, "select=iw: clip each Horvitz-Thompson weight at this (>= 1) before the self-normalisation", plan=False
+    )
+    iw_weights: bool = _f(
+        True, "select=iw: multiply each admitted prompt's loss by its weight (false: the same draw, weights 1)", plan=False
+    )
 
     def __post_init__(self) -> None:
         if self.name == "auto":  # resolved once, here: a config (and its config.toml) names what actually runs

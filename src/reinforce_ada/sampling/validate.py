@@ -20,7 +20,7 @@ SELECTIONS = ("random", "earliest")
 UNRESOLVED = ("keep", "drop")
 ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder", "signal")
 RESIDUALS = ("inv_sqrt", "none")
-SELECTS = ("none", "greso", "mopps", "value")
+SELECTS = ("none", "greso", "mopps", "value", "iw")
 ESTIMATORS = ("tracker", "predictor", "both", "oracle")
 """Where a pass-rate estimate comes from (`sampling.memory`): the one list."""
 CONFORMAL_SCORES = ("first_success", "pass_rate")
@@ -159,6 +159,11 @@ def _validate_allocators(c: StrategyConfig) -> None:
     _unit("zero_variance_target", c.zero_variance_target)
     _unit("target", c.target)
     _at_least("candidates", c.candidates, 1)
+    _unit("iw_mix", c.iw_mix)  # select=iw (sampling.iw)
+    if isinstance(c.iw_clip, bool) or not c.iw_clip >= 1.0:
+        raise ConfigError(f"iw_clip={c.iw_clip!r} is out of range; it must be >= 1 (the cap on a Horvitz-Thompson weight)")
+    if not isinstance(c.iw_weights, bool):
+        raise ConfigError(f"iw_weights={c.iw_weights!r} is not valid; it must be true or false")
 
 
 def parse_budget_grid(text: str) -> tuple[int, ...]:

@@ -12,9 +12,9 @@ M * sum_{r<R} (1-p)^(r*M)); `exact_enumeration` (any seq rule, give_up included:
 of correct samples after each round -- exact, no sampling error; give_up uses a first visit's prior Beta(prior_alpha,
 prior_beta)); `stationary_markov` (GRESO: the long-run share of offers skipped, from the Markov chain over the
 prompt's zero-variance streak with the initial exploration probabilities 0.5 -- its expected samples are per offer);
-`given_selected` (MoPPS: its choice depends on the whole candidate pool, so rows are the base sampler's given that
-the prompt is chosen; `simulate` measures the selection); `monte_carlo` (runs the real strategy objects on a simulated
-policy with frozen pass rates; used to cross-check the others).
+`given_selected` (MoPPS, select=value and select=iw: the choice depends on the whole candidate pool, so rows are the
+base sampler's given that the prompt is chosen; `simulate` measures the selection); `monte_carlo` (runs the real
+strategy objects on a simulated policy with frozen pass rates; used to cross-check the others).
 Est and knapsack assume their pass-rate estimate equals the true p and allocate over the given rates as one step's
 batch; `estimator=oracle` is that assumption made true (seq's give_up then starts from the oracle's Beta on p).
 Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
@@ -70,7 +70,7 @@ def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
             row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
             row.expected_samples *= 1.0 - row.skipped
             row.method = "stationary_markov"
-        elif cfg.resolved_select in ("mopps", "value"):
+        elif cfg.resolved_select in ("mopps", "value", "iw"):
             row.method = "given_selected"
         rows.append(row)
     return rows

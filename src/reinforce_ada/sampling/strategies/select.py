@@ -34,6 +34,10 @@ Rules:
 - `value` (ours, `sampling.value`): MoPPS's candidates and posterior, ranked by the expected signal per generated
   token of a visit under the planner's exact law for this sampler; `value_offered` / `value_selected` in `metrics()`
   are the step's mean value of the candidates considered and of those kept.
+- `iw` (ours, `sampling.iw`): MoPPS's candidates and posterior; k of them drawn at random with inclusion probability
+  from sqrt(E[P(signal)]) under the same law (a defensive mixture, `iw_mix`), each admitted prompt's `Group.weight`
+  multiplied by its Horvitz-Thompson weight (clipped at `iw_clip`, self-normalised to mean 1 over the step's admitted
+  prompts), so the weighted batch estimates the uniform batch's gradient; `iw_weight_max` and `iw_ess` in `metrics()`.
 """
 
 from __future__ import annotations
@@ -44,10 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.iw import iw_choose, self_normalise, weight_metrics
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.value import value_choose, value_table
-from reinforce_ada.types import Prompt
+from reinforce_ada.types import Group, Prompt
 
 
 class Greso:
@@ -111,6 +116,8 @@ class Admission:
         self.mopps = cfg.resolved_select == "mopps"
         self.value = value_table(cfg) if cfg.resolved_select == "value" else None
         """select=value: the sampler's per-visit law on a grid of pass rates (`sampling.value`), else None."""
+        self.iw = value_table(cfg) if cfg.resolved_select == "iw" else None
+        """select=iw: the same law, read for sqrt(E[P(signal)]) (`sampling.iw`), else None."""
         self.evicting = cfg.resolved_evict is not None
         self.admit_rng = np.random.default_rng([cfg.seed, 17])
         self._reset_admission()
@@ -122,6 +129,8 @@ class Admission:
         self.counts = dict.fromkeys(_COUNTS, 0)
         self.value_sums: dict[str, float] = dict.fromkeys(_VALUE_SUMS, 0.0)
         self.opts: dict[str, Any] = {}
+        self.iw_weights: dict[str, float] = {}
+        """select=iw: each prompt admitted this step -> its clipped Horvitz-Thompson weight (not yet normalised)."""
 
     # -- the protocol, in front of the strategy ---------------------------------------------------------------------
     def begin(self, prompts: list[Prompt], **opts: Any) -> None:
@@ -148,7 +157,7 @@ class Admission:
         self._offer(prompts)
 
     def _target(self, k: int) -> int:
-        ranks = self.mopps or self.value is not None
+        ranks = self.mopps or self.value is not None or self.iw is not None
         return k * self.cfg.candidates if ranks else k  # type: ignore[attr-defined]
 
     def _offer(self, prompts: list[Prompt]) -> None:
@@ -180,6 +189,9 @@ class Admission:
             v["offered_n"] += len(offered)
             v["selected"] += float(kept.sum())
             v["selected_n"] += len(kept)
+        elif self.iw is not None:
+            chosen, w = iw_choose(cands, k, self.memory, self.admit_rng, self.iw, self.cfg)  # type: ignore[attr-defined]
+            self.iw_weights.update((p.id, x) for p, x in zip(chosen, w, strict=True))
         else:
             chosen = cands[:k]
         self.counts["unselected"] += len(cands) - len(chosen)
@@ -189,6 +201,19 @@ class Admission:
             super().begin(chosen, **self.opts)  # type: ignore[misc]
         else:
             super().add_prompts(chosen)  # type: ignore[misc]  # [] tells the strategy the source is exhausted
+
+    def build(self) -> list[Group]:
+        groups = super().build()  # type: ignore[misc]
+        if self.iw is not None:  # the weight rides Group.weight: advantages -> StepBatch.weights -> the loss
+            w = self._iw_normalised()
+            for g in groups:
+                g.weight *= w.get(g.prompt.id, 1.0)
+        return groups
+
+    def _iw_normalised(self) -> dict[str, float]:
+        """select=iw: the step's admitted prompts' weights divided by their mean (`sampling.iw`, 4)."""
+        ids = list(self.iw_weights)
+        return dict(zip(ids, self_normalise(np.array([self.iw_weights[i] for i in ids])).tolist(), strict=True))
 
     # -- metrics and checkpointing ----------------------------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -202,12 +227,14 @@ class Admission:
         }
         if self.greso is not None:
             out.update(skipped_greso=c["skipped_greso"], greso_p_easy=self.greso.p_easy, greso_p_hard=self.greso.p_hard)
-        if self.mopps or self.value is not None:
+        if self.mopps or self.value is not None or self.iw is not None:
             out["unselected_prompts"] = c["unselected"]
         if self.value is not None:  # mean expected signal per generated token; 0 in a step with no candidates
             v = self.value_sums
             out["value_offered"] = v["offered"] / v["offered_n"] if v["offered_n"] else 0.0
             out["value_selected"] = v["selected"] / v["selected_n"] if v["selected_n"] else 0.0
+        if self.iw is not None:
+            out.update(weight_metrics(np.array(list(self._iw_normalised().values()))))
         return out
 
     def state_dict(self) -> dict[str, Any]:
@@ -225,6 +252,7 @@ class Admission:
                 "opts": dict(self.opts),
                 "rng": self.admit_rng.bit_generator.state,
                 "greso": None if self.greso is None else self.greso.state_dict(),
+                "iw_weights": dict(self.iw_weights),
             },
         }
 
@@ -237,6 +265,7 @@ class Admission:
         self.counts, self.opts = dict(a["counts"]), dict(a["opts"])
         self.value_sums = dict(a.get("value_sums", dict.fromkeys(_VALUE_SUMS, 0.0)))  # absent before select=value
         self.admit_rng.bit_generator.state = a["rng"]
+        self.iw_weights = dict(a.get("iw_weights", {}))  # absent before select=iw
         if self.greso is not None:
             self.greso.load_state_dict(a["greso"])
 

@@ -1,0 +1,131 @@
+"""`select=iw`: importance-weighted admission -- draw k of the C x k candidates at random, weight them back to unbiased.
+
+Ours, not a published method (docs/allocators.md, "select=iw"; the design is issue 23's allocator memo, section 3).
+1) Utility. For a candidate x with pass-rate belief p ~ Beta(a, b) (`PromptMemory.posterior` under `estimator`,
+   `oracle` included), u(x) = sqrt(E_p[P(signal | p)]), P(signal | p) from the planner's exact per-visit law of the
+   sampler behind the selection (`sampling.value.value_table(cfg).expect`; for uniform n it is 1 - p^n - (1 - p)^n).
+2) Proposal. The defensive mixture q(x) = (1 - lam) u(x) / sum(u) + lam / N over the N candidates (N = C x k when the
+   source fills the candidate list), lam = `iw_mix`; when every u is 0, q is uniform.
+3) Draw. Inclusion probabilities pi(x) = k q(x), capped at 1 with the excess redistributed over the others in
+   proportion to q (repeated until none is above 1; sum pi = k). Exactly k distinct prompts are drawn by randomised
+   systematic sampling: the candidates in a random order, one uniform start U in [0, 1), the units whose cumulative-pi
+   interval holds U, U + 1, ..., U + k - 1. Each x is admitted with probability exactly pi(x).
+4) Weights. An admitted x gets the Horvitz-Thompson weight w(x) = k / (N pi(x)) (= 1 / (C pi(x)) at N = C k;
+   uniform admission, pi = k / N, gives w = 1 exactly), clipped at `iw_clip`, then divided by the mean over the step's
+   admitted prompts (refills included). `iw_weights=false` keeps the draw and sets w = 1 (the memo's control arm).
+   The weight multiplies the prompt's `Group.weight`, the per-prompt weight path Ada-Est's residual takes
+   (`advantages.compute_advantages` -> `StepBatch.weights` -> `training.rows.Row.weight` -> the loss's `weight_B`;
+   the simulator's update reads the same weights). `compute_advantages` then rescales the weights of the groups with
+   signal to mean 1 (its `normalize_weights`), which changes the global scale only, not the ratios.
+Why. Before the clip and the self-normalisation, (1/k) sum over admitted x of w(x) g(x) is an unbiased estimate of
+(1/N) sum over all candidates of g(x), the gradient a uniform batch of the candidates would give in expectation: the
+trained distribution stays the held-out one (no selection bias, unlike nearest-0.5 selection), and only the variance
+changes. Under std-normalised GRPO a group's gradient norm depends little on p, so E||g_x||^2 is about proportional to
+P(signal), and the variance-minimising proposal is q proportional to sqrt(E||g_x||^2) (Zhao & Zhang 2015; Katharopoulos
+& Fleuret 2018): compute moves from prompts likely to give an all-equal group (gradient exactly 0) to prompts with
+signal, while the rarely chosen ones keep their share through w. The mixture bounds w by 1 / lam before the clip.
+Departures: the clip and the self-normalisation add a small bias (logged: `iw_weight_max`, `iw_ess` = (sum w)^2 /
+sum w^2 over the admitted prompts); u is read from the belief, not the true p (except under the oracle), so the
+proposal is only as good as the estimator -- the estimate stays unbiased whatever u is, as long as pi > 0 (lam > 0);
+with lam = 0 a candidate of u = 0 is never drawn, which is unbiased only if its gradient is truly 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from reinforce_ada.sampling.value import ValueTable
+from reinforce_ada.types import Prompt
+
+
+def utilities(table: ValueTable, candidates: list[Prompt], memory: Any) -> np.ndarray:
+    """u(x) = sqrt(E_p[P(signal | p)]) for each candidate (module docstring, 1)."""
+    memory.prefetch(candidates)  # an oracle's rates: one batched call
+    ab = np.array([memory.posterior(p) for p in candidates], dtype=float).reshape(-1, 2)
+    signal, _ = table.expect(ab[:, 0], ab[:, 1])
+    return np.sqrt(np.clip(signal, 0.0, 1.0))
+
+
+def proposal(u: np.ndarray, mix: float) -> np.ndarray:
+    """The defensive mixture (1 - mix) u / sum(u) + mix / N; uniform when sum(u) = 0."""
+    u = np.asarray(u, dtype=float)
+    n = len(u)
+    total = u.sum()
+    share = u / total if total > 0 else np.full(n, 1.0 / n)
+    return (1.0 - mix) * share + mix / n
+
+
+def inclusion_probabilities(q: np.ndarray, k: int) -> np.ndarray:
+    """pi = k q capped at 1, the excess redistributed over the uncapped in proportion to q (uniformly where their q
+    sums to 0); sum(pi) = min(k, N), every pi in [0, 1]."""
+    q = np.asarray(q, dtype=float)
+    n = len(q)
+    k = min(k, n)
+    pi = np.zeros(n)
+    capped = np.zeros(n, dtype=bool)
+    while True:
+        free = ~capped
+        left = k - capped.sum()
+        if left <= 0 or not free.any():
+            pi[free] = 0.0
+            break
+        mass = q[free].sum()
+        pi[free] = left * (q[free] / mass if mass > 0 else np.full(free.sum(), 1.0 / free.sum()))
+        over = free & (pi >= 1.0)
+        if not over.any():
+            break
+        capped |= over
+        pi[capped] = 1.0
+    return np.clip(pi, 0.0, 1.0)
+
+
+def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exactly round(sum(pi)) distinct indices, index i drawn with probability pi[i] (randomised systematic sampling:
+    random order, one uniform start); sorted ascending."""
+    pi = np.asarray(pi, dtype=float)
+    k = int(round(pi.sum()))
+    if k == 0:
+        return np.zeros(0, dtype=int)
+    order = rng.permutation(len(pi))
+    cum = np.cumsum(pi[order])
+    cum *= k / cum[-1]  # exact total k, so the last point U + k - 1 < k lands inside
+    cum[-1] = k
+    points = rng.random() + np.arange(k)
+    picked = order[np.searchsorted(cum, points, side="right")]
+    if len(np.unique(picked)) != k:  # pi <= 1 makes each interval hold at most one point; rounding cannot break it
+        raise RuntimeError(f"systematic sampling drew a unit twice (pi max {pi.max()!r}); this is a bug")
+    return np.sort(picked)
+
+
+def ht_weights(pi: np.ndarray, n_candidates: int, k: int, clip: float) -> np.ndarray:
+    """Horvitz-Thompson weights k / (N pi) of the admitted prompts' inclusion probabilities, clipped at `clip`."""
+    return np.minimum(k / (n_candidates * np.asarray(pi, dtype=float)), clip)
+
+
+def self_normalise(w: np.ndarray) -> np.ndarray:
+    """`w` divided by its mean (an empty array stays empty)."""
+    w = np.asarray(w, dtype=float)
+    return w / w.mean() if len(w) else w
+
+
+def iw_choose(
+    candidates: list[Prompt], k: int, memory: Any, rng: np.random.Generator, table: ValueTable, cfg: Any
+) -> tuple[list[Prompt], list[float]]:
+    """Admit k of `candidates` (module docstring, 1-4); return them in candidate order with their clipped,
+    not yet self-normalised weights (1 each with `iw_weights=false`, or when there are no more than k candidates)."""
+    if len(candidates) <= k:
+        return list(candidates), [1.0] * len(candidates)
+    pi = inclusion_probabilities(proposal(utilities(table, candidates, memory), cfg.iw_mix), k)
+    picked = systematic_draw(pi, rng)
+    w = ht_weights(pi[picked], len(candidates), k, cfg.iw_clip) if cfg.iw_weights else np.ones(len(picked))
+    return [candidates[i] for i in picked], [float(x) for x in w]
+
+
+def weight_metrics(w: np.ndarray) -> dict[str, float]:
+    """`iw_weight_max` and `iw_ess` = (sum w)^2 / sum w^2 of a step's applied weights (0 and 0 when none)."""
+    w = np.asarray(w, dtype=float)
+    if not len(w):
+        return {"iw_weight_max": 0.0, "iw_ess": 0.0}
+    return {"iw_weight_max": float(w.max()), "iw_ess": float(w.sum() ** 2 / (w * w).sum())}
