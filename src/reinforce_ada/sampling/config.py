@@ -222,7 +222,9 @@ class StrategyConfig:
         3.0, "select=iw: clip each Horvitz-Thompson weight at this (>= 1) before the self-normalisation", plan=False
     )
     iw_weights: bool = _f(
-        True, "select=iw: multiply each admitted prompt's loss by its weight (false: the same draw, weights 1)", plan=False
+        True,
+        "select=iw: multiply each admitted prompt's loss by its weight (false: the same draw, weights 1)",
+        plan=False,
     )
 
     def __post_init__(self) -> None:

@@ -117,9 +117,14 @@ def iw_choose(
     not yet self-normalised weights (1 each with `iw_weights=false`, or when there are no more than k candidates)."""
     if len(candidates) <= k:
         return list(candidates), [1.0] * len(candidates)
-    pi = inclusion_probabilities(proposal(utilities(table, candidates, memory), cfg.iw_mix), k)
+    u = utilities(table, candidates, memory)
+    if np.all(u == u[0]):  # uniform admission: pi = k / N and w = 1 exactly (no rounding through the mixture)
+        pi, exact = np.full(len(candidates), k / len(candidates)), True
+    else:
+        pi, exact = inclusion_probabilities(proposal(u, cfg.iw_mix), k), False
     picked = systematic_draw(pi, rng)
-    w = ht_weights(pi[picked], len(candidates), k, cfg.iw_clip) if cfg.iw_weights else np.ones(len(picked))
+    weighted = cfg.iw_weights and not exact
+    w = ht_weights(pi[picked], len(candidates), k, cfg.iw_clip) if weighted else np.ones(len(picked))
     return [candidates[i] for i in picked], [float(x) for x in w]
 
 

@@ -161,7 +161,9 @@ def _validate_allocators(c: StrategyConfig) -> None:
     _at_least("candidates", c.candidates, 1)
     _unit("iw_mix", c.iw_mix)  # select=iw (sampling.iw)
     if isinstance(c.iw_clip, bool) or not c.iw_clip >= 1.0:
-        raise ConfigError(f"iw_clip={c.iw_clip!r} is out of range; it must be >= 1 (the cap on a Horvitz-Thompson weight)")
+        raise ConfigError(
+            f"iw_clip={c.iw_clip!r} is out of range; it must be >= 1 (the cap on a Horvitz-Thompson weight)"
+        )
     if not isinstance(c.iw_weights, bool):
         raise ConfigError(f"iw_weights={c.iw_weights!r} is not valid; it must be true or false")
 
