@@ -25,9 +25,11 @@ P(signal), and the variance-minimising proposal is q proportional to sqrt(E||g_x
 & Fleuret 2018): compute moves from prompts likely to give an all-equal group (gradient exactly 0) to prompts with
 signal, while the rarely chosen ones keep their share through w. The mixture bounds w by 1 / lam before the clip.
 Departures: the clip and the self-normalisation add a small bias (logged: `iw_weight_max`, `iw_ess` = (sum w)^2 /
-sum w^2 over the admitted prompts); u is read from the belief, not the true p (except under the oracle), so the
-proposal is only as good as the estimator -- the estimate stays unbiased whatever u is, as long as pi > 0 (lam > 0);
-with lam = 0 a candidate of u = 0 is never drawn, which is unbiased only if its gradient is truly 0.
+sum w^2 over the admitted prompts, both of the applied, normalised weights, so the maximum may exceed `iw_clip`); u
+is read from the belief, not the true p (except under the oracle), so the proposal is only as good as the estimator
+-- the estimate stays unbiased whatever u is, as long as pi > 0 (lam > 0); with lam = 0 a candidate of u = 0 is never
+drawn, which is unbiased only if its gradient is truly 0. The memo's token-priced variant (u over expected tokens) is
+not built.
 """
 
 from __future__ import annotations
