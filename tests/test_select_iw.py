@@ -4,6 +4,7 @@ simulator."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -61,11 +62,13 @@ def test_inclusion_probabilities_sum_to_k_and_are_at_most_one(k, mix):
 
 def test_the_draw_admits_exactly_k_distinct_prompts():
     rng = np.random.default_rng(0)
-    for k in (1, 3, 4, 8, 16):
-        pi = inclusion_probabilities(proposal(SKEWED, 0.2), k)
+    for k, mix in itertools.product((1, 3, 4, 8, 11), (0.0, 0.2)):  # mix 0: five candidates of pi = 0
+        pi = inclusion_probabilities(proposal(SKEWED, mix), k)
         for _ in range(300):
             idx = systematic_draw(pi, rng)
             assert len(idx) == k and len(set(idx.tolist())) == k and np.all(np.diff(idx) > 0)
+            assert np.all(pi[idx] > 0)  # a candidate of pi = 0 is never drawn
+    assert systematic_draw(np.ones(16), rng).tolist() == list(range(16))
 
 
 def test_empirical_inclusion_frequency_matches_pi():
@@ -141,7 +144,7 @@ def test_a_step_weights_its_groups_by_the_normalised_clipped_weights():
     spec = "uniform:n=4,select=iw,estimator=oracle,candidates=4"
     for seed in range(4):
         s, b = _skewed_step(spec, seed)
-        raw = np.array([s.iw_weights[g.prompt.id] for g in b.groups])
+        raw = np.array([s.iw_raw[g.prompt.id] for g in b.groups])
         assert len(b.groups) == 8 and np.all(raw <= 3.0) and np.all(raw > 0)
         got = np.array([g.weight for g in b.groups])
         np.testing.assert_allclose(got, raw / raw.mean())  # uniform's own weight is 1
@@ -199,15 +202,15 @@ def test_state_round_trips_mid_step(spec):
 def test_a_checkpoint_after_admission_keeps_the_weights_and_old_ones_load():
     s, b = _skewed_step("uniform:n=4,select=iw,estimator=oracle,candidates=4")
     state = json.loads(json.dumps(s.state_dict()))  # after the draw, before the next step: the weights are state
-    assert state["admission"]["iw_weights"]
+    assert state["admission"]["iw_raw"]
     resumed = build_strategy(s.cfg)
     resumed.load_state_dict(state)
     assert [g.weight for g in resumed.build()] == [g.weight for g in b.groups]
     assert resumed.metrics() == s.metrics() and resumed.state_dict() == s.state_dict()
-    del state["admission"]["iw_weights"]
+    del state["admission"]["iw_raw"]
     twin = build_strategy(s.cfg)
     twin.load_state_dict(state)
-    assert twin.iw_weights == {}
+    assert twin.iw_raw == {}
 
 
 def test_planner_and_simulator_accept_iw():

@@ -92,10 +92,10 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return np.zeros(0, dtype=int)
     order = rng.permutation(len(pi))
     cum = np.cumsum(pi[order])
-    cum *= k / cum[-1]  # exact total k, so the last point U + k - 1 < k lands inside
-    cum[-1] = k
+    cum *= k / cum[-1]  # total k up to rounding: the last point U + k - 1 < k lands inside
     points = rng.random() + np.arange(k)
-    picked = order[np.searchsorted(cum, points, side="right")]
+    last = int(np.flatnonzero(pi[order] > 0)[-1])  # a point past a rounded-down total is the last drawable unit's
+    picked = order[np.minimum(np.searchsorted(cum, points, side="right"), last)]
     if len(np.unique(picked)) != k:  # pi <= 1 makes each interval hold at most one point; rounding cannot break it
         raise RuntimeError(f"systematic sampling drew a unit twice (pi max {pi.max()!r}); this is a bug")
     return np.sort(picked)

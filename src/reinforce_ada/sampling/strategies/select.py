@@ -129,7 +129,7 @@ class Admission:
         self.counts = dict.fromkeys(_COUNTS, 0)
         self.value_sums: dict[str, float] = dict.fromkeys(_VALUE_SUMS, 0.0)
         self.opts: dict[str, Any] = {}
-        self.iw_weights: dict[str, float] = {}
+        self.iw_raw: dict[str, float] = {}
         """select=iw: each prompt admitted this step -> its clipped Horvitz-Thompson weight (not yet normalised)."""
 
     # -- the protocol, in front of the strategy ---------------------------------------------------------------------
@@ -191,7 +191,7 @@ class Admission:
             v["selected_n"] += len(kept)
         elif self.iw is not None:
             chosen, w = iw_choose(cands, k, self.memory, self.admit_rng, self.iw, self.cfg)  # type: ignore[attr-defined]
-            self.iw_weights.update((p.id, x) for p, x in zip(chosen, w, strict=True))
+            self.iw_raw.update((p.id, x) for p, x in zip(chosen, w, strict=True))
         else:
             chosen = cands[:k]
         self.counts["unselected"] += len(cands) - len(chosen)
@@ -212,8 +212,8 @@ class Admission:
 
     def _iw_normalised(self) -> dict[str, float]:
         """select=iw: the step's admitted prompts' weights divided by their mean (`sampling.iw`, 4)."""
-        ids = list(self.iw_weights)
-        return dict(zip(ids, self_normalise(np.array([self.iw_weights[i] for i in ids])).tolist(), strict=True))
+        ids = list(self.iw_raw)
+        return dict(zip(ids, self_normalise(np.array([self.iw_raw[i] for i in ids])).tolist(), strict=True))
 
     # -- metrics and checkpointing ----------------------------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
@@ -252,7 +252,7 @@ class Admission:
                 "opts": dict(self.opts),
                 "rng": self.admit_rng.bit_generator.state,
                 "greso": None if self.greso is None else self.greso.state_dict(),
-                "iw_weights": dict(self.iw_weights),
+                "iw_raw": dict(self.iw_raw),
             },
         }
 
@@ -265,7 +265,7 @@ class Admission:
         self.counts, self.opts = dict(a["counts"]), dict(a["opts"])
         self.value_sums = dict(a.get("value_sums", dict.fromkeys(_VALUE_SUMS, 0.0)))  # absent before select=value
         self.admit_rng.bit_generator.state = a["rng"]
-        self.iw_weights = dict(a.get("iw_weights", {}))  # absent before select=iw
+        self.iw_raw = dict(a.get("iw_raw", {}))  # absent before select=iw
         if self.greso is not None:
             self.greso.load_state_dict(a["greso"])
 
