@@ -175,6 +175,11 @@ def test_refills_and_other_samplers_compose():
         assert np.mean(list(w.values())) == pytest.approx(1.0) and set(w) == set(s.prompts)
         for g in b.groups:
             assert g.weight == pytest.approx(w[g.prompt.id])
+    s, b = _skewed_step("est:select=iw,estimator=oracle,candidates=4", 2)  # Est's residual weight times ours
+    w = s._iw_normalised()
+    assert len({round(x, 9) for x in w.values()}) > 1
+    for g in b.groups:
+        assert g.weight == pytest.approx(w[g.prompt.id] / np.sqrt(s.p_hat[g.prompt.id] + s.cfg.eps))
 
 
 # -- fields, checkpoints, planner, simulator -------------------------------------------------------------------------
