@@ -156,9 +156,10 @@ class StrategyConfig:
     )
     select: str | None = _f(
         None,
-        "prompt selection before any rollout, on top of any strategy: none, greso, mopps or value (the candidates "
-        "with the most expected signal per generated token, from the planner's law; default greso for name=greso, "
-        "mopps for name=mopps, none otherwise)",
+        "prompt selection before any rollout, on top of any strategy: none, greso, mopps, value (the candidates "
+        "with the most expected signal per generated token, from the planner's law) or iw (k of candidates x k drawn "
+        "with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson weights; ours); default greso for "
+        "name=greso, mopps for name=mopps, none otherwise",
     )
     zero_variance_target: float = _f(
         0.25, "greso: target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
@@ -166,7 +167,9 @@ class StrategyConfig:
     target: float = _f(
         0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen", plan=False
     )
-    candidates: int = _f(16, "mopps: candidate prompts considered per prompt trained (paper 16)", plan=False)
+    candidates: int = _f(
+        16, "mopps, select=value and select=iw: candidate prompts considered per prompt trained (paper 16)", plan=False
+    )
     budget_grid: str = _f(
         "2/4/8/16/32",
         "conformal: ascending per-prompt budgets, '/'-separated; a prompt stops at the first whose conformal set is "
@@ -208,7 +211,7 @@ class StrategyConfig:
         None, "replay: use a stored answer only if generated at most this many steps ago (None: no limit)", plan=False
     )
     replay_clip: float = _f(
-        2.0, "replay: truncate the replayed tokens' importance ratio pi_theta / pi_behaviour at this (>= 1)", plan=False
+        2.0, "replay: truncate the replayed tokens' importance weight pi_old / pi_behaviour at this (>= 1)", plan=False
     )
     # -- select=iw (sampling.iw; ours): importance-weighted admission --
     iw_mix: float = _f(

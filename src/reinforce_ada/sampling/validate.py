@@ -215,5 +215,5 @@ def check_replay(c: StrategyConfig) -> None:
     if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
         raise ConfigError(
             f"strategy.replay_clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
-            "pi_theta / pi_behaviour; 2 is the usual truncated-IS cap)"
+            "pi_old / pi_behaviour, pi_old the learner before the update; 2 is the usual truncated-IS cap)"
         )

@@ -9,8 +9,8 @@ entry point, which the CLI loads).
 `auto` names the strategy we recommend (`AUTO`, with the measurements behind it); a config resolves it at once.
 
 `greso` and `mopps` are prompt-admission rules over a base sampler (`strategies.select`): the names build DAPO
-dynamic sampling + GRESO (as the GRESO paper) and GRPO + MoPPS (as the MoPPS paper); `select=greso|mopps` puts the
-same rule in front of any other strategy, and `evict` (on by default for pilot_commit) adds eviction.
+dynamic sampling + GRESO (as the GRESO paper) and GRPO + MoPPS (as the MoPPS paper); `select=greso|mopps|value|iw`
+puts such a rule in front of any other strategy, and `evict` (on by default for pilot_commit) adds eviction.
 """
 
 from __future__ import annotations
