@@ -19,7 +19,8 @@ grid and sweep -- with this repository's bookkeeping:
    seed across arms, so a run cut short leaves every arm with the same first seeds.
 3) Output: benchmarks/results/compute_to_target.{json,png} when every registered pool is in the run, else
    compute_to_target_<pools>.{json,png} (a tranche, labelled partial); `summary.json` gets C0, C1, C2, C2g and C3 per
-   pool run (other pools' entries are kept).
+   pool run (other pools' entries are kept). Another registration file (`--prereg benchmarks/preregistration_X.toml`,
+   e.g. issue 23's allocator) writes compute_to_target_<pools>_X.{json,png} and summary figures `C1[X]` etc.
 4) A re-run with other seeds (issue 22, 5): a pre-registration with `rerun_of` (benchmarks/preregistration_rerun.toml)
    runs its own seeds, one pool at a time, each arm at the lr the first run chose on that pool (no sweep), and writes
    compute_to_target_<pool>_rerun.{json,png} with `agreement` (`bench.compute.rerun_agreement`: per arm and cost
@@ -110,6 +111,14 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
         "oracles": tuple(inst["oracles"]),
         "long_arms": tuple(inst["uniform"]),
     }
+
+
+def registration_tag(path: str | Path) -> str:
+    """ "" for the repository's first registration; else the file's stem without `preregistration_` (`rerun`, `iw`):
+    the suffix of that registration's result files and of its summary.json figures (`C1[iw]`)."""
+    if Path(path).resolve() == PREREG.resolve():
+        return ""
+    return Path(path).stem.removeprefix("preregistration_").removeprefix("preregistration") or "other"
 
 
 def first_run(pool: str, rerun_of: str, results: Path = RESULTS) -> tuple[Path, dict[str, Any]] | None:
@@ -289,10 +298,11 @@ def main(argv: list[str]) -> int:
             if rc != 0:
                 return rc
         return 0
-    whole = pools == registered and not rerun
+    tag = registration_tag(args.prereg)
+    whole = pools == registered and not tag
     out = RESULTS / ("compute_to_target" if whole else "compute_to_target_" + "_".join(pools))
-    if rerun:
-        out = out.with_name(out.name + "_rerun")
+    if tag:  # another registration's results never overwrite the first's
+        out = out.with_name(f"{out.name}_{tag}")
     from reinforce_ada.bench.compare import CompareConfig, run_compare
     from reinforce_ada.bench.report import format_table, write
 
@@ -321,7 +331,8 @@ def main(argv: list[str]) -> int:
     print(format_table(results))
     print(f"wrote {js} and {png}")
     if not args.no_summary and not rerun:
-        merge_summary(RESULTS / "summary.json", summary_entries(results, reg), command)
+        entries = summary_entries(results, reg)
+        merge_summary(RESULTS / "summary.json", {f"{k}[{tag}]" if tag else k: v for k, v in entries.items()}, command)
         print(f"updated {RESULTS / 'summary.json'}")
     return 0
 

@@ -272,3 +272,11 @@ def test_a_rerun_verdict_follows_the_registered_criterion(tmp_path):
     apart = {**first, "seq-bal": {"tokens": {"value": 2.0, "t_lo": 1.8, "t_hi": 2.2}}}
     out = ctt.agreement_with_first(rerun(apart), reg, "hard", tmp_path)
     assert not out["verdict"]["agrees"] and "seq-bal/tokens" in out["verdict"]["why"]
+
+
+def test_each_registration_writes_its_own_files():
+    from benchmarks import compute_to_target as ctt
+
+    assert ctt.registration_tag(ctt.PREREG) == ""
+    assert ctt.registration_tag("benchmarks/preregistration_rerun.toml") == "rerun"
+    assert ctt.registration_tag("/elsewhere/preregistration_iw.toml") == "iw"
