@@ -276,3 +276,17 @@ def test_trainer_refuses_the_oracle_on_a_task_without_exact_answers(tmp_path):
 
     with pytest.raises(ConfigError, match="task.verifier='numeric'.*not exact-match"):
         Trainer(_cfg(tmp_path / "run", "oracle-alloc", verifier="numeric"), tensorboard=False)
+
+
+def test_the_alloc_arm_is_the_oracle_allocation_on_beliefs():
+    """`alloc` (issue 23) = oracle-alloc's rule and budget with the tracker + predictor instead of the exact rate: at a
+    fixed belief it allocates exactly as the oracle would at those rates, and it spends GRPO-n4's samples."""
+    alloc, oracle = parse_arm(ARMS["alloc"]), parse_arm(ARMS["oracle-alloc"])
+    assert alloc.replace(estimator="oracle") == oracle and alloc.estimator == "both"
+    assert PER_PROMPT_BUDGET["alloc"] == PER_PROMPT_BUDGET["oracle-alloc"] == 4
+    prompts = [Prompt(id=f"q{i}", text="") for i in range(16)]
+    curve = run_arm(
+        alloc.replace(budget=16), prompts, np.linspace(0.05, 0.95, 16), steps=3, batch_size=4, seed=0,
+        sim=SimConfig(lr=0.5),
+    )  # fmt: skip
+    assert curve["samples_per_step"] == [16.0, 16.0, 16.0]

@@ -57,8 +57,12 @@ ARMS: dict[str, str] = {
     "iw-oracle": "uniform:n=4,select=iw,estimator=oracle,candidates=4",
     "iw": "uniform:n=4,select=iw,estimator=both,candidates=4",
     "iw-noweight": "uniform:n=4,select=iw,estimator=oracle,candidates=4,iw_weights=false",
+    # issue 23's signal allocation from beliefs: oracle-alloc's rule (GRPO-n4's budget spread to maximise the expected
+    # number of prompts with signal, exact greedy) on the tracker's posterior with the predictor as its prior, instead
+    # of the exact rate: the deployable counterpart of the one oracle that found room (in no registered list)
+    "alloc": ORACLE_ALLOC.replace("estimator=oracle", "estimator=both"),
 }
-PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4}
+PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
 REFERENCE = "grpo-n4"
