@@ -41,7 +41,7 @@ class StrategyConfig:
     name: str = _f(
         "seq",
         "sampling strategy: a registered name (uniform, dynamic, seq, est, pilot_commit, knapsack, greso, mopps, "
-        "conformal, auto = the recommended one, today mopps, and any registered with register_strategy)",
+        "conformal, auto = the recommended one, today uniform, and any registered with register_strategy)",
     )
     n: int = _f(4, "group size trained on per prompt (uniform/dynamic: samples per prompt)")
     samples_per_round: int = _f(8, "seq: samples drawn per active prompt per round (M)")

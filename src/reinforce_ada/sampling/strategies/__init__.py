@@ -45,12 +45,13 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
 }
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
 
-AUTO = "mopps"
+AUTO = "uniform"
 """What `name = "auto"` builds: the arm we recommend when generated tokens are the bill (docs/allocators.md, "Which
-allocator when"). It is GRPO-n4 with MoPPS's prompt selection: the only adaptive arm whose tokens-to-target factor
-against the best uniform GRPO has been at or above 1 on every pool measured (1.03 [0.89, 1.19] on `hard`,
-pre-registered; 1.10 [0.95, 1.28] on `default` in the earlier benchmark), and never below it beyond noise. That is
-"no worse than a tuned GRPO-n4", not "2x faster": no allocator measured here reaches that.
+allocator when"): plain GRPO (`uniform`, n = 4 by default) at a tuned learning rate. On every pool measured under the
+pre-registration it is the best uniform arm per token, and no adaptive arm beats it there: on `hard` the best, MoPPS,
+is level (1.03 [0.89, 1.19]); on `small` MoPPS is worse (0.77 [0.72, 0.84]) and so is every other adaptive arm
+(the oracle allocation alone is better, 1.29, with information no deployable rule has). Until an allocator beats it
+under a pre-registration (issue 23: `select=iw`, `alloc`), the honest recommendation is the baseline.
 `StrategyConfig(name="auto")` resolves to this name at construction, so a run's config.toml, metrics and checkpoints
 name what ran, and resuming it never switches algorithm when the recommendation changes."""
 STRATEGIES["auto"] = STRATEGIES[AUTO]  # a CLI choice and a registry entry; configs resolve it (above)
