@@ -317,3 +317,21 @@ def test_replay_composes_with_every_strategy(model_dir, tmp_path, name):
         assert m["replay_prompts"] > 0
     else:  # DAPO and GRESO drop zero-variance groups, Pilot-Commit never commits a 0-of-pilot prompt: none to fill
         assert m["replay_prompts"] == 0
+
+
+def test_a_replayed_answer_is_flagged_in_samples_log_and_left_out_of_the_clipped_share():
+    """samples.jsonl says which answer was replayed (and from which step); the step's clipped share counts only what
+    this step generated."""
+    from types import SimpleNamespace
+
+    from reinforce_ada.training.samples_log import clipped_share, sample_rows
+    from reinforce_ada.types import Group, Prompt, Sample
+
+    p = Prompt(id="q", text="1+1=", answer="2")
+    replayed = Sample("q", text="2", token_ids=[1], num_tokens=1, finish_reason="length", reward=1.0, replayed_from=3)
+    fresh = Sample("q", text="3", token_ids=[1], num_tokens=1, finish_reason="eos", reward=0.0, index=1)
+    groups = [Group(prompt=p, samples=[replayed, fresh], pool_rewards=[1.0, 0.0]), Group(p, [fresh], [0.0])]
+    batch = SimpleNamespace(groups=groups)
+    rows = sample_rows(7, batch, 2)
+    assert rows[0]["replayed_from"] == 3 and "replayed_from" not in rows[1]
+    assert clipped_share(batch) == 0.0  # the replayed answer's `length` is not this step's

@@ -54,6 +54,8 @@ class Sample:
     """Arrival order within the prompt's pool for this step (0-based)."""
     policy_version: int | None = None
     """Learner updates applied to the weights that drew it (set by Ray rollout workers; None in-process)."""
+    replayed_from: int | None = None
+    """Set by `training.replay` on a stored earlier answer trained in a later step: the step it was generated at."""
 
 
 @dataclass

@@ -142,6 +142,7 @@ class ReplayBuffer:
                 reward=e.reward,
                 round=old.round,
                 index=old.index,
+                replayed_from=e.step,
             )
             if float(old.reward) in g.pool_rewards:  # type: ignore[arg-type]
                 g.pool_rewards.remove(float(old.reward))  # type: ignore[arg-type]

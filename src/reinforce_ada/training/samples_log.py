@@ -4,8 +4,10 @@ when a run cannot learn.
 1) `SampleLog.record(step, batch)` appends up to `run.samples_per_step` rows to `RUN/samples.jsonl`: the first kept
    sample of each of the step's first prompts (deterministic; no random draw, so a resumed run repeats the same rows),
    with prompt, completion, reference answer, reward and whether the completion was cut at
-   `generation.max_new_tokens`. It returns the step's `completions_clipped_share` (kept samples whose
-   `finish_reason` is `length`; TRL logs the same as `completions/clipped_ratio`).
+   `generation.max_new_tokens`; a replayed earlier answer (`training.replay`) carries `replayed_from`, the step it
+   was generated at. It returns the step's `completions_clipped_share` (kept samples whose `finish_reason` is
+   `length`, replayed ones aside: they were not generated this step; TRL logs the same as
+   `completions/clipped_ratio`).
 2) On the first step this process trains, if every reward drawn is 0, it prints one warning with the fix: when most
    completions were cut at the token limit, the model had no room to answer (raise `--generation.max_new_tokens`);
    otherwise the verifier or template does not fit how the model answers. SmolLM2 on a file task with the defaults
@@ -57,14 +59,15 @@ def sample_rows(step: int, batch: StepBatch, k: int) -> list[dict[str, Any]]:
                 "clipped": s.finish_reason == "length",
                 "finish_reason": s.finish_reason,
                 "num_tokens": s.num_tokens,
+                **({"replayed_from": s.replayed_from} if s.replayed_from is not None else {}),
             }
         )
     return rows
 
 
 def clipped_share(batch: StepBatch) -> float:
-    """Share of the step's kept samples cut at `max_new_tokens` (NaN when none were kept)."""
-    reasons = [s.finish_reason for g in batch.groups for s in g.samples]
+    """Share of the step's kept samples cut at `max_new_tokens`, replayed earlier answers aside (NaN when none)."""
+    reasons = [s.finish_reason for g in batch.groups for s in g.samples if s.replayed_from is None]
     return sum(r == "length" for r in reasons) / len(reasons) if reasons else float("nan")
 
 
