@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.bench.llm_run import RunSpec, run_guarded
+from reinforce_ada.bench.llm_run import RunSpec, run_one
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -168,12 +168,12 @@ class Study:
 
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(self.args.workers, mp_context=ctx) as pool:
-                futures = [pool.submit(run_guarded, s) for s in todo]
+                futures = [pool.submit(run_one, s) for s in todo]
                 for fut in as_completed(futures):
                     self._done(fut.result())
         else:
             for s in todo:
-                self._done(run_guarded(s))
+                self._done(run_one(s))
 
     def _done(self, rec: dict[str, Any]) -> None:
         self.records[rec["key"]] = {k: v for k, v in rec.items() if k != "skipped"}  # finished either way

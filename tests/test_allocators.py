@@ -40,6 +40,8 @@ SPECS = [
     "seq:select=greso",
     "est:select=mopps",
     "seq:evict=1.0",
+    "uniform:n=4,select=iw,estimator=both",
+    "dynamic:n=4,select=iw",
 ]
 
 

@@ -199,11 +199,6 @@ def test_bad_fields_name_the_field_and_the_range():
     assert parse_arm("uniform:select=iw,iw_mix=0,iw_clip=1").iw_clip == 1.0
 
 
-@pytest.mark.parametrize("spec", ["uniform:n=4,select=iw,estimator=both", "dynamic:n=4,select=iw"])
-def test_state_round_trips_mid_step(spec):
-    allocators.test_state_round_trip_mid_step_with_history(spec)
-
-
 def test_a_checkpoint_after_admission_keeps_the_weights_and_old_ones_load():
     s, b = _skewed_step("uniform:n=4,select=iw,estimator=oracle,candidates=4")
     state = json.loads(json.dumps(s.state_dict()))  # after the draw, before the next step: the weights are state

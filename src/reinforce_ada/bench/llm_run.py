@@ -187,8 +187,3 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     rec["spec"] = dataclasses.asdict(spec)
     write_file(done, json.dumps(rec) + "\n")
     return rec
-
-
-def run_guarded(spec: RunSpec) -> dict[str, Any]:
-    """`run_one` (kept as the name worker processes call; a cut-short session is recorded by `run_one` itself)."""
-    return run_one(spec)

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,15 +62,10 @@ _INSTRUMENT: dict[str, type | tuple[type, ...]] = {
 
 def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
     """Read and check the study's pre-registration; every error names the key, the value and what is valid."""
+    from reinforce_ada.bench.prereg import read_file
+
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"pre-registration {p} does not exist") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"pre-registration {p} is not valid TOML: {e}") from None
-    if data.get("version") != 1:
-        raise ConfigError(f"pre-registration {p}: version = {data.get('version')!r}; this code reads version = 1")
+    data = read_file(p)
     inst = data.get("instrument")
     if not isinstance(inst, dict):
         raise ConfigError(f"pre-registration {p}: needs an [instrument] table with keys {sorted(_INSTRUMENT)}")

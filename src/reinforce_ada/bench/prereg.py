@@ -47,9 +47,9 @@ _INSTRUMENT = {
 _CLAIM = {"figure": str, "arm": str}
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """Read and check a pre-registration file; errors name the key and what would be valid."""
-    p = Path(path)
+def read_file(p: Path) -> dict[str, Any]:
+    """A version-1 pre-registration TOML as a dict (any study's: this module's and `bench.llm_study`'s); the error
+    names the file and what is wrong with it."""
     try:
         data = tomllib.loads(p.read_text())
     except FileNotFoundError:
@@ -58,6 +58,13 @@ def load(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"pre-registration {p} is not valid TOML: {e}") from None
     if data.get("version") != 1:
         raise ConfigError(f"pre-registration {p}: version = {data.get('version')!r}; this code reads version = 1")
+    return data
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and check a pre-registration file; errors name the key and what would be valid."""
+    p = Path(path)
+    data = read_file(p)
     inst = data.get("instrument")
     if not isinstance(inst, dict):
         raise ConfigError(f"pre-registration {p}: needs an [instrument] table with {sorted(_INSTRUMENT)}")
