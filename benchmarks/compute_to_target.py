@@ -71,6 +71,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="run nothing: write the results from the records finished so far (this checkout's analysis, the "
         "registered commit's records), labelled partial where seeds or pools are missing",
     )
+    ap.add_argument("--carry-pass", choices=("prepare", "check"), help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -111,6 +112,45 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
         "oracles": tuple(inst["oracles"]),
         "long_arms": tuple(inst["uniform"]),
     }
+
+
+def carry_of(reg: dict[str, Any]) -> Any:
+    """The registration's `[carry]` as a `bench.carry.Carry` (the other commit from a frozen worktree)."""
+    from reinforce_ada.bench.carry import Carry
+
+    t = reg["carry"]
+    return Carry(str(frozen_checkout(t["from"]) / "src" / "reinforce_ada"), tuple(t["arms"]), tuple(t["check_seeds"]))
+
+
+def carry_pass(argv: list[str], mode: str) -> int:
+    """A report-only pass over the records that carries the other commit's records into place (`prepare`) or checks
+    them (`check`: every carried (pool, arm) whose same-seed checks are not all `same` loses its carried records, so
+    the registered code runs it). Returns how many (pool, arm) were removed."""
+    rest = [a for a in argv if a not in ("--report-only",)]
+    return main([*rest, "--report-only", "--no-summary", f"--carry-pass={mode}"])
+
+
+def finish_carry_pass(c: Any, carrier: Any, mode: str) -> int:
+    from reinforce_ada.bench.compare import run_compare
+    from reinforce_ada.errors import ConfigError
+
+    try:
+        run_compare(c, log=lambda m: None, carry=carrier)
+    except ConfigError:  # nothing to report yet: the carrying is done all the same
+        pass
+    if mode == "prepare":
+        print(f"carry: {carrier.copied} records carried from {carrier.fingerprint[:12]}; "
+              f"{len(carrier.checks)} same-seed checks left for the registered code to run", flush=True)  # fmt: skip
+        return 0
+    removed = 0
+    for (pool, arm), verdict in sorted(carrier.verdicts(carrier.verify()).items()):
+        if verdict != "same":
+            n = carrier.uncarry(pool, arm)
+            removed += 1
+            print(f"carry: {pool}/{arm} check {verdict}: removed its {n} carried records", flush=True)
+        else:
+            print(f"carry: {pool}/{arm} check same: its carried records stand", flush=True)
+    return removed
 
 
 def registration_tag(path: str | Path) -> str:
@@ -271,10 +311,15 @@ def main(argv: list[str]) -> int:
         fingerprint_of = str(frozen_checkout(code) / "src" / "reinforce_ada")
     elif code and not args.here:
         frozen = frozen_checkout(code)
+        if "carry" in reg:  # put the other commit's records in place, all but the checks' (bench.carry)
+            carry_pass(argv, "prepare")
         print(f"running the registered code {code[:12]} from {frozen}")
         env = {**os.environ, "PYTHONPATH": f"{frozen / 'src'}"}
         cmd = [sys.executable, "-m", "benchmarks.compute_to_target", *argv, "--here", "--prereg", args.prereg]
         rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+        if rc == 0 and "carry" in reg and carry_pass(argv, "check"):  # some arms failed their check: run them
+            print("running the registered code again for the arms whose carried records were removed")
+            rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
         if rc != 0:
             return rc
         # the runs are the registered code's; the tables are this checkout's analysis of the same records
@@ -317,8 +362,20 @@ def main(argv: list[str]) -> int:
         run_root="runs/compute",
         out=str(out),
     )
-    results = run_compare(c)
+    carrier = None
+    if "carry" in reg and args.report_only:
+        from reinforce_ada.bench.carry import Carrier
+
+        carrier = Carrier(carry_of(reg), RECORDS)
+    if args.carry_pass:
+        return finish_carry_pass(c, carrier, args.carry_pass)
+    results = run_compare(c, carry=carrier)
     results["partial"] = partial(results, reg, pools, registered)
+    if carrier is not None:
+        results["carried"] = carrier.summary()
+        bad = {k: v for k, v in results["carried"]["verdicts"].items() if v != "same"}
+        if bad:
+            print(f"WARNING: carried records not confirmed by their same-seed check: {bad}", flush=True)
     results["preregistration_file"] = provenance(args.prereg)
     if rerun and args.report_only:  # this checkout's analysis (the registered code may predate `rerun_agreement`)
         results["agreement"] = agreement_with_first(results, reg, pools[0])

@@ -40,6 +40,7 @@ from reinforce_ada.bench.arms import (
     matched_n,
     resolve_arms,
 )
+from reinforce_ada.bench.carry import Carrier
 from reinforce_ada.bench.jobs import code_fingerprint, record_schema, run_jobs
 from reinforce_ada.bench.run import Job
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
@@ -201,7 +202,9 @@ def _cfg(arms: list[Arm], name: str) -> Any:
     return next((a.cfg for a in arms if a.name == name), None) or parse_arm(ARMS[name])
 
 
-def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_compare(c: CompareConfig, log: Callable[[str], None] = print, carry: Carrier | None = None) -> dict[str, Any]:
+    """Run (or, with `only_cached`, report on) a comparison. `carry`: another commit's records stand in for some
+    arms' runs after a same-seed check (`bench.carry`; a pre-registration's `[carry]` table)."""
     from reinforce_ada.models.config import ModelConfig
     from reinforce_ada.models.load import load_policy
     from reinforce_ada.tasks.config import TaskConfig
@@ -249,9 +252,11 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
         for p in pools
     }
     identity = {p.spec.name: f"{tb['sha256']}:{p.digest}" for p in pools}
+    if carry is not None:
+        carry.set_identity(identity)
     fixed = dict(c.fixed_lrs)
     sweep, choice = _sweep(
-        c, [a for a in arms if a.name not in fixed], pools, model_path, log, cache, fingerprint, identity, schema
+        c, [a for a in arms if a.name not in fixed], pools, model_path, log, cache, fingerprint, identity, schema, carry
     )
     first = pools[0].spec.name
     lrs = {
@@ -276,7 +281,15 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print) -> dict[st
         )
         log(f"learning rates on {p.spec.name}: {chosen}")
     main = run_jobs(
-        plan_jobs(c, arms, pools, model_path, lrs), c.workers, log, cache, fingerprint, identity, c.only_cached, schema
+        plan_jobs(c, arms, pools, model_path, lrs),
+        c.workers,
+        log,
+        cache,
+        fingerprint,
+        identity,
+        c.only_cached,
+        schema,
+        carry,
     )
     spec_of = {a.name: a.spec for a in arms}
     for r in (*sweep, *main):
@@ -313,6 +326,7 @@ def _sweep(
     fingerprint: str,
     identity: dict[str, str],
     schema: dict[str, Any] | None = None,
+    carry: Carrier | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """The lr sweep (on every pool or the first) and each arm's choice per pool; an arm whose best lr sits at its
     grid's edge gets one more lr beyond it, up to `extend_sweep` times (earlier runs come from the records)."""
@@ -323,7 +337,7 @@ def _sweep(
     log(f"lr sweep on {[p.spec.name for p in on]}: {len(arms)} arms x lrs {list(c.lrs)} x {c.sweep_seeds} seeds")
     for round_ in range(c.extend_sweep + 1):
         jobs = plan_jobs(c, arms, on, model_path, None, grids)
-        sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached, schema)
+        sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached, schema, carry)
         choice = {p: analysis.choose_lrs([r for r in sweep if r["pool"] == p], c.steps) for p in grids}
         grown = []
         for pool, arms_choice in choice.items():

@@ -120,6 +120,7 @@ def run_jobs(
     identity: dict[str, str] | None = None,
     only_cached: bool = False,
     schema: dict[str, Any] | None = None,
+    carry: Callable[[Job, Path], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
 
@@ -127,13 +128,16 @@ def run_jobs(
     it: a crashed run resumes, and adding an arm re-runs only that arm's jobs (runs are deterministic). `identity`
     (pool name -> digest of the weights and the pool) replaces the jobs' machine paths in the key, so records made on
     another machine are reused. `only_cached`: run nothing; return the jobs that have records (a report on a run
-    still going or stopped), in job order.
+    still going or stopped), in job order. `carry` (`bench.carry.Carrier`): called with each job and its record's
+    path before the lookup, so records of another commit can be put in place (after a same-seed check).
     """
     t0, done, out = time.perf_counter(), 0, {}
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         for j in jobs:
             f = _record_path(cache, j, fingerprint, identity, schema)
+            if f is not None and carry is not None:
+                carry(j, f)
             if f is not None and f.exists():
                 out[j.key] = _read_record(f)
         if out:

@@ -86,7 +86,33 @@ def load(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"pre-registration {p}: claim {i + 1} figure {c['figure']!r}; use one of {FIGURES}")
         if "pools" in c and not set(c["pools"]) <= set(inst["pools"]):
             raise ConfigError(f"pre-registration {p}: claim {i + 1} names pools outside [instrument] pools")
+    if "carry" in data:
+        _check_carry(p, data["carry"], inst)
     return data
+
+
+def _check_carry(p: Path, carry: Any, inst: dict[str, Any]) -> None:
+    """`[carry]`: `from` (a commit), `arms` (of the registered ones), `check_seeds` (of the registered seeds): which
+    arms' records another commit's run may stand in for, after a same-seed check (`bench.carry`)."""
+    if not isinstance(carry, dict):
+        raise ConfigError(f"pre-registration {p}: carry must be a table with from, arms and check_seeds")
+    unknown = sorted(set(carry) - {"from", "arms", "check_seeds", "why"})
+    if unknown:
+        raise ConfigError(f"pre-registration {p}: [carry] has unknown keys {unknown}; use from, arms, check_seeds, why")
+    frm = carry.get("from")
+    if not isinstance(frm, str) or len(frm) < 7 or any(ch not in "0123456789abcdef" for ch in frm):
+        raise ConfigError(f"pre-registration {p}: [carry] from = {frm!r} must be a commit's hex sha")
+    arms, seeds = carry.get("arms"), carry.get("check_seeds")
+    registered = inst.get("arms") or []
+    if not isinstance(arms, list) or not arms or (registered and not set(arms) <= set(registered)):
+        raise ConfigError(
+            f"pre-registration {p}: [carry] arms = {arms!r} must be a non-empty list of registered arms {registered}"
+        )
+    if not isinstance(seeds, list) or not seeds or not set(seeds) <= set(inst["seeds"]):
+        raise ConfigError(
+            f"pre-registration {p}: [carry] check_seeds = {seeds!r} must be a non-empty list of registered seeds "
+            f"{inst['seeds']} (they are run again and compared with the carried commit's records)"
+        )
 
 
 def provenance(path: str | Path) -> dict[str, Any]:
