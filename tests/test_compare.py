@@ -338,3 +338,38 @@ def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_pat
     assert main([*argv, "--report-only", "--fingerprint-of", str(src)]) == 0
     part = json.loads((tmp_path / "out.json").read_text())
     assert len(part["runs"]["main"]) == 5 and not (tmp_path / "rec" / newest.name).exists()
+
+
+def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):
+    from reinforce_ada.bench.run import train_config
+
+    arms, skipped = resolve_arms(["grpo-n4", "grpo-n4-2ep", "x=uniform:n=2 | optim.minibatches=2, optim.clip_high=0.3"])
+    by = {a.name: a for a in arms}
+    assert not skipped and by["grpo-n4"].train == ()
+    assert by["grpo-n4-2ep"].train == (("optim.epochs", 2),) and by["grpo-n4-2ep"].cfg.n == 4
+    assert by["x"].train == (("optim.clip_high", 0.3), ("optim.minibatches", 2))
+    for spec, match in [
+        ("uniform | optim.lr=1e-4", "lr sweep"),
+        ("uniform | run.steps=3", "optim.KEY=VALUE"),
+        ("uniform | optim.epoch=2", "unknown key optim.epoch"),
+        ("uniform | optim.epochs=0", "epochs"),
+        ("uniform |", "nothing after"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            resolve_arms(["grpo-n4", f"bad={spec}"])
+    job = Job("p", "x", by["x"].cfg, 1e-4, 0, 1, 4, 1, "m", "t", "e", None, str(tmp_path), train=by["x"].train)
+    cfg = train_config(job)
+    assert cfg.optim.minibatches == 2 and cfg.optim.clip_high == 0.3 and cfg.optim.lr == 1e-4
+    plain = dataclasses.replace(job, train=())
+    paths = {bench_jobs._record_path(tmp_path, j, "code") for j in (job, plain)}
+    assert len(paths) == 2  # the learner setting is part of the record's key
+    from reinforce_ada.sampling.config import StrategyConfig
+
+    older = {
+        "job": [f.name for f in dataclasses.fields(Job) if f.name != "train"],
+        "strategy": dataclasses.asdict(StrategyConfig()),
+    }
+    assert bench_jobs._record_path(tmp_path, job, "code", schema=older) is None  # older code could not run it
+    assert bench_jobs._record_path(tmp_path, plain, "code", schema=older) == bench_jobs._record_path(
+        tmp_path, plain, "code"
+    )  # an arm without learner settings keeps the key it had before the field existed

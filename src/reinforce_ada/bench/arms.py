@@ -1,7 +1,10 @@
 """The arms of `reinforce-ada compare`: one line per sampling strategy, as `sampling.config.parse_arm` specs.
 
-A new strategy is a new line here (or `--arms NAME=SPEC` on the command line). An arm whose spec does not parse yet
-(a strategy still being written) is skipped with the parser's reason, and the rest of the run goes on.
+A new strategy is a new line here (or `--arms NAME=SPEC` on the command line). A spec may end with `| optim.KEY=VALUE,
+...`: the learner's settings for that arm (`TrainConfig.optim`, all but the lr, which the sweep sets) -- controls
+such as more PPO epochs per generated token, which no sampling strategy can express. An arm whose strategy does not
+parse yet (a strategy still being written) is skipped with the parser's reason, and the rest of the run goes on; a bad
+learner setting is an error.
 `grpo-matched` is GRPO with n set per pool to Seq-balanced's expected samples per prompt under the warm start's
 exact pass rates (`simulation.plan`), fixed before any run, so it costs what Seq-balanced costs per step.
 """
@@ -9,6 +12,7 @@ exact pass rates (`simulation.plan`), fixed before any run, so it costs what Seq
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +66,10 @@ ARMS: dict[str, str] = {
     # of the exact rate: the deployable counterpart of the one oracle that found room (in no registered list)
     "alloc": ORACLE_ALLOC.replace("estimator=oracle", "estimator=both"),
 }
+# controls (issue 23's memo; in no registered list): more optimiser updates per generated token instead of another
+# allocation -- two passes over each step's batch, or two optimiser steps on half-batches
+ARMS["grpo-n4-2ep"] = "uniform:n=4 | optim.epochs=2"
+ARMS["grpo-n4-2mb"] = "uniform:n=4 | optim.minibatches=2"
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
@@ -81,6 +89,43 @@ class Arm:
     name: str
     spec: str
     cfg: StrategyConfig
+    train: tuple[tuple[str, Any], ...] = ()
+    """The learner's settings for this arm: (`optim.KEY`, value) pairs from the spec's `| ...` part."""
+
+
+def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
+    """`optim.epochs=2,optim.minibatches=2` -> validated (key, value) pairs (checked on a default TrainConfig)."""
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+
+    pairs: dict[str, Any] = {}
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        key, eq, raw = item.partition("=")
+        key = key.strip()
+        sec, dot, field = key.partition(".")
+        if not eq or not dot or sec != "optim" or not field:
+            raise ConfigError(
+                f"arm {name!r}: learner setting {item!r} must read optim.KEY=VALUE (e.g. optim.epochs=2); only the "
+                "optim section can differ between arms"
+            )
+        if field == "lr":
+            raise ConfigError(f"arm {name!r}: optim.lr is set by the lr sweep (or --lr {name}=LR), not in the spec")
+        pairs[field] = _literal(raw.strip())
+    if not pairs:
+        raise ConfigError(f"arm {name!r}: nothing after '|'; write optim.KEY=VALUE or drop the '|'")
+    apply_overrides(TrainConfig(), {"optim": pairs}, f"arm {name!r}")  # unknown keys and bad values fail here
+    return tuple(sorted((f"optim.{k}", v) for k, v in pairs.items()))
+
+
+def _literal(raw: str) -> Any:
+    low = raw.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
 
 
 def split_arms(text: str) -> list[str]:
@@ -99,8 +144,10 @@ def resolve_arms(names: list[str]) -> tuple[list[Arm], dict[str, str]]:
             if name not in ARMS:
                 raise ConfigError(f"unknown arm {name!r}; choose from {list(ARMS)} or write NAME=SPEC")
             spec = ARMS[name]
+        strategy, bar, train = spec.partition("|")
+        learner = parse_train(train, name) if bar else ()
         try:
-            arms.append(Arm(name, spec.strip(), parse_arm(spec)))
+            arms.append(Arm(name, spec.strip(), parse_arm(strategy.strip()), learner))
         except ConfigError as e:
             skipped[name] = str(e)
     if len({a.name for a in arms}) != len(arms):

@@ -191,6 +191,7 @@ def plan_jobs(
                             threads=c.threads,
                             check_samples=c.check_samples if phase == "main" else 0,
                             phase=phase,
+                            train=arm.train,
                         )
                     )
     return jobs

@@ -79,8 +79,12 @@ def _record_path(
     import json
 
     fields = {k: v for k, v in dataclasses.asdict(job).items() if k not in MACHINE_FIELDS}
+    if not fields.get("train"):  # most arms set no learner field: their keys read as before the field existed
+        fields.pop("train", None)
     if schema is not None:
         theirs, defaults = set(schema["job"]), schema["strategy"]
+        if "train" in fields and "train" not in theirs:
+            return None
         ours = {f.name: f.default for f in dataclasses.fields(job.strategy)}
         strat = fields["strategy"]
         if any(k not in defaults and strat[k] != ours[k] for k in strat):

@@ -50,6 +50,8 @@ class Job:
     """Samples per held-out prompt for the end-of-run sampled check (0 skips it)."""
     phase: str = "main"
     """`sweep` or `main`: which part of the benchmark the job belongs to."""
+    train: tuple[tuple[str, Any], ...] = ()
+    """The arm's learner settings (`optim.KEY`, value) beyond the lr (`bench.arms.Arm.train`); () for most arms."""
 
     @property
     def key(self) -> str:
@@ -81,7 +83,7 @@ def train_config(job: Job) -> Any:
             "model": {"path": job.model_path, "threads": job.threads},
             "task": {"name": "file", "path": job.train_path, "eval_path": job.eval_path, "verifier": "arithmetic"},
             "generation": {"max_new_tokens": job.max_new_tokens},
-            "optim": {"lr": job.lr},
+            "optim": {"lr": job.lr, **{k.removeprefix("optim."): v for k, v in job.train}},
             "run": {
                 "steps": job.steps,
                 "batch_size": job.batch_size,

@@ -152,8 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--arms",
         default=None,
         metavar="ARMS",
-        help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs), comma-separated "
-        "(';' when a spec has commas); default: every arm in the table (those that do not parse yet are skipped)",
+        help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs, optionally ending in "
+        "'| optim.KEY=VALUE,...' for the arm's learner, e.g. 'grpo-2ep=uniform:n=4 | optim.epochs=2'), "
+        "comma-separated (';' when a spec has commas); default: every arm in the table (those that do not parse yet "
+        "are skipped)",
     )
     co.add_argument(
         "--pool",
