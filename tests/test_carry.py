@@ -134,8 +134,10 @@ def test_the_registrations_carry_table_is_checked(tmp_path):
 def test_the_repositorys_allocator_registrations_carry_only_arms_the_first_run_has():
     root = Path(__file__).resolve().parents[1] / "benchmarks"
     first = prereg.load(root / "preregistration.toml")
-    for name in ("preregistration_iw.toml", "preregistration_alloc.toml"):
-        reg = prereg.load(root / name)
+    carrying = [f for f in sorted(root.glob("preregistration_*.toml")) if "carry" in prereg.read_file(f)]
+    assert {f.name for f in carrying} >= {"preregistration_iw.toml", "preregistration_controls.toml"}
+    for f in carrying:
+        reg = prereg.load(f)
         if "carry" in reg:
             assert set(reg["carry"]["arms"]) <= set(first["instrument"]["arms"])
             assert reg["carry"]["from"] == first["code"]
