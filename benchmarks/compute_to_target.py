@@ -369,7 +369,8 @@ def main(argv: list[str]) -> int:
         carrier = Carrier(carry_of(reg), RECORDS)
     if args.carry_pass:
         return finish_carry_pass(c, carrier, args.carry_pass)
-    results = run_compare(c, carry=carrier)
+    # the registered code (run with --here from its worktree) may predate `carry`: pass it only when carrying
+    results = run_compare(c, carry=carrier) if carrier is not None else run_compare(c)
     results["partial"] = partial(results, reg, pools, registered)
     if carrier is not None:
         results["carried"] = carrier.summary()
