@@ -76,6 +76,13 @@ def test_records_are_carried_except_the_checks_and_a_differing_check_removes_the
     summary = again.summary()
     assert summary["carried_records"] == {"p/a": 2} and summary["verdicts"] == {"p/a": "same"}
 
+    # a metric only the new code writes (here all NaN) is listed, not compared
+    bench_jobs._write_record(
+        bench_jobs._record_path(cache, jobs[0], new_fp, ident), {**_record(jobs[0]), "new_share": [float("nan")]}
+    )
+    check = again.verify()[jobs[0].key]
+    assert check["status"] == "same" and check["only_new"] == ["new_share"] and check["only_old"] == []
+
     # a check that differs in a value (not a timing): the arm's carried records are removed, so it runs anew
     new_check = bench_jobs._record_path(cache, jobs[0], new_fp, ident)
     bench_jobs._write_record(new_check, _record(jobs[0], acc=0.3))

@@ -5,9 +5,11 @@ registration at a newer commit (issue 23's allocator, which compares new arms wi
 for issue 22) would run every shared arm again. `Carrier` lets the newer run reuse the older commit's records of the
 arms it names, under one condition that is checked rather than assumed: for each such arm and pool, the runs of the
 `check_seeds` (main phase) are *not* carried but run again by the new code, and `verify` compares them value by value
-with the old commit's records of the same jobs. Runs are deterministic, so equal records mean the code path that arm
-takes did not change; an arm whose check differs (or has not run yet) must have its carried records removed
-(`Carrier.uncarry`) and be run by the new code.
+with the old commit's records of the same jobs: every field both records have (timings aside; a metric only one
+commit writes, e.g. a share of a feature the arm does not use, is listed, not compared), and the learning curve and
+samples must be among them. Runs are deterministic, so equal records mean the code path that arm takes did not
+change; an arm whose check differs (or has not run yet) must have its carried records removed (`Carrier.uncarry`)
+and be run by the new code.
 
 What is not the same: the carried records keep the step times of the session that made them, so wall-clock (C2)
 between a carried arm and a new one is not interleaved. `verify` reports each check's time ratio (new / old on the
@@ -30,6 +32,15 @@ from reinforce_ada.errors import ConfigError
 
 UNCOMPARED = ("time_step_s", "time_generate_s", "time_train_s", "seconds", "load", "cpu", "carried_from")
 """Record fields a same-seed check ignores: the session's timings and machine, and the carry mark itself."""
+TRAJECTORY = ("accuracy", "samples_per_step")
+"""Fields both records must have: the run's learning curve and what it spent (a check comparing less is no check)."""
+
+
+def _canonical(value: Any) -> str:
+    """JSON text of a field (NaN reads as NaN on both sides, so an all-NaN series compares equal to itself)."""
+    import json
+
+    return json.dumps(value, sort_keys=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,14 +116,21 @@ class Carrier:
                 out[key] = {"pool": ch.pool, "arm": ch.arm, "status": "not run"}
                 continue
             old, new = _read_record(ch.old), _read_record(ch.new)
-            fields = sorted((set(old) | set(new)) - set(UNCOMPARED))
-            differ = [f for f in fields if old.get(f) != new.get(f)]
+            common = sorted((set(old) & set(new)) - set(UNCOMPARED))
+            differ = [f for f in common if _canonical(old[f]) != _canonical(new[f])]
+            if not set(TRAJECTORY) <= set(common):
+                differ.append(
+                    "(a trajectory field is missing: " + ", ".join(sorted(set(TRAJECTORY) - set(common))) + ")"
+                )
             ratio = new["seconds"]["total"] / old["seconds"]["total"] if old["seconds"]["total"] else None
             out[key] = {
                 "pool": ch.pool,
                 "arm": ch.arm,
                 "status": "differs" if differ else "same",
                 **({"differs_in": differ} if differ else {}),
+                "compared": len(common),
+                "only_old": sorted(set(old) - set(new) - set(UNCOMPARED)),
+                "only_new": sorted(set(new) - set(old) - set(UNCOMPARED)),
                 "time_ratio_new_over_old": ratio,
             }
         return out
