@@ -66,6 +66,10 @@ ARMS: dict[str, str] = {
     # of the exact rate: the deployable counterpart of the one oracle that found room (in no registered list)
     "alloc": ORACLE_ALLOC.replace("estimator=oracle", "estimator=both"),
 }
+# issue 23, after select=iw on `mixed` (benchmarks/preregistration_signal.toml): the deployable form of the one iw
+# variant that paid there (iw-noweight, 1.43 with the oracle's rates): the same draw, from the tracker + predictor's
+# belief, with the Horvitz-Thompson weights off -- a biased selection toward prompts likely to carry signal
+ARMS["signal-draw"] = "uniform:n=4,select=iw,estimator=both,candidates=4,iw_weights=false"
 # controls (issue 23's memo; in no registered list): more optimiser updates per generated token instead of another
 # allocation -- two passes over each step's batch, or two optimiser steps on half-batches
 ARMS["grpo-n4-2ep"] = "uniform:n=4 | optim.epochs=2"
