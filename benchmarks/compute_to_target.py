@@ -377,6 +377,7 @@ def main(argv: list[str]) -> int:
         bad = {k: v for k, v in results["carried"]["verdicts"].items() if v != "same"}
         if bad:
             print(f"WARNING: carried records not confirmed by their same-seed check: {bad}", flush=True)
+        print(f"carry: removed {carrier.clear()} carried copies (derived: the next run or report makes them again)")
     results["preregistration_file"] = provenance(args.prereg)
     if rerun and args.report_only:  # this checkout's analysis (the registered code may predate `rerun_agreement`)
         results["agreement"] = agreement_with_first(results, reg, pools[0])

@@ -75,6 +75,10 @@ def test_records_are_carried_except_the_checks_and_a_differing_check_removes_the
     assert again.verdicts(again.verify()) == {("p", "a"): "same"}
     summary = again.summary()
     assert summary["carried_records"] == {"p/a": 2} and summary["verdicts"] == {"p/a": "same"}
+    assert again.clear() == 2 and not again.carried  # copies are derived: removed after a report, made again later
+    remade = bench_carry.Carrier(carry, cache, ident)
+    bench_jobs.run_jobs(jobs[:3], 1, lambda m: None, cache, new_fp, ident, only_cached=True, carry=remade)
+    assert remade.copied == 2 and calls == [jobs[0].key]  # the check's own run was kept, nothing re-ran
 
     # a metric only the new code writes (here all NaN) is listed, not compared
     bench_jobs._write_record(

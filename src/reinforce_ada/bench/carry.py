@@ -153,6 +153,11 @@ class Carrier:
             p.unlink(missing_ok=True)
         return len(paths)
 
+    def clear(self) -> int:
+        """Remove every carried copy this carrier put in place or found (they are derived from the other commit's
+        records, so nothing is lost: the next run or report makes them again); returns how many."""
+        return sum(self.uncarry(pool, arm) for pool, arm in list(self.carried))
+
     def summary(self) -> dict[str, Any]:
         """For a results file: what was carried from where, and the checks behind it."""
         checks = self.verify()
