@@ -1,0 +1,124 @@
+"""The belief-quality replay (`bench.belief`) and the policy's prompt features (`models.features`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reinforce_ada.bench.arms import ARMS
+from reinforce_ada.bench.belief import gain_share, p_signal, replay_draw, spearman
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.models.features import prompt_hidden_states, standardise
+from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.types import Prompt
+
+CFG = parse_arm(ARMS["signal-draw"])
+
+
+def _pool(rates):
+    return [Prompt(id=f"p{i}", text=f"{i}+{i}=", level=1 + i % 3) for i in range(len(rates))]
+
+
+def test_p_signal_closed_form():
+    assert p_signal(np.array([0.0, 1.0, 0.5]), 4).tolist() == [0.0, 0.0, 1 - 2 / 16]
+
+
+def test_spearman_matches_known_values_and_ties():
+    assert spearman(np.arange(5), np.arange(5) ** 3) == pytest.approx(1.0)
+    assert spearman(np.arange(5), -np.arange(5)) == pytest.approx(-1.0)
+    assert np.isnan(spearman(np.ones(4), np.arange(4)))
+    # ties get average ranks: [1, 1, 2] ranks as [0.5, 0.5, 2]
+    assert spearman(np.array([1, 1, 2]), np.array([0, 1, 2])) == pytest.approx(np.sqrt(3) / 2)
+
+
+def test_gain_share():
+    assert gain_share(0.4, 0.3, 0.5) == pytest.approx(0.5)
+    assert np.isnan(gain_share(0.4, 0.3, 0.3))
+
+
+def test_equal_rates_make_admission_uniform():
+    rates = np.full(200, 0.3)
+    run = replay_draw(_pool(rates), rates, CFG.replace(estimator="oracle"), steps=10, batch=8, n=4, seed=0)
+    assert np.allclose(run.admitted_signal, p_signal(np.array(0.3), 4))
+    assert np.allclose(run.admitted_signal, run.candidate_signal)
+    assert np.all(np.isnan(run.spearman))  # a constant belief has no ranks
+
+
+def test_oracle_admits_more_signal_than_uniform_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    rates = np.where(rng.random(600) < 0.6, rng.choice([0.0, 1.0], 600), 0.5)
+    pool = _pool(rates)
+    cfg = CFG.replace(estimator="oracle")
+    a = replay_draw(pool, rates, cfg, steps=30, batch=8, n=4, seed=1)
+    b = replay_draw(pool, rates, cfg, steps=30, batch=8, n=4, seed=1)
+    assert np.array_equal(a.admitted_signal, b.admitted_signal)
+    assert a.admitted_signal.mean() > a.candidate_signal.mean() + 0.2
+    assert np.nanmean(a.spearman) == pytest.approx(1.0)
+    # the learned belief starts at the prior and must learn from visits: below the oracle
+    learned = replay_draw(pool, rates, CFG, steps=30, batch=8, n=4, seed=1)
+    assert learned.admitted_signal.mean() < a.admitted_signal.mean()
+    # an oracle fed other rates (here: the same for every prompt) admits uniformly
+    flat = replay_draw(pool, rates, cfg, steps=30, batch=8, n=4, seed=1, oracle_rates=np.full(600, 0.5))
+    assert np.allclose(flat.admitted_signal.mean(), flat.candidate_signal.mean(), atol=0.05)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"rates": np.full(3, 0.5)}, "one rate per prompt"),
+        ({"rates": np.full(4, 1.5)}, r"\[0, 1\]"),
+        ({"cfg": CFG.replace(select="mopps")}, "select=iw"),
+        ({"steps": 0}, ">= 1"),
+        ({"oracle_rates": np.full(3, 0.5)}, "oracle_rates"),
+    ],
+)
+def test_replay_draw_rejects_bad_input(kwargs, match):
+    args = {"rates": np.full(4, 0.5), "cfg": CFG, "steps": 2}
+    args.update(kwargs)
+    with pytest.raises(ConfigError, match=match):
+        replay_draw(
+            _pool(np.zeros(4)),
+            args["rates"],
+            args["cfg"],
+            steps=args["steps"],
+            batch=2,
+            n=4,
+            seed=0,
+            oracle_rates=args.get("oracle_rates"),
+        )
+
+
+def test_hidden_states_do_not_depend_on_batch_padding(tiny_llama, char_tokenizer):
+    short, long = Prompt(id="a", text="1+2="), Prompt(id="b", text="123+456=")
+    alone = prompt_hidden_states(tiny_llama, char_tokenizer, [short])
+    both = prompt_hidden_states(tiny_llama, char_tokenizer, [short, long], batch_size=2)
+    split = prompt_hidden_states(tiny_llama, char_tokenizer, [short, long], batch_size=1)
+    assert both.shape == (2, tiny_llama.config.hidden_size)
+    assert np.allclose(alone[0], both[0], atol=1e-5)
+    assert np.allclose(both, split, atol=1e-5)
+    assert not np.allclose(both[0], both[1])
+    was = tiny_llama.training
+    try:
+        for mode in (True, False):  # the model comes back in the mode it was in
+            tiny_llama.train(mode)
+            prompt_hidden_states(tiny_llama, char_tokenizer, [short])
+            assert tiny_llama.training is mode
+    finally:
+        tiny_llama.train(was)
+
+
+def test_hidden_states_bad_input(tiny_llama, char_tokenizer):
+    with pytest.raises(ConfigError, match="has no tokens"):
+        prompt_hidden_states(tiny_llama, char_tokenizer, [Prompt(id="empty", text="")])
+    with pytest.raises(ConfigError, match="batch_size"):
+        prompt_hidden_states(tiny_llama, char_tokenizer, [Prompt(id="a", text="1")], batch_size=0)
+
+
+def test_standardise():
+    x = np.array([[1.0, 5.0, 2.0], [3.0, 5.0, 4.0], [5.0, 5.0, 0.0]])
+    z = standardise(x)
+    assert np.allclose(z.mean(axis=0), 0.0)
+    assert np.allclose(z[:, 1], 0.0)  # a constant column
+    assert np.allclose(z[:, 0].std(), 1 / np.sqrt(3))
+    with pytest.raises(ConfigError, match="non-empty"):
+        standardise(np.zeros((0, 3)))
