@@ -13,8 +13,14 @@ pool of `compare`, the policy held at the shipped warm start, once per belief:
 - `text+level+hidden`: plus the policy's final hidden state at the prompt's last token (`models.features`),
   standardised over the pool;
 - `hidden`: the hidden state alone;
+- `text+level+confidence`, `confidence`: the same with the policy's first-token entropy and top log-probability
+  (`models.features.first_token_confidence`, the same prefill), standardised over the pool, instead of the hidden
+  state;
 - `text+level s=32`: `signal-draw`'s belief with a prior of strength 32 instead of 2, so the predictor's mean counts as
   16 visits' worth of evidence rather than 1 (the Beta's spread, not its mean, is what differs).
+Beside the replay, `bench.belief.within_level_probe` asks whether the hidden state and the confidence carry the rate
+at all beyond the level: a ridge probe fitted on half of each level's prompts with their exact rates, its Spearman
+correlation on the other half (an offline ceiling no online learner reaches).
 Per belief: the admitted prompts' mean P(signal at n=4), its share of the oracle's gain over uniform, and the
 Spearman correlation of the belief's mean with the exact rate over the candidates, all over the steps after
 `--burn-in` (the predictor has seen burn-in x batch visits by then), mean over seeds with a 90% t-interval.
@@ -35,14 +41,24 @@ import numpy as np
 
 from benchmarks.harness import machine
 from reinforce_ada.bench.arms import ARMS
-from reinforce_ada.bench.belief import gain_share, replay_draw
+from reinforce_ada.bench.belief import gain_share, replay_draw, within_level_probe
 from reinforce_ada.bench.curves import T_95
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, build_pool, parse_pool
-from reinforce_ada.models.features import prompt_hidden_states, standardise
+from reinforce_ada.models.features import first_token_confidence, prompt_hidden_states, standardise
 from reinforce_ada.sampling.config import parse_arm
 
 RESULTS = Path(__file__).resolve().parent / "results"
-BELIEFS = ("oracle", "level-oracle", "text+level", "level", "text+level+hidden", "hidden", "text+level s=32")
+BELIEFS = (
+    "oracle",
+    "level-oracle",
+    "text+level",
+    "level",
+    "text+level+hidden",
+    "hidden",
+    "text+level+confidence",
+    "confidence",
+    "text+level s=32",
+)
 
 
 def t_interval(x: np.ndarray) -> tuple[float, float, float]:
@@ -56,7 +72,7 @@ def t_interval(x: np.ndarray) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
-def belief_inputs(name: str, prompts: list, hidden: np.ndarray) -> tuple[list, Any]:
+def belief_inputs(name: str, prompts: list, dense: dict[str, np.ndarray]) -> tuple[list, Any]:
     """The prompts as the belief sees them, and its StrategyConfig."""
     cfg = parse_arm(ARMS["signal-draw"])
     if name in ("oracle", "level-oracle"):
@@ -65,10 +81,10 @@ def belief_inputs(name: str, prompts: list, hidden: np.ndarray) -> tuple[list, A
         return prompts, cfg.replace(prior_alpha=16.0, prior_beta=16.0)
     with_text = "text" in name
     with_level = "level" in name
-    with_hidden = "hidden" in name
+    feats = next((x for key, x in dense.items() if key in name), None)
     out = []
-    for p, h in zip(prompts, hidden, strict=True):
-        meta = {**p.meta, "features": h.tolist()} if with_hidden else dict(p.meta)
+    for i, p in enumerate(prompts):
+        meta = {**p.meta, "features": feats[i].tolist()} if feats is not None else dict(p.meta)
         out.append(replace(p, text=p.text if with_text else "", level=p.level if with_level else None, meta=meta))
     return out, cfg
 
@@ -113,12 +129,19 @@ def main() -> int:
         for name in names:
             pool = build_pool(parse_pool(name), model, tok, Path(tmp))
             prompts, rates = list(pool.train), np.asarray(pool.train_rates)
-            hidden = standardise(prompt_hidden_states(model, tok, prompts))
+            dense = {
+                "hidden": standardise(prompt_hidden_states(model, tok, prompts)),
+                "confidence": standardise(first_token_confidence(model, tok, prompts)),
+            }
+            levels = [p.level for p in prompts]
+            probe = {key: within_level_probe(x, rates, levels) for key, x in dense.items()}
+            for key, res in probe.items():
+                print(f"{name:8} within-level probe on {key}: " + " ".join(f"{k} {v:.2f}" for k, v in res.items()))
             runs: dict[str, list] = {}
             levels = np.array([-1 if p.level is None else p.level for p in prompts])
             level_mean = np.array([rates[levels == lv].mean() for lv in levels])
             for belief in BELIEFS:
-                ps, cfg = belief_inputs(belief, prompts, hidden)
+                ps, cfg = belief_inputs(belief, prompts, dense)
                 seen = level_mean if belief == "level-oracle" else None
                 runs[belief] = [
                     replay_draw(ps, rates, cfg, steps=args.steps, batch=args.batch, n=args.n, seed=s, oracle_rates=seen)
@@ -127,7 +150,12 @@ def main() -> int:
             b = args.burn_in
             uni = np.array([r.candidate_signal[b:].mean() for r in runs["oracle"]])
             orc = np.array([r.admitted_signal[b:].mean() for r in runs["oracle"]])
-            entry: dict[str, Any] = {"prompts": len(prompts), "mean_rate": float(rates.mean()), "beliefs": {}}
+            entry: dict[str, Any] = {
+                "prompts": len(prompts),
+                "mean_rate": float(rates.mean()),
+                "within_level_probe": probe,
+                "beliefs": {},
+            }
             entry["beliefs"]["uniform"] = {"signal": t_interval(uni)}
             print(f"{name:8} {'uniform':20} {_fmt(t_interval(uni))}")
             for belief, rs in runs.items():
@@ -169,7 +197,7 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.set_xticks(np.arange(len(labels)) + width * (len(pools) - 1) / 2, labels, rotation=20, fontsize=8)
     ax.set_ylabel("admitted prompts' P(signal), n=4")
     ax.set_title(f"signal-draw's admission by belief, warm start held fixed ({results['date']})", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from reinforce_ada.bench.arms import ARMS
-from reinforce_ada.bench.belief import gain_share, p_signal, replay_draw, spearman
+from reinforce_ada.bench.belief import gain_share, p_signal, replay_draw, spearman, within_level_probe
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.models.features import prompt_hidden_states, standardise
+from reinforce_ada.models.features import first_token_confidence, prompt_hidden_states, standardise
 from reinforce_ada.sampling.config import parse_arm
 from reinforce_ada.types import Prompt
 
@@ -122,3 +122,36 @@ def test_standardise():
     assert np.allclose(z[:, 0].std(), 1 / np.sqrt(3))
     with pytest.raises(ConfigError, match="non-empty"):
         standardise(np.zeros((0, 3)))
+
+
+def test_first_token_confidence(tiny_llama, char_tokenizer):
+    prompts = [Prompt(id="a", text="1+2="), Prompt(id="b", text="123+456=")]
+    c = first_token_confidence(tiny_llama, char_tokenizer, prompts, batch_size=1)
+    assert c.shape == (2, 2)
+    vocab = tiny_llama.config.vocab_size
+    assert np.all((c[:, 0] >= 0) & (c[:, 0] <= np.log(vocab) + 1e-9))  # entropy in [0, log V]
+    assert np.all((c[:, 1] <= 0) & (c[:, 1] >= -np.log(vocab) - 1e-9))  # top log-prob in [-log V, 0]
+    assert np.allclose(c, first_token_confidence(tiny_llama, char_tokenizer, prompts, batch_size=2), atol=1e-6)
+    # a high temperature flattens the distribution: more entropy, a lower top probability
+    hot = first_token_confidence(tiny_llama, char_tokenizer, prompts, temperature=100.0)
+    assert np.all(hot[:, 0] > c[:, 0]) and np.all(hot[:, 1] < c[:, 1])
+    with pytest.raises(ConfigError, match="temperature"):
+        first_token_confidence(tiny_llama, char_tokenizer, prompts, temperature=0.0)
+
+
+def test_within_level_probe_finds_a_feature_that_carries_the_rate_and_not_noise():
+    rng = np.random.default_rng(0)
+    levels = np.repeat([1, 2], 400)
+    logit = rng.normal(size=800) + np.where(levels == 1, 2.0, -2.0)
+    rates = 1 / (1 + np.exp(-logit))
+    informative = np.column_stack([logit + 0.1 * rng.normal(size=800), rng.normal(size=800)])
+    noise = rng.normal(size=(800, 2))
+    good = within_level_probe(informative, rates, levels.tolist())
+    bad = within_level_probe(noise, rates, levels.tolist())
+    assert good["L1"] > 0.9 and good["L2"] > 0.9 and good["mean"] > 0.9
+    assert abs(bad["mean"]) < 0.15
+    # a level too small to split is left out, not scored on a handful of prompts
+    few = within_level_probe(informative[:420], rates[:420], levels[:420].tolist())
+    assert "L2" not in few and "L1" in few
+    with pytest.raises(ConfigError, match="one feature row"):
+        within_level_probe(noise[:5], rates, levels.tolist())

@@ -120,3 +120,43 @@ def gain_share(belief: float, uniform: float, oracle: float) -> float:
     """(belief - uniform) / (oracle - uniform); NaN when the oracle gains nothing."""
     room = oracle - uniform
     return float((belief - uniform) / room) if room > 0 else float("nan")
+
+
+def within_level_probe(
+    x: np.ndarray,
+    rates: np.ndarray,
+    levels: Sequence[object],
+    *,
+    seed: int = 0,
+    ridge: float = 1e-2,
+    min_test: int = 20,
+) -> dict[str, float]:
+    """Is a feature's knowledge of the pass rate there at all, beyond the level? An offline ceiling for any learner.
+
+    Per level: a ridge regression of logit(rate) (rates clipped to [1e-3, 1 - 1e-3]) on `x` fitted on a random half
+    of the level's prompts with their *exact* rates, and the Spearman correlation of its predictions with the exact
+    rates on the other half. Returns each level's correlation (levels with fewer than `min_test` prompts in either
+    half are left out) and `mean`, weighted by the test prompts. An online learner sees only a few Bernoulli draws
+    per prompt, so it can reach at most this."""
+    x, rates = np.asarray(x, dtype=float), np.asarray(rates, dtype=float)
+    if x.ndim != 2 or len(x) != len(rates) or len(levels) != len(rates):
+        raise ConfigError(f"need one feature row and one level per rate; got {x.shape}, {len(levels)}, {len(rates)}")
+    r = np.clip(rates, 1e-3, 1 - 1e-3)
+    y = np.log(r / (1 - r))
+    half = np.random.default_rng([seed, 31]).random(len(rates)) < 0.5
+    lv = np.array([str(v) for v in levels])
+    out: dict[str, float] = {}
+    weights: list[tuple[float, int]] = []
+    for level in sorted(set(lv.tolist())):
+        fit, test = (lv == level) & half, (lv == level) & ~half
+        if fit.sum() < min_test or test.sum() < min_test:
+            continue
+        a = np.hstack([x[fit], np.ones((fit.sum(), 1))])
+        w = np.linalg.solve(a.T @ a + ridge * np.eye(a.shape[1]), a.T @ y[fit])
+        rho = spearman(np.hstack([x[test], np.ones((test.sum(), 1))]) @ w, rates[test])
+        out[f"L{level}"] = rho
+        if np.isfinite(rho):
+            weights.append((rho, int(test.sum())))
+    total = sum(n for _, n in weights)
+    out["mean"] = float(sum(rho * n for rho, n in weights) / total) if total else float("nan")
+    return out

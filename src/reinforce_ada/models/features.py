@@ -1,8 +1,9 @@
-"""The policy's own view of a prompt: its final-layer hidden state at the prompt's last token.
+"""The policy's own view of a prompt, from one prefill: its last hidden state, and how sure it is of its first token.
 
 What a learned difficulty predictor can read besides the prompt's text (`sampling.predictor`, `Prompt.meta
 ["features"]`): the hidden state from which the policy starts answering. One forward over the prompt (a prefill, no
-sampling), batched; rows are right-padded and read at their own last token, so padding never enters a row (causal
+sampling), batched; `first_token_confidence` reads the same forward's next-token distribution (entropy, top
+log-probability). Rows are right-padded and read at their own last token, so padding never enters a row (causal
 attention). `standardise` z-scores each dimension over the given prompts and scales the rows to about unit norm, the
 scale of the predictor's hashed text features (its Newton step divides by |x|^2, so one part must not swamp the other).
 Where it comes from: difficulty probes on LLM hidden states (e.g. VIP 2602.01601's predicted pass rates); the choice of
@@ -21,11 +22,37 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
 
 
-@torch.no_grad()
 def prompt_hidden_states(
     model: torch.nn.Module, tokenizer: Any, prompts: Sequence[Prompt], *, batch_size: int = 256
 ) -> np.ndarray:
     """(len(prompts), hidden) float64: the last layer's hidden state at each prompt's last token."""
+    return _prompt_last(model, tokenizer, prompts, batch_size, "hidden")
+
+
+def first_token_confidence(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    *,
+    batch_size: int = 256,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """(len(prompts), 2) float64: the entropy (nats) and the log of the top probability of the policy's first
+    completion token at `temperature` -- how sure the policy is of how to start, from the same single prefill."""
+    if not temperature > 0:
+        raise ConfigError(f"temperature must be > 0, got {temperature}")
+    return _prompt_last(model, tokenizer, prompts, batch_size, "confidence", temperature)
+
+
+@torch.no_grad()
+def _prompt_last(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    batch_size: int,
+    what: str,
+    temperature: float = 1.0,
+) -> np.ndarray:
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -48,10 +75,17 @@ def prompt_hidden_states(
             for i, x in enumerate(ids):
                 input_ids[i, : len(x)] = torch.tensor(x)
                 mask[i, : len(x)] = 1
-            out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=True)
+            out = model(
+                input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=what == "hidden"
+            )
             last = torch.tensor([len(x) - 1 for x in ids], device=device)
-            h = out.hidden_states[-1][torch.arange(len(ids), device=device), last]
-            rows.append(h.double().cpu().numpy())
+            rows_idx = torch.arange(len(ids), device=device)
+            if what == "hidden":
+                rows.append(out.hidden_states[-1][rows_idx, last].double().cpu().numpy())
+            else:
+                logp = torch.log_softmax(out.logits[rows_idx, last].double() / temperature, dim=-1)
+                entropy = -(logp.exp() * logp).sum(-1)
+                rows.append(torch.stack([entropy, logp.max(-1).values], dim=-1).cpu().numpy())
     finally:
         model.train(was_training)
     return np.concatenate(rows) if rows else np.zeros((0, 0))
