@@ -3,8 +3,9 @@
 Why: Ada-Est's tracker estimates a prompt only from its own visits, and a prompt is visited about twice in a run, so
 its Beta(1, 1) prior (p_hat = 0.5) sets most allocations. A predictor shares what it learns across prompts.
 1) Features x(prompt): a bias; signed hashed character trigrams of `Prompt.text` (`dim` buckets, scaled to unit
-   norm); a `level=<k>` token when the task defines levels; and `Prompt.meta["features"]`, a numeric vector (the
-   trainer may put the policy's prompt hidden state there; the simulated pool can put a difficulty probe there).
+   norm); a `level=<k>` token when the task defines levels; and `Prompt.meta["features"]`, a numeric vector (a prompt
+   file or task may carry one, e.g. the policy's prompt hidden state from `models.features`; the simulated pool can
+   put a difficulty probe there; the trainer does not fill it).
 2) Model: p_hat = sigmoid(w . x), clipped to [1e-3, 1 - 1e-3].
 3) Update per visit with k correct of n: one damped Fisher-scoring (Newton) step along x,
    w += lr * x * (k - n p) / ((n p (1 - p) + 1) * |x|^2): the visited prompt's logit moves by lr times a bounded
