@@ -375,6 +375,56 @@ def cmd_filter(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_features(args: argparse.Namespace) -> int:
+    """The policy's own view of each prompt (`models.features`) as a `features` column the predictor reads."""
+    import numpy as np
+    import torch
+
+    from reinforce_ada.evaluation.datasets import apply_template, load_dataset
+    from reinforce_ada.evaluation.loading import load_model
+    from reinforce_ada.models.features import first_token_confidence, prompt_hidden_states, standardise
+    from reinforce_ada.training.checkpoint import model_folder_for, run_config
+    from reinforce_ada.training.config import TrainConfig
+    from reinforce_ada.training.run_dir import write_file
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    out = output_file("--out", args.out)
+    folder = model_folder_for(args.checkpoint, args.model)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
+    keys = {
+        "prompt_key": args.prompt_key or (cfg.task.prompt_key if run_cfg else "prompt"),
+        "answer_key": args.answer_key or (cfg.task.answer_key if run_cfg else "answer"),
+    }
+    ds = load_dataset(args.dataset, cfg.task, limit=args.limit, seed=args.seed, **keys)
+    torch.set_num_threads(args.threads)
+    model, tok = load_model(folder, device=args.device)
+    prompts = apply_template(ds.prompts, args.template or cfg.task.template, tok)
+    print(f"{ds.name}: {len(prompts)} prompts through {folder} ({args.kind})", file=sys.stderr, flush=True)
+    parts = []
+    if args.kind in ("hidden", "both"):
+        parts.append(prompt_hidden_states(model, tok, prompts, batch_size=args.batch_size))
+    if args.kind in ("confidence", "both"):
+        parts.append(
+            first_token_confidence(model, tok, prompts, batch_size=args.batch_size, temperature=args.temperature)
+        )
+    x = np.hstack([standardise(v) for v in parts]) if args.standardise else np.hstack(parts)
+    lines = [
+        json.dumps({**row, "features": [round(float(v), 6) for v in feats]}, default=str)
+        for row, feats in zip(ds.rows, x, strict=True)
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_file(out, "".join(line + "\n" for line in lines))
+    print(
+        f"wrote {out}: {len(lines)} rows with a {x.shape[1]}-value `features` column; train on it with "
+        f"--task.name file --task.path {out} --estimator both"
+    )
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from reinforce_ada.extras import require
     from reinforce_ada.models.gguf import fetch_smollm2, gguf_to_hf

@@ -12,6 +12,7 @@ import sys
 
 from reinforce_ada.cli.commands import (
     cmd_eval,
+    cmd_features,
     cmd_filter,
     cmd_models,
     cmd_plan,
@@ -232,6 +233,45 @@ def build_parser() -> argparse.ArgumentParser:
         "the uniform family)",
     )
     co.set_defaults(fn=cmd_compare)
+
+    fe = sub.add_parser(
+        "features",
+        help="write a prompt file with the policy's view of each prompt (a `features` column the predictor reads)",
+        description="One prefill per prompt through the model: its last hidden state at the prompt's last token "
+        "(--kind hidden), the entropy and top log-probability of its first answer token (confidence), or both, "
+        "standardised over the file. The output is the dataset's rows plus `features`; a file task reads that column "
+        "into Prompt.meta['features'] for estimator=predictor|both. The features are the given model's: as the policy "
+        "trains they go stale (recompute from a checkpoint).",
+    )
+    which = fe.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
+    which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+    fe.add_argument(
+        "--dataset",
+        required=True,
+        metavar="SPEC",
+        help=f"a built-in benchmark ({', '.join(benchmark_names())}) or a .jsonl/.csv/.parquet file",
+    )
+    fe.add_argument("--prompt-key", default=None, help="file datasets: the question's column (default: prompt)")
+    fe.add_argument("--answer-key", default=None, help="file datasets: the answer's column (default: answer)")
+    fe.add_argument(
+        "--template", default=None, help="plain, paper or chat: as the policy will see the prompt (default: plain)"
+    )
+    fe.add_argument("--kind", choices=["hidden", "confidence", "both"], default="hidden", help="what to compute")
+    fe.add_argument(
+        "--standardise",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="z-score each value over the file and scale rows to about unit norm (the predictor's scale)",
+    )
+    fe.add_argument("--temperature", type=float, default=1.0, help="confidence: the sampling temperature")
+    fe.add_argument("--limit", type=int, default=None, help="at most this many prompts (seeded subset)")
+    fe.add_argument("--seed", type=int, default=0, help="seeds the --limit subset")
+    fe.add_argument("--batch-size", type=int, default=256, help="prompts per forward")
+    fe.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    fe.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
+    fe.add_argument("--out", required=True, help="JSONL to write: the dataset's rows with a `features` column")
+    fe.set_defaults(fn=cmd_features)
 
     sa = sub.add_parser("samples", help="print completions a run saved (RUN/samples.jsonl)")
     sa.add_argument("run", help="run folder")

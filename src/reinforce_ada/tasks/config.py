@@ -22,6 +22,10 @@ class TaskConfig:
     """file task: column holding the prompt text."""
     answer_key: str = "answer"
     """file task: column holding the reference answer."""
+    features_key: str = "features"
+    """file task: column holding a numeric vector per prompt for the difficulty predictor (`estimator=predictor|both`
+    reads it as `Prompt.meta["features"]`; `reinforce-ada features` writes one); rows without it have none. Empty
+    string: ignore the column."""
     max_prompt_chars: int = 32_000
     """file task: a row whose prompt is longer than this many characters is an error naming it (prompts longer than
     the model's context are also left out at start, counted)."""

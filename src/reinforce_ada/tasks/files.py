@@ -23,7 +23,11 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
    data owner's call. Repeated ids remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
-   since reading one can block forever or never end.
+   since reading one can block forever or never end;
+8) a `features` column (`features_key`; None ignores it), where present, is a non-empty list of finite numbers (in a
+   CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has one; it becomes `Prompt.meta
+   ["features"]`, which the learned difficulty predictor reads (`sampling.predictor`; `reinforce-ada features`
+   writes the policy's own view of each prompt there). An empty cell means no features for that row.
 """
 
 from __future__ import annotations
@@ -230,6 +234,27 @@ def _row_prompt(
     return text, answer, level
 
 
+def _as_features(value: Any, where: str) -> list[float]:
+    """Rule 8: a non-empty list of finite numbers (a JSON array in a text cell)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError(
+                f"{where}: features must be a list of numbers (a JSON array in text), got {value[:40]!r}"
+            ) from None
+    if hasattr(value, "tolist") and not isinstance(value, list):  # a numpy array from Parquet via pandas
+        value = value.tolist()
+    if not isinstance(value, list | tuple) or not value:
+        raise ConfigError(f"{where}: features must be a non-empty list of numbers, got {type(value).__name__}")
+    out = []
+    for j, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
+            raise ConfigError(f"{where}: features[{j}] = {x!r}; every value must be a finite number")
+        out.append(float(x))
+    return out
+
+
 def _warn_duplicates(path: Path, prompts: list[Prompt]) -> None:
     """One warning counting the rows that repeat an earlier row's prompt, answer and level (rule 6)."""
     first: dict[tuple, int] = {}
@@ -255,17 +280,30 @@ def load_prompts(
     prompt_key: str = "prompt",
     answer_key: str = "answer",
     level_key: str | None = "level",
+    features_key: str | None = "features",
     max_prompt_chars: int = MAX_PROMPT_CHARS,
 ) -> list[Prompt]:
     """The file's rows as prompts, by the module's rules; any bad row is a ConfigError naming it and its column."""
     p = Path(path)
     prompts = []
+    width: tuple[int, int] | None = None  # (length of the first features vector, its row)
     for i, row in enumerate(read_rows(p), start=1):
         where = f"{p}: row {i}"
         text, answer, level = _row_prompt(row, where, (prompt_key, answer_key, level_key), max_prompt_chars)
         has_id = row.get("id") not in (None, "")
         pid = _as_text(row["id"], f"{where}, column 'id'") if has_id else f"{p.stem}-{i:06d}"
-        prompts.append(Prompt(id=pid, text=text, answer=answer, level=level))
+        meta: dict[str, Any] = {}
+        if features_key and row.get(features_key) not in (None, ""):
+            feats = _as_features(row[features_key], f"{where}, column {features_key!r}")
+            if width is None:
+                width = (len(feats), i)
+            elif len(feats) != width[0]:
+                raise ConfigError(
+                    f"{where}, column {features_key!r}: {len(feats)} values, but row {width[1]} has {width[0]}; "
+                    "every row's features must have the same length"
+                )
+            meta["features"] = feats
+        prompts.append(Prompt(id=pid, text=text, answer=answer, level=level, meta=meta))
     if not prompts:
         raise ConfigError(f"dataset file {p} holds no rows")
     ids = [x.id for x in prompts]

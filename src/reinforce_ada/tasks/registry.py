@@ -98,7 +98,12 @@ def _arithmetic(task: Any) -> tuple[list[Prompt], list[Prompt]]:
 def _file(task: Any) -> tuple[list[Prompt], list[Prompt]]:
     from reinforce_ada.tasks.files import load_prompts
 
-    keys = dict(prompt_key=task.prompt_key, answer_key=task.answer_key, max_prompt_chars=task.max_prompt_chars)
+    keys = dict(
+        prompt_key=task.prompt_key,
+        answer_key=task.answer_key,
+        features_key=task.features_key or None,
+        max_prompt_chars=task.max_prompt_chars,
+    )
     prompts = load_prompts(task.path, **keys)
     if task.eval_path:
         return prompts, load_prompts(task.eval_path, **keys)

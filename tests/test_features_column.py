@@ -1,0 +1,118 @@
+"""A prompt file's `features` column (tasks.files rule 8) and `reinforce-ada features`, which writes one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reinforce_ada.cli import main
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.tasks import build
+from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.tasks.files import load_prompts
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_features_become_meta_and_rows_without_them_have_none(tmp_path):
+    f = _jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"prompt": "1+1=", "answer": "2", "features": [0.5, -1, 2]},
+            {"prompt": "2+2=", "answer": "4"},
+            {"prompt": "3+3=", "answer": "6", "features": [0, 0, 1e-3]},
+        ],
+    )
+    ps = load_prompts(f)
+    assert ps[0].meta["features"] == [0.5, -1.0, 2.0]
+    assert "features" not in ps[1].meta
+    assert ps[2].meta["features"] == [0.0, 0.0, 1e-3]
+    assert all("features" not in p.meta for p in load_prompts(f, features_key=None))
+    # the predictor reads them: a prompt with features moves the dense weights, one without does not
+    pred = DifficultyPredictor(dim=16)
+    pred.update(ps[0], 4, 4)
+    assert pred.w_dense is not None and np.any(pred.w_dense != 0)
+
+
+def test_csv_features_are_a_json_array(tmp_path):
+    f = tmp_path / "p.csv"
+    f.write_text('prompt,answer,features\n1+1=,2,"[1, 2]"\n2+2=,4,\n')
+    ps = load_prompts(f)
+    assert ps[0].meta["features"] == [1.0, 2.0] and "features" not in ps[1].meta
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("not json", "a JSON array"),
+        ([], "non-empty list"),
+        ({"a": 1}, "non-empty list"),
+        ([1, "x"], r"features\[1\] = 'x'"),
+        ([1, True], r"features\[1\] = True"),
+        ("[1, NaN]", r"features\[1\] = nan"),
+    ],
+)
+def test_bad_features_name_the_row_and_column(tmp_path, value, match):
+    f = _jsonl(tmp_path / "p.jsonl", [{"prompt": "1+1=", "answer": "2", "features": value}])
+    with pytest.raises(ConfigError, match=rf"row 1, column 'features'.*{match}"):
+        load_prompts(f)
+
+
+def test_features_of_other_lengths_are_an_error_naming_both_rows(tmp_path):
+    rows = [{"prompt": f"{i}+1=", "answer": str(i + 1), "features": [1.0] * (2 if i < 2 else 3)} for i in range(3)]
+    with pytest.raises(ConfigError, match=r"row 3, column 'features': 3 values, but row 1 has 2"):
+        load_prompts(_jsonl(tmp_path / "p.jsonl", rows))
+
+
+@pytest.mark.filterwarnings("ignore:task.eval_path is unset")
+def test_the_file_task_reads_its_features_key(tmp_path):
+    rows = [{"prompt": f"{i}+1=", "answer": str(i + 1), "emb": [float(i), 1.0]} for i in range(8)]
+    f = _jsonl(tmp_path / "p.jsonl", rows)
+    train, held, _ = build(TaskConfig(name="file", path=str(f), features_key="emb", eval_size=2))
+    assert all(len(p.meta["features"]) == 2 for p in [*train, *held])
+    train, _, _ = build(TaskConfig(name="file", path=str(f), features_key="", eval_size=2))
+    assert all("features" not in p.meta for p in train)
+
+
+def test_cli_features_writes_rows_a_file_task_trains_on(model_dir, tmp_path, capsys):
+    src = _jsonl(tmp_path / "q.jsonl", [{"q": f"{i}+{i}=", "a": str(2 * i), "level": 1} for i in range(6)])
+    out = tmp_path / "f.jsonl"
+    argv = ["features", "--model", str(model_dir), "--dataset", str(src), "--prompt-key", "q", "--answer-key", "a"]
+    assert main([*argv, "--kind", "both", "--out", str(out), "--threads", "1"]) == 0
+    assert "6 rows with a" in capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["q"] for r in rows] == [f"{i}+{i}=" for i in range(6)]  # the file's own rows, in order
+    x = np.array([r["features"] for r in rows])
+    hidden = json.loads((model_dir / "config.json").read_text())["hidden_size"]
+    assert x.shape == (6, hidden + 2)
+    assert np.allclose(x.mean(axis=0), 0.0, atol=1e-5)  # standardised over the file
+    ps = load_prompts(out, prompt_key="q", answer_key="a")
+    assert len(ps[0].meta["features"]) == hidden + 2
+    raw = tmp_path / "raw.jsonl"
+    assert main([*argv, "--kind", "confidence", "--no-standardise", "--out", str(raw), "--threads", "1"]) == 0
+    conf = np.array([json.loads(line)["features"] for line in raw.read_text().splitlines()])
+    assert conf.shape == (6, 2) and np.all(conf[:, 0] >= 0) and np.all(conf[:, 1] <= 0)  # entropy, top log-prob
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--batch-size", "0"], "--batch-size must be >= 1"),
+        (["--temperature", "0", "--kind", "confidence"], "temperature must be > 0"),
+        (["--dataset", "nope"], "unknown dataset 'nope'"),
+    ],
+)
+def test_cli_features_bad_input_exits_2(model_dir, tmp_path, capsys, extra, needle):
+    src = _jsonl(tmp_path / "q.jsonl", [{"prompt": "1+1=", "answer": "2"}])
+    argv = ["features", "--model", str(model_dir), "--dataset", str(src), "--out", str(tmp_path / "o.jsonl")]
+    with pytest.raises(SystemExit) as e:
+        main([*argv, *extra])
+    assert e.value.code == 2 and needle in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
