@@ -130,6 +130,12 @@ STEPS: tuple[Step, ...] = (
         slow=True,
         needs=(SMOL,),
     ),
+    Step(
+        "reinforce-ada features --model models/smollm2 --dataset data/kept.jsonl --template chat --out data/kept_f.jsonl",
+        600,
+        slow=True,
+        needs=(SMOL, "reinforce-ada filter --model models/smollm2"),
+    ),
     Step("reinforce-ada train --generation.streaming false", 900),
     Step("reinforce-ada train --generation.decode hf --generation.slots 128", 1200, slow=True),
     Step("reinforce-ada plan --strategy uniform --n 4 --pass-rates 0.05,0.1,0.5", 120),
