@@ -6,7 +6,8 @@ grid and sweep -- with this repository's bookkeeping:
     nice -n 10 python -m benchmarks.compute_to_target --workers 2             # every registered pool (many
                                                                              # CPU-hours: resumable, see below)
     nice -n 10 python -m benchmarks.compute_to_target --workers 2 --pools hard   # one tranche
-    python -m benchmarks.compute_to_target --table        # BENCHMARKS.md's opening table from the written JSON
+    python -m benchmarks.compute_to_target --table        # each written JSON's table
+    python -m benchmarks.compute_to_target --opening      # BENCHMARKS.md's opening table: all registered pools
     python -m benchmarks.compute_to_target --quick        # a few minutes, scratch output (runs/compute-quick)
 
 1) The code that runs is the registered commit (`code` in the file): the script runs the package from a detached
@@ -61,7 +62,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--pools", default=None, help="comma-separated registered pools to run (default: all)")
     ap.add_argument("--workers", type=int, default=1, help="runs at a time (1 torch thread each)")
     ap.add_argument("--prereg", default=str(PREREG), help="the pre-registration TOML (default: the repository's)")
-    ap.add_argument("--table", action="store_true", help="print BENCHMARKS.md's opening table from the JSON and exit")
+    ap.add_argument("--table", action="store_true", help="print each results JSON's table and exit")
+    ap.add_argument(
+        "--opening",
+        action="store_true",
+        help="print BENCHMARKS.md's opening table: every registered pool's results (compute_to_target_POOL.json) in "
+        "one table, then C0-C3 per pool, and exit",
+    )
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
     ap.add_argument("--no-summary", action="store_true", help="do not touch summary.json")
@@ -272,6 +279,50 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def opening_table(by_pool: dict[str, dict[str, Any]]) -> str:
+    """BENCHMARKS.md's opening table over several pools' results (pool -> that pool's results JSON): rows = arms,
+    per pool the tokens factor with its 90% t-interval and the CPU / GPU-model factors, then the headline figures
+    C0-C3 per pool with the arm each one reads."""
+
+    def cell(d: dict[str, Any] | None, ci: bool = True) -> str:
+        if not d or d.get("value") is None:
+            return "—"
+        if not ci or d.get("t_lo") is None:
+            return f"{d['value']:.2f}"
+        return f"{d['value']:.2f} [{d['t_lo']:.2f}, {d['t_hi']:.2f}]"
+
+    comps = {p: r["by_pool"][p]["compute"] for p, r in by_pool.items()}
+    pools = list(comps)
+    head = "| arm | " + " | ".join(f"{p}: tokens | {p}: CPU / GPU-model" for p in pools) + " |"
+    lines = [head, "|---" * (1 + 2 * len(pools)) + "|"]
+    for arm in dict.fromkeys(a for c in comps.values() for a in c["table"]):
+        cells, tags = [], []
+        for p, c in comps.items():
+            r = c["table"].get(arm)
+            if r is None:
+                cells += ["—", "—"]
+                continue
+            cells += [cell(r.get("tokens")), f"{cell(r.get('cpu_s'), False)} / {cell(r.get('gpu_s'), False)}"]
+            if c["axes"]["tokens"]["best_uniform"] == arm:
+                tags.append(f"best uniform: {p}")
+            if c.get("oracle") == arm:
+                tags.append(f"oracle: {p}")
+        lines.append(f"| {arm}{' (' + '; '.join(tags) + ')' if tags else ''} | " + " | ".join(cells) + " |")
+    lines += ["", "| figure | " + " | ".join(pools) + " |", "|---" * (1 + len(pools)) + "|"]
+    for fig in ("C0", "C1", "C2", "C2g", "C3"):
+        row = []
+        for p, r in by_pool.items():
+            h = r.get("compute", {}).get("by_pool", {}).get(p, {}).get(fig)
+            if not h:
+                row.append("—")
+                continue
+            mark = "" if h.get("preregistration", {}).get("preregistered") else " (not pre-registered)"
+            value = f"{h['value']:.2f}" if fig == "C3" else cell(h)
+            row.append(f"{value} ({h.get('arm')}){mark}")
+        lines.append(f"| {fig} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def partial(results: dict[str, Any], reg: dict[str, Any], pools: list[str], registered: list[str]) -> str | None:
     """None when every registered arm has every registered seed on every registered pool; else what is missing."""
     want = set(reg["instrument"]["seeds"])
@@ -289,6 +340,14 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     from reinforce_ada.bench.prereg import load, provenance
 
+    if args.opening:
+        files = {p: RESULTS / f"compute_to_target_{p}.json" for p in load(args.prereg)["instrument"]["pools"]}
+        have = {p: json.loads(f.read_text()) for p, f in files.items() if f.exists()}
+        if not have:
+            raise SystemExit(f"none of {sorted(str(f) for f in files.values())} exists: run the benchmark first")
+        missing = sorted(set(files) - set(have))
+        print(opening_table(have) + (f"\n\nnot yet measured: {', '.join(missing)}" if missing else ""))
+        return 0
     if args.table:
         js = sorted(RESULTS.glob("compute_to_target*.json"))
         if not js:

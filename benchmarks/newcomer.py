@@ -131,7 +131,8 @@ STEPS: tuple[Step, ...] = (
         needs=(SMOL,),
     ),
     Step(
-        "reinforce-ada features --model models/smollm2 --dataset data/kept.jsonl --template chat --out data/kept_f.jsonl",
+        "reinforce-ada features --model models/smollm2 --dataset data/kept.jsonl --template chat "
+        "--out data/kept_f.jsonl",
         600,
         slow=True,
         needs=(SMOL, "reinforce-ada filter --model models/smollm2"),

@@ -293,6 +293,20 @@ def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
     comp = compute.summarize(pool({"grpo-n4": {"steps": 400}, "mopps": {"tokens": 50.0}}), [], ("grpo-n4",), ())
     table = ctt.markdown_table({"by_pool": {"hard": {"compute": comp}}})
     assert "| mopps | 2.00 [2.00, 2.00]" in table and "grpo-n4 (best uniform on hard)" in table
+    # the opening table: pools side by side, an arm one pool lacks is a dash, the headlines below with their arm
+    only_n4 = compute.summarize(pool({"grpo-n4": {"steps": 400}}), [], ("grpo-n4",), ())
+    c1 = {"value": 2.0, "t_lo": 1.5, "t_hi": 2.5, "arm": "mopps", "preregistration": {"preregistered": True}}
+    opening = ctt.opening_table(
+        {
+            "hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C1": c1}}}},
+            "small": {"by_pool": {"small": {"compute": only_n4}}},
+        }
+    )
+    lines = opening.splitlines()
+    assert lines[0] == "| arm | hard: tokens | hard: CPU / GPU-model | small: tokens | small: CPU / GPU-model |"
+    assert next(ln for ln in lines if ln.startswith("| mopps |")).endswith("| — | — |")
+    assert "| grpo-n4 (best uniform: hard; best uniform: small) |" in opening
+    assert "| C1 | 2.00 [1.50, 2.50] (mopps) | — |" in opening
 
 
 @pytest.mark.slow
