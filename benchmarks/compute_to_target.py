@@ -66,8 +66,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument(
         "--opening",
         action="store_true",
-        help="print BENCHMARKS.md's opening table: every registered pool's results (compute_to_target_POOL.json) in "
-        "one table, then C0-C3 per pool, and exit",
+        help="print BENCHMARKS.md's opening table: every pool of --prereg, from the results written under that "
+        "registration, in one table, then C0-C3 per pool, and exit",
     )
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
@@ -313,7 +313,7 @@ def opening_table(by_pool: dict[str, dict[str, Any]]) -> str:
         row = []
         for p, r in by_pool.items():
             h = r.get("compute", {}).get("by_pool", {}).get(p, {}).get(fig)
-            if not h:
+            if not h or h.get("value") is None:
                 row.append("—")
                 continue
             mark = "" if h.get("preregistration", {}).get("preregistered") else " (not pre-registered)"
@@ -341,11 +341,12 @@ def main(argv: list[str]) -> int:
     from reinforce_ada.bench.prereg import load, provenance
 
     if args.opening:
-        files = {p: RESULTS / f"compute_to_target_{p}.json" for p in load(args.prereg)["instrument"]["pools"]}
-        have = {p: json.loads(f.read_text()) for p, f in files.items() if f.exists()}
+        pools = load(args.prereg)["instrument"]["pools"]
+        found = {p: first_run(p, args.prereg) for p in pools}
+        have = {p: f[1] for p, f in found.items() if f is not None}
         if not have:
-            raise SystemExit(f"none of {sorted(str(f) for f in files.values())} exists: run the benchmark first")
-        missing = sorted(set(files) - set(have))
+            raise SystemExit(f"no results written under {args.prereg} in {RESULTS}: run the benchmark first")
+        missing = [p for p in pools if p not in have]
         print(opening_table(have) + (f"\n\nnot yet measured: {', '.join(missing)}" if missing else ""))
         return 0
     if args.table:

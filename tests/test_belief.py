@@ -8,7 +8,7 @@ import pytest
 from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.bench.belief import gain_share, p_signal, replay_draw, spearman, within_level_probe
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.models.features import first_token_confidence, prompt_hidden_states, standardise
+from reinforce_ada.models.features import first_token_confidence, prompt_features, prompt_hidden_states, standardise
 from reinforce_ada.sampling.config import parse_arm
 from reinforce_ada.types import Prompt
 
@@ -155,3 +155,17 @@ def test_within_level_probe_finds_a_feature_that_carries_the_rate_and_not_noise(
     assert "L2" not in few and "L1" in few
     with pytest.raises(ConfigError, match="one feature row"):
         within_level_probe(noise[:5], rates, levels.tolist())
+
+
+def test_hidden_state_is_the_models_last_hidden_state_at_the_last_token(tiny_llama, char_tokenizer):
+    import torch
+
+    p = Prompt(id="a", text="12+345=")
+    ids = torch.tensor([char_tokenizer(p.text, add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        out = tiny_llama(input_ids=ids, output_hidden_states=True)
+    want_h = out.hidden_states[-1][0, -1].double().numpy()
+    logp = torch.log_softmax(out.logits[0, -1].double(), -1)
+    hidden, conf = prompt_features(tiny_llama, char_tokenizer, [p, Prompt(id="b", text="1=")])
+    assert np.allclose(hidden[0], want_h, atol=1e-5)
+    assert np.allclose(conf[0], [float(-(logp.exp() * logp).sum()), float(logp.max())], atol=1e-6)

@@ -307,6 +307,11 @@ def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
     assert next(ln for ln in lines if ln.startswith("| mopps |")).endswith("| — | — |")
     assert "| grpo-n4 (best uniform: hard; best uniform: small) |" in opening
     assert "| C1 | 2.00 [1.50, 2.50] (mopps) | — |" in opening
+    # a headline with no value (no seed reached a target) is a dash, not a crash
+    c1["value"] = None
+    assert "| C1 | — |" in ctt.opening_table(
+        {"hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C1": c1}}}}}
+    )
 
 
 @pytest.mark.slow

@@ -57,6 +57,7 @@ def test_csv_features_are_a_json_array(tmp_path):
         ([1, "x"], r"features\[1\] = 'x'"),
         ([1, True], r"features\[1\] = True"),
         ("[1, NaN]", r"features\[1\] = nan"),
+        ([1, 10**400], r"features\[1\] = 1000"),
     ],
 )
 def test_bad_features_name_the_row_and_column(tmp_path, value, match):
@@ -95,6 +96,11 @@ def test_cli_features_writes_rows_a_file_task_trains_on(model_dir, tmp_path, cap
     assert np.allclose(x.mean(axis=0), 0.0, atol=1e-5)  # standardised over the file
     ps = load_prompts(out, prompt_key="q", answer_key="a")
     assert len(ps[0].meta["features"]) == hidden + 2
+    # a features column already in the input is replaced, even a malformed one
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"prompt": "1+1=", "answer": "2", "features": "oops"}])
+    again = tmp_path / "again.jsonl"
+    assert main(["features", "--model", str(model_dir), "--dataset", str(bad), "--out", str(again)]) == 0
+    assert len(json.loads(again.read_text())["features"]) == hidden
     raw = tmp_path / "raw.jsonl"
     assert main([*argv, "--kind", "confidence", "--no-standardise", "--out", str(raw), "--threads", "1"]) == 0
     conf = np.array([json.loads(line)["features"] for line in raw.read_text().splitlines()])
@@ -107,6 +113,7 @@ def test_cli_features_writes_rows_a_file_task_trains_on(model_dir, tmp_path, cap
         (["--batch-size", "0"], "--batch-size must be >= 1"),
         (["--temperature", "0", "--kind", "confidence"], "temperature must be > 0"),
         (["--dataset", "nope"], "unknown dataset 'nope'"),
+        (["--dataset", "arithmetic"], "a built-in benchmark is a held-out split"),
     ],
 )
 def test_cli_features_bad_input_exits_2(model_dir, tmp_path, capsys, extra, needle):

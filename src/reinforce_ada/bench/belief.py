@@ -3,10 +3,14 @@
 Issue 23's finding: on `mixed`, the same unweighted draw reaches 1.43x GRPO-n2's tokens with the oracle's pass rates
 (`iw-noweight`) and 0.92x with the tracker + predictor's (`signal-draw`). This replays that draw with the policy held
 fixed, so the belief is the only thing that differs:
-1) Each step, `candidates x k` prompts are drawn from the pool at random; the strategy's own admission
-   (`sampling.iw.iw_choose`, the arm's `StrategyConfig`, its `PromptMemory`) admits k of them; each admitted prompt is
-   visited with `n` samples drawn as Binomial(n, p) from its exact rate p, recorded in the memory like a trainer's
-   visit (the predictor learns from them at the next step, as in training).
+1) Each step, `candidates x k` prompts come from the pool in epoch order (`sampling.order.PromptOrder`, as the
+   trainer offers them: a prompt not admitted waits for the next epoch); the strategy's own admission
+   (`sampling.iw.iw_choose`, the arm's `StrategyConfig`, its `PromptMemory`) admits k of them, before the step begins
+   (`memory.new_step`), as in training; each admitted prompt is visited with `n` samples drawn as Binomial(n, p) from
+   its exact rate p and recorded like a trainer's visit (the tracker at once, the predictor at the next step's
+   `new_step`, so the predictor admitting step t has learnt from visits up to step t - 2, as in training).
+   Candidates, admission draws and outcomes have separate seeded generators, so every belief sees the same
+   candidates in the same order.
 2) The score of a step is the admitted prompts' mean exact P(signal) = 1 - p^n - (1 - p)^n (the share of groups that
    will carry a gradient), beside the same mean over all the step's candidates (what uniform admission gets in
    expectation). `gain_share` = (belief - uniform) / (oracle - uniform) over the same steps and seeds.
@@ -27,6 +31,7 @@ from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.iw import iw_choose
 from reinforce_ada.sampling.memory import memory_for
 from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.value import value_table
 from reinforce_ada.types import Prompt
 
@@ -86,8 +91,8 @@ def replay_draw(
         raise ConfigError(f"need one rate per prompt and at least one prompt; got {len(prompts)} and {len(rates)}")
     if not np.all((rates >= 0) & (rates <= 1)):
         raise ConfigError("rates must lie in [0, 1]")
-    if cfg.select != "iw":
-        raise ConfigError(f"replay_draw replays select=iw; the config has select={cfg.select!r}")
+    if cfg.resolved_select != "iw":
+        raise ConfigError(f"replay_draw replays select=iw; the config has select={cfg.resolved_select!r}")
     if steps < 1 or batch < 1 or n < 1:
         raise ConfigError(f"steps, batch and n must be >= 1; got {steps}, {batch}, {n}")
     n_cand = min(len(prompts), cfg.candidates * batch)
@@ -98,20 +103,21 @@ def replay_draw(
     if cfg.estimator == "oracle":
         memory.attach_oracle(PassRateOracle(lambda ps: seen[[index[p.id] for p in ps]]))
     table = value_table(cfg)
-    rng = np.random.default_rng([seed, 23])
+    order = PromptOrder(prompts, seed=seed)
     draw_rng = np.random.default_rng([seed, 24])
+    outcome_rng = np.random.default_rng([seed, 25])
     admitted, cand, rho = [], [], []
     for _ in range(steps):
-        memory.new_step()
-        idx = rng.choice(len(prompts), size=n_cand, replace=False)
-        candidates = [prompts[i] for i in idx]
+        candidates = order.take(n_cand)
+        idx = np.array([index[p.id] for p in candidates])
         chosen, _ = iw_choose(candidates, batch, memory, draw_rng, table, cfg)
         cand.append(float(p_signal(rates[idx], n).mean()))
         chosen_idx = np.array([index[p.id] for p in chosen])
         admitted.append(float(p_signal(rates[chosen_idx], n).mean()))
         rho.append(spearman(np.array([memory.estimate(p) for p in candidates]), rates[idx]))
+        memory.new_step()  # as in training: admission reads the memory before the step begins
         for i in chosen_idx:
-            k = int(rng.binomial(n, rates[i]))
+            k = int(outcome_rng.binomial(n, rates[i]))
             memory.record(prompts[i], [True] * k + [False] * (n - k))
     return BeliefRun(np.array(admitted), np.array(cand), np.array(rho))
 
@@ -131,13 +137,14 @@ def within_level_probe(
     ridge: float = 1e-2,
     min_test: int = 20,
 ) -> dict[str, float]:
-    """Is a feature's knowledge of the pass rate there at all, beyond the level? An offline ceiling for any learner.
+    """Is a feature's knowledge of the pass rate there at all, beyond the level? An offline reference, not a bound.
 
     Per level: a ridge regression of logit(rate) (rates clipped to [1e-3, 1 - 1e-3]) on `x` fitted on a random half
     of the level's prompts with their *exact* rates, and the Spearman correlation of its predictions with the exact
     rates on the other half. Returns each level's correlation (levels with fewer than `min_test` prompts in either
-    half are left out) and `mean`, weighted by the test prompts. An online learner sees only a few Bernoulli draws
-    per prompt, so it can reach at most this."""
+    half are left out) and `mean`, weighted by the test prompts. It learns from exact rates, which an online learner
+    never sees (it gets a few Bernoulli draws per prompt); but it is one fixed, untuned ridge, so a tuned probe could
+    find more where features outnumber a level's prompts."""
     x, rates = np.asarray(x, dtype=float), np.asarray(rates, dtype=float)
     if x.ndim != 2 or len(x) != len(rates) or len(levels) != len(rates):
         raise ConfigError(f"need one feature row and one level per rate; got {x.shape}, {len(levels)}, {len(rates)}")

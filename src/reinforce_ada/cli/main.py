@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset",
         required=True,
         metavar="SPEC",
-        help=f"a built-in benchmark ({', '.join(benchmark_names())}) or a .jsonl/.csv/.parquet file",
+        help="the prompt file to add features to (.jsonl/.csv/.parquet or a saved `datasets` folder)",
     )
     fe.add_argument("--prompt-key", default=None, help="file datasets: the question's column (default: prompt)")
     fe.add_argument("--answer-key", default=None, help="file datasets: the answer's column (default: answer)")
@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     fe.add_argument("--temperature", type=float, default=1.0, help="confidence: the sampling temperature")
     fe.add_argument("--limit", type=int, default=None, help="at most this many prompts (seeded subset)")
     fe.add_argument("--seed", type=int, default=0, help="seeds the --limit subset")
-    fe.add_argument("--batch-size", type=int, default=256, help="prompts per forward")
+    fe.add_argument("--batch-size", type=int, default=64, help="prompts per forward")
     fe.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     fe.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
     fe.add_argument("--out", required=True, help="JSONL to write: the dataset's rows with a `features` column")

@@ -92,8 +92,10 @@ def load_dataset(
     answer_key: str = "answer",
     limit: int | None = None,
     seed: int = 0,
+    features_key: str | None = "features",
 ) -> Dataset:
-    """The benchmark named by `arg` (see `parse_spec`); `limit` keeps a seeded subset in the original order."""
+    """The benchmark named by `arg` (see `parse_spec`); `limit` keeps a seeded subset in the original order;
+    `features_key` as `tasks.files.load_prompts` (None: a file's features column is not read)."""
     from reinforce_ada.tasks.files import load_prompts, read_rows
 
     name, spec = parse_spec(arg)
@@ -102,7 +104,8 @@ def load_dataset(
         prompts, verifier = DATASETS[spec](task)
         rows = [{"id": p.id, prompt_key: p.text, answer_key: p.answer, "level": p.level} for p in prompts]
     else:
-        prompts, verifier = load_prompts(spec, prompt_key=prompt_key, answer_key=answer_key), "exact"
+        keys = {"prompt_key": prompt_key, "answer_key": answer_key, "features_key": features_key}
+        prompts, verifier = load_prompts(spec, **keys), "exact"
         rows = read_rows(Path(spec))
     pairs = subset(list(zip(prompts, rows, strict=True)), limit, seed)
     return Dataset(name, [p for p, _ in pairs], verifier, [r for _, r in pairs])

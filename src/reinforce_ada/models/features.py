@@ -3,9 +3,10 @@
 What a learned difficulty predictor can read besides the prompt's text (`sampling.predictor`, `Prompt.meta
 ["features"]`): the hidden state from which the policy starts answering. One forward over the prompt (a prefill, no
 sampling), batched; `first_token_confidence` reads the same forward's next-token distribution (entropy, top
-log-probability). Rows are right-padded and read at their own last token, so padding never enters a row (causal
-attention). `standardise` z-scores each dimension over the given prompts and scales the rows to about unit norm, the
-scale of the predictor's hashed text features (its Newton step divides by |x|^2, so one part must not swamp the other).
+log-probability), `prompt_features` returns both. Rows are left-padded with position ids from the mask, as the
+engines sample, so a row's features do not depend on its batch. `standardise` z-scores each dimension over the given
+prompts and scales the rows to about unit norm, the scale of the predictor's hashed text features (its Newton step
+divides by |x|^2, so one part must not swamp the other).
 Where it comes from: difficulty probes on LLM hidden states (e.g. VIP 2602.01601's predicted pass rates); the choice of
 layer and token is ours.
 """
@@ -19,14 +20,16 @@ import numpy as np
 import torch
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.models.forward import model_forward, position_ids_from_mask
 from reinforce_ada.types import Prompt
 
 
 def prompt_hidden_states(
-    model: torch.nn.Module, tokenizer: Any, prompts: Sequence[Prompt], *, batch_size: int = 256
+    model: torch.nn.Module, tokenizer: Any, prompts: Sequence[Prompt], *, batch_size: int = 64
 ) -> np.ndarray:
-    """(len(prompts), hidden) float64: the last layer's hidden state at each prompt's last token."""
-    return _prompt_last(model, tokenizer, prompts, batch_size, "hidden")
+    """(len(prompts), hidden) float64: the last layer's hidden state (the output head's input) at each prompt's
+    last token."""
+    return _prompt_last(model, tokenizer, prompts, batch_size)[0]
 
 
 def first_token_confidence(
@@ -34,32 +37,53 @@ def first_token_confidence(
     tokenizer: Any,
     prompts: Sequence[Prompt],
     *,
-    batch_size: int = 256,
+    batch_size: int = 64,
     temperature: float = 1.0,
 ) -> np.ndarray:
     """(len(prompts), 2) float64: the entropy (nats) and the log of the top probability of the policy's first
     completion token at `temperature` -- how sure the policy is of how to start, from the same single prefill."""
+    check_temperature(temperature)
+    return _prompt_last(model, tokenizer, prompts, batch_size, temperature)[1]
+
+
+def prompt_features(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    *,
+    batch_size: int = 64,
+    temperature: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both of the above from one prefill per prompt: (hidden states, confidence)."""
+    check_temperature(temperature)
+    return _prompt_last(model, tokenizer, prompts, batch_size, temperature)
+
+
+def check_temperature(temperature: float) -> None:
     if not temperature > 0:
         raise ConfigError(f"temperature must be > 0, got {temperature}")
-    return _prompt_last(model, tokenizer, prompts, batch_size, "confidence", temperature)
 
 
 @torch.no_grad()
 def _prompt_last(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    prompts: Sequence[Prompt],
-    batch_size: int,
-    what: str,
-    temperature: float = 1.0,
-) -> np.ndarray:
+    model: torch.nn.Module, tokenizer: Any, prompts: Sequence[Prompt], batch_size: int, temperature: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """One prefill per batch, left-padded with position ids from the mask (the engines' layout), so every row's last
+    token is the last column: only that column goes through the output head (`logits_to_keep=1`), and the head's
+    input there, caught by a hook, is the final hidden state. No (B, T, V) logits, no per-layer states, no cache."""
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     if pad is None:
         raise ConfigError("prompt features need a tokenizer with a pad or EOS token")
+    head = model.get_output_embeddings()
+    if head is None:
+        raise ConfigError(f"{type(model).__name__} has no output head (get_output_embeddings() is None)")
+    caught: list[torch.Tensor] = []
+    hook = head.register_forward_pre_hook(lambda _module, args: caught.append(args[0][:, -1]))
     device = next(model.parameters()).device
-    rows: list[np.ndarray] = []
+    hidden: list[np.ndarray] = []
+    confidence: list[np.ndarray] = []
     was_training = model.training
     model.eval()
     try:
@@ -73,22 +97,26 @@ def _prompt_last(
             input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
             mask = torch.zeros((len(ids), width), dtype=torch.long)
             for i, x in enumerate(ids):
-                input_ids[i, : len(x)] = torch.tensor(x)
-                mask[i, : len(x)] = 1
-            out = model(
-                input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=what == "hidden"
+                input_ids[i, width - len(x) :] = torch.tensor(x)
+                mask[i, width - len(x) :] = 1
+            caught.clear()
+            logits, _ = model_forward(
+                model,
+                input_ids.to(device),
+                mask.to(device),
+                position_ids_from_mask(mask).to(device),
+                logits_to_keep=1,
             )
-            last = torch.tensor([len(x) - 1 for x in ids], device=device)
-            rows_idx = torch.arange(len(ids), device=device)
-            if what == "hidden":
-                rows.append(out.hidden_states[-1][rows_idx, last].double().cpu().numpy())
-            else:
-                logp = torch.log_softmax(out.logits[rows_idx, last].double() / temperature, dim=-1)
-                entropy = -(logp.exp() * logp).sum(-1)
-                rows.append(torch.stack([entropy, logp.max(-1).values], dim=-1).cpu().numpy())
+            hidden.append(caught[-1].double().cpu().numpy())
+            logp = torch.log_softmax(logits[:, -1].double() / temperature, dim=-1)
+            entropy = -(logp.exp() * logp).sum(-1)
+            confidence.append(torch.stack([entropy, logp.max(-1).values], dim=-1).cpu().numpy())
     finally:
+        hook.remove()
         model.train(was_training)
-    return np.concatenate(rows) if rows else np.zeros((0, 0))
+    if not hidden:
+        return np.zeros((0, 0)), np.zeros((0, 2))
+    return np.concatenate(hidden), np.concatenate(confidence)
 
 
 def standardise(x: np.ndarray) -> np.ndarray:

@@ -24,10 +24,11 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    data owner's call. Repeated ids remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
    since reading one can block forever or never end;
-8) a `features` column (`features_key`; None ignores it), where present, is a non-empty list of finite numbers (in a
-   CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has one; it becomes `Prompt.meta
-   ["features"]`, which the learned difficulty predictor reads (`sampling.predictor`; `reinforce-ada features`
-   writes the policy's own view of each prompt there). An empty cell means no features for that row.
+8) a `features` column (`features_key`; None ignores it, as an empty `task.features_key` does), where present, is a
+   non-empty list of finite numbers (in a CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has
+   one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.predictor`;
+   `reinforce-ada features` writes the policy's own view of each prompt there). An empty cell means no features for
+   that row.
 """
 
 from __future__ import annotations
@@ -234,6 +235,13 @@ def _row_prompt(
     return text, answer, level
 
 
+def _finite(x: numbers.Real) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
 def _as_features(value: Any, where: str) -> list[float]:
     """Rule 8: a non-empty list of finite numbers (a JSON array in a text cell)."""
     if isinstance(value, str):
@@ -249,7 +257,7 @@ def _as_features(value: Any, where: str) -> list[float]:
         raise ConfigError(f"{where}: features must be a non-empty list of numbers, got {type(value).__name__}")
     out = []
     for j, x in enumerate(value):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not _finite(x):
             raise ConfigError(f"{where}: features[{j}] = {x!r}; every value must be a finite number")
         out.append(float(x))
     return out
