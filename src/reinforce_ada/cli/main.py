@@ -26,11 +26,16 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names, help_lines
 
 
-def add_model_flags(p: argparse.ArgumentParser) -> None:
-    """Flags shared by `eval` and `filter`: which model, how to prompt, score and sample it."""
+def add_model_choice(p: argparse.ArgumentParser) -> None:
+    """--checkpoint or --model (one of them, required): the model a command loads."""
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
     which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `eval` and `filter`: which model, how to prompt, score and sample it."""
+    add_model_choice(p)
     p.add_argument(
         "--prompt-key",
         default=None,
@@ -243,9 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         "into Prompt.meta['features'] for estimator=predictor|both. The features are the given model's: as the policy "
         "trains they go stale (recompute from a checkpoint).",
     )
-    which = fe.add_mutually_exclusive_group(required=True)
-    which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
-    which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+    add_model_choice(fe)
     fe.add_argument(
         "--dataset",
         required=True,
