@@ -12,7 +12,6 @@ import sys
 
 from reinforce_ada.cli.commands import (
     cmd_eval,
-    cmd_features,
     cmd_filter,
     cmd_models,
     cmd_plan,
@@ -21,6 +20,7 @@ from reinforce_ada.cli.commands import (
     cmd_train,
 )
 from reinforce_ada.cli.compare import cmd_compare
+from reinforce_ada.cli.features import cmd_features
 from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags, verifier_names
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names, help_lines

@@ -1,0 +1,64 @@
+"""`reinforce-ada features`: the command body (the machinery is `reinforce_ada.models.features`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from reinforce_ada.cli.checks import output_file
+from reinforce_ada.errors import ConfigError
+
+
+def cmd_features(args: argparse.Namespace) -> int:
+    """The policy's own view of each prompt (`models.features`) as a `features` column the predictor reads."""
+    import numpy as np
+    import torch
+
+    from reinforce_ada.evaluation.datasets import DATASETS, apply_template, load_dataset, parse_spec
+    from reinforce_ada.evaluation.loading import load_model
+    from reinforce_ada.models.features import check_temperature, prompt_features, standardise
+    from reinforce_ada.training.checkpoint import model_folder_for, run_config
+    from reinforce_ada.training.config import TrainConfig
+    from reinforce_ada.training.run_dir import write_file
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    check_temperature(args.temperature)
+    if parse_spec(args.dataset)[1] in DATASETS:
+        raise ConfigError(
+            f"--dataset {args.dataset}: a built-in benchmark is a held-out split, not training data; give a prompt "
+            "file (.jsonl, .csv, .parquet) to add features to"
+        )
+    out = output_file("--out", args.out)
+    folder = model_folder_for(args.checkpoint, args.model)
+    run_cfg = run_config(folder)
+    cfg = run_cfg or TrainConfig()
+    keys = {
+        "prompt_key": args.prompt_key or (cfg.task.prompt_key if run_cfg else "prompt"),
+        "answer_key": args.answer_key or (cfg.task.answer_key if run_cfg else "answer"),
+    }
+    # the file's own features column (if any) is replaced, so it is not read (a malformed one cannot stop this)
+    ds = load_dataset(args.dataset, cfg.task, limit=args.limit, seed=args.seed, features_key=None, **keys)
+    torch.set_num_threads(args.threads)
+    model, tok = load_model(folder, device=args.device)
+    prompts = apply_template(ds.prompts, args.template or cfg.task.template, tok)
+    print(f"{ds.name}: {len(prompts)} prompts through {folder} ({args.kind})", file=sys.stderr, flush=True)
+    hidden, confidence = prompt_features(model, tok, prompts, batch_size=args.batch_size, temperature=args.temperature)
+    parts = [v for kind, v in (("hidden", hidden), ("confidence", confidence)) if args.kind in (kind, "both")]
+    x = np.hstack([standardise(v) for v in parts]) if args.standardise else np.hstack(parts)
+    lines = [
+        json.dumps({**row, "features": [round(float(v), 6) for v in feats]}, default=str)
+        for row, feats in zip(ds.rows, x, strict=True)
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_file(out, "".join(line + "\n" for line in lines))
+    print(
+        f"wrote {out}: {len(lines)} rows with a {x.shape[1]}-value `features` column; train on it with "
+        f"--task.name file --task.path {out} --task.prompt_key {keys['prompt_key']} --task.answer_key "
+        f"{keys['answer_key']} --task.template {args.template or cfg.task.template} --estimator both (and the "
+        "verifier and model you train with)"
+    )
+    return 0
