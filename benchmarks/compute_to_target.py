@@ -443,7 +443,9 @@ def main(argv: list[str]) -> int:
         results["agreement"] = agreement_with_first(results, reg, pools[0])
         n, v = results["agreement"]["counts"], results["agreement"]["verdict"]
         print(f"agreement with {results['agreement']['first_run']}: {n['overlap']} of {n['cells']} (arm, axis) "
-              f"intervals overlap; {n['inside']} re-run factors fall in the first run's interval; "
+              f"intervals overlap ({n.get('expected_apart_if_same')} apart expected from seed noise alone, "
+              f"not pre-registered); {n['inside']} re-run factors fall in the first run's interval "
+              f"({n.get('expected_inside_if_same')} expected); "
               f"verdict: {'agrees' if v['agrees'] else 'does not agree'} ({v['why']})")  # fmt: skip
     command = "python -m benchmarks.compute_to_target " + " ".join(argv)
     js, png = write(results, out, command, series=False)

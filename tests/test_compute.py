@@ -216,11 +216,36 @@ def test_agreement_counts_overlapping_intervals_and_reports_what_differs():
         best="grpo-n8",
     )
     out = rerun_agreement(first, second, axes=("tokens",))
-    assert out["counts"] == {"cells": 2, "overlap": 1, "inside": 1}
+    assert out["counts"] == {
+        "cells": 2,
+        "overlap": 1,
+        "inside": 1,
+        "expected_apart_if_same": None,
+        "expected_inside_if_same": None,
+    }  # no per_seed
     assert out["arms"]["a"]["tokens"]["inside"] and not out["arms"]["b"]["tokens"]["overlap"]
     assert out["arms"]["b"]["tokens"]["first"] == [2.0, 1.8, 2.2] and out["arms"]["b"]["tokens"]["rerun"][0] == 1.5
     assert out["missing_arms"] == ["gone", "new"]
     assert out["best_uniform"] == {"tokens": ["grpo-n4", "grpo-n8"]}
+
+
+def test_chance_apart_matches_independent_runs_of_the_same_thing():
+    """Closed-form-free check by simulation: two independent 9-seed runs of one normal log factor have their 90%
+    t-intervals apart about 2% of the time; the permutation estimate averages to the same rate."""
+    from reinforce_ada.bench.compute import chance_apart
+
+    rng = np.random.default_rng(3)
+    runs = [(np.exp(rng.normal(size=9)), np.exp(rng.normal(size=9))) for _ in range(150)]
+    chances = [chance_apart(list(a), list(b), draws=400) for a, b in runs]
+    assert 0.01 < np.mean([c["p_apart_if_same"] for c in chances]) < 0.035
+    # inside: |mean2 - mean1| < t(8) s / 3 with var(mean2 - mean1) = 2 s^2 / 9: P(|Z| < 1.86 / sqrt 2) ~ 0.81
+    assert 0.76 < np.mean([c["p_inside_if_same"] for c in chances]) < 0.86
+    same = [1.1, 0.9, 1.3, 0.8, 1.0]
+    assert chance_apart(same, same) == chance_apart(same, same)  # deterministic
+    none = {"p_apart_if_same": None, "p_inside_if_same": None}
+    assert chance_apart([1.0], [1.0, 2.0]) == none and chance_apart([None, 1.0, -1.0], same) == none
+    # far-apart runs: the pooled values are wide, so a random split is rarely apart; the reading is about noise only
+    assert chance_apart([0.5] * 4 + [0.6] * 5, [2.0] * 4 + [2.2] * 5)["p_apart_if_same"] < 0.2
 
 
 def _first_run_json(folder, name, prereg_path, pool="hard", lrs=None, table=None):
@@ -265,7 +290,13 @@ def test_a_rerun_verdict_follows_the_registered_criterion(tmp_path):
         return {"by_pool": {"hard": {"compute": {"axes": {"tokens": {"best_uniform": "grpo-n4"}}, "table": table}}}}
 
     same = ctt.agreement_with_first(rerun(first), reg, "hard", tmp_path)
-    assert same["verdict"]["agrees"] and same["counts"] == {"cells": 3, "overlap": 3, "inside": 3}
+    assert same["verdict"]["agrees"] and same["counts"] == {
+        "cells": 3,
+        "overlap": 3,
+        "inside": 3,
+        "expected_apart_if_same": None,
+        "expected_inside_if_same": None,
+    }
     shifted = {**first, "mopps": {"tokens": {"value": 1.15, "t_lo": 1.05, "t_hi": 1.25}}}  # overlaps, not inside
     out = ctt.agreement_with_first(rerun(shifted), reg, "hard", tmp_path)
     assert not out["verdict"]["agrees"] and "mopps" in out["verdict"]["why"] and "apart" not in out["verdict"]["why"]

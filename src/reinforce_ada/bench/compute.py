@@ -257,6 +257,7 @@ def rerun_agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequenc
                 "rerun": [b["value"], b["t_lo"], b["t_hi"]],
                 "overlap": bool(overlap),
                 "inside": bool(inside),
+                **chance_apart(a.get("per_seed") or [], b.get("per_seed") or []),
             }
             counts["cells"] += 1
             counts["overlap"] += int(overlap)
@@ -266,4 +267,40 @@ def rerun_agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequenc
         axis: [first["axes"].get(axis, {}).get("best_uniform"), second["axes"].get(axis, {}).get("best_uniform")]
         for axis in axes
     }
+    for key in ("apart", "inside"):
+        chances = [
+            c[f"p_{key}_if_same"] for r in rows.values() for c in r.values() if c[f"p_{key}_if_same"] is not None
+        ]
+        counts[f"expected_{key}_if_same"] = round(float(sum(chances)), 2) if chances else None
     return {"arms": rows, "counts": counts, "best_uniform": best, "missing_arms": missing}
+
+
+def chance_apart(first: Sequence[float | None], second: Sequence[float | None], draws: int = 2000) -> dict[str, Any]:
+    """How often two runs' 90% t-intervals are apart (`p_apart_if_same`), and how often the re-run's factor falls
+    inside the first run's interval (`p_inside_if_same`), when both runs measure the same thing: the per-seed factors
+    of both runs pooled and split again at random into runs of the same sizes (a permutation of seed labels), `draws`
+    times (fixed generator, so deterministic). Summed over cells they are the counts to expect from seed noise alone --
+    the yardstick for a criterion that asks every one of many pairs to overlap. None without >= 2 positive factors
+    per run. (Not pre-registered: a reading added after the first re-run, issue 22.)"""
+    a = [float(v) for v in first if v is not None and v > 0]
+    b = [float(v) for v in second if v is not None and v > 0]
+    if len(a) < 2 or len(b) < 2:
+        return {"p_apart_if_same": None, "p_inside_if_same": None}
+    from reinforce_ada.bench.curves import T_95
+
+    logs, n, m = np.log(np.asarray(a + b)), len(a), len(b)
+    perms = np.argsort(np.random.default_rng(0).random((draws, n + m)), axis=1)
+    x, y = logs[perms[:, :n]], logs[perms[:, n:]]
+
+    def bounds(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = v.shape[1]
+        t = T_95[k - 2] if k - 1 <= len(T_95) else 1.645
+        half = t * v.std(axis=1, ddof=1) / np.sqrt(k)
+        return v.mean(axis=1) - half, v.mean(axis=1) + half
+
+    (lo1, hi1), (lo2, hi2) = bounds(x), bounds(y)
+    inside = (lo1 <= y.mean(axis=1)) & (y.mean(axis=1) <= hi1)
+    return {
+        "p_apart_if_same": round(float(np.mean((lo1 > hi2) | (lo2 > hi1))), 4),
+        "p_inside_if_same": round(float(np.mean(inside)), 4),
+    }
