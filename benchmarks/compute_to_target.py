@@ -26,7 +26,8 @@ grid and sweep -- with this repository's bookkeeping:
    runs its own seeds, one pool at a time, each arm at the lr the first run chose on that pool (no sweep), and writes
    compute_to_target_<pool>_rerun.{json,png} with `agreement` (`bench.compute.rerun_agreement`: per arm and cost
    axis, do the two runs' 90% intervals overlap, and does the re-run's factor fall in the first run's interval) and
-   its `verdict` by the registered criterion (`agreement_with_first`), written by the closing --report-only pass.
+   its `verdict` by the registered criterion (and `verdict_amended` where the registration amends it;
+   benchmarks/compute_rerun.py), written by the closing --report-only pass.
    Pools without a first run yet are skipped, said so. It leaves `summary.json` alone.
 
     nice -n 10 python -m benchmarks.compute_to_target --workers 2 --prereg benchmarks/preregistration_rerun.toml \
@@ -43,6 +44,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from benchmarks.compute_rerun import agreement_with_first, first_run, rerun_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -166,53 +169,6 @@ def registration_tag(path: str | Path) -> str:
     if Path(path).resolve() == PREREG.resolve():
         return ""
     return Path(path).stem.removeprefix("preregistration_").removeprefix("preregistration") or "other"
-
-
-def first_run(pool: str, rerun_of: str, results: Path = RESULTS) -> tuple[Path, dict[str, Any]] | None:
-    """The first run's result JSON holding `pool` (the whole run's, else a tranche's) written under the registration
-    `rerun_of` (a path relative to the repository): what a re-run is read against; None when there is none yet."""
-    files = [results / "compute_to_target.json", *sorted(results.glob("compute_to_target_*.json"))]
-    for f in files:
-        if f.exists() and not f.stem.endswith("_rerun"):
-            data = json.loads(f.read_text())
-            made_under = (data.get("preregistration_file") or {}).get("path", "")
-            if Path(made_under).name != Path(rerun_of).name:
-                continue
-            if pool in data.get("lrs_by_pool", {}) and pool in data.get("by_pool", {}):
-                return f, data
-    return None
-
-
-def rerun_fields(pool: str, rerun_of: str, results: Path = RESULTS) -> dict[str, Any]:
-    """A re-run's CompareConfig fields: every arm at the lr the first run chose on `pool`, no sweep."""
-    found = first_run(pool, rerun_of, results)
-    if found is None:
-        raise SystemExit(f"no first run of pool {pool!r} under {rerun_of} in {results}: run it before its re-run")
-    _, data = found
-    return {"fixed_lrs": tuple(sorted(data["lrs_by_pool"][pool].items())), "sweep_each_pool": False, "extend_sweep": 0}
-
-
-def agreement_with_first(results: dict[str, Any], reg: dict[str, Any], pool: str, base: Path = RESULTS) -> dict:
-    """The re-run's `rerun_agreement` with its first run, and the verdict by the criterion its registration fixes:
-    every (arm, axis) pair of 90% intervals overlaps, and the claims' arms' (and the first run's oracle's) re-run
-    tokens factors fall inside the first run's intervals."""
-    from reinforce_ada.bench.compute import rerun_agreement
-
-    path, data = first_run(pool, reg["rerun_of"], base) or (None, None)
-    if path is None or data is None:
-        raise SystemExit(f"no first run of pool {pool!r} under {reg['rerun_of']}: nothing to agree with")
-    first = data["by_pool"][pool]["compute"]
-    agree = rerun_agreement(first, results["by_pool"][pool]["compute"])
-    claimed = ({c["arm"] for c in reg.get("claim", []) if c["arm"] != "oracle"} | {first.get("oracle")}) - {None}
-    outside = [a for a in sorted(claimed) if not agree["arms"].get(a, {}).get("tokens", {}).get("inside")]
-    apart = [f"{a}/{x}" for a, row in agree["arms"].items() for x, c in row.items() if not c["overlap"]]
-    why = []
-    if apart:
-        why.append(f"intervals apart: {', '.join(apart)}")
-    if outside:
-        why.append(f"claimed arms' tokens factor outside the first interval (or missing): {', '.join(outside)}")
-    verdict = {"agrees": not why, "why": "; ".join(why) or "every interval overlaps and the claimed arms fall inside"}
-    return {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree, "verdict": verdict}
 
 
 def summary_entries(results: dict[str, Any], reg: dict[str, Any] | None) -> dict[str, Any]:
@@ -447,6 +403,10 @@ def main(argv: list[str]) -> int:
               f"not pre-registered); {n['inside']} re-run factors fall in the first run's interval "
               f"({n.get('expected_inside_if_same')} expected); "
               f"verdict: {'agrees' if v['agrees'] else 'does not agree'} ({v['why']})")  # fmt: skip
+        if "verdict_amended" in results["agreement"]:
+            a = results["agreement"]["verdict_amended"]
+            print(f"amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} on this pool): "
+                  f"{'agrees' if a['agrees'] else 'does not agree'} ({a['why']})")  # fmt: skip
     command = "python -m benchmarks.compute_to_target " + " ".join(argv)
     js, png = write(results, out, command, series=False)
     print(format_table(results))

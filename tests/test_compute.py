@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from reinforce_ada.bench import compute, prereg
+from reinforce_ada.bench import compute, curves, prereg
 from reinforce_ada.errors import ConfigError
 
 STEPS = 200
@@ -303,6 +303,54 @@ def test_a_rerun_verdict_follows_the_registered_criterion(tmp_path):
     apart = {**first, "seq-bal": {"tokens": {"value": 2.0, "t_lo": 1.8, "t_hi": 2.2}}}
     out = ctt.agreement_with_first(rerun(apart), reg, "hard", tmp_path)
     assert not out["verdict"]["agrees"] and "seq-bal/tokens" in out["verdict"]["why"]
+
+
+def test_the_amended_verdict_allows_what_seed_noise_explains(tmp_path):
+    """[amended_agreement]: apart cells up to the noise quantile pass, identical arms count once, a claimed arm's
+    tokens intervals must overlap, and the verdict says on which pools it was registered in advance."""
+    from benchmarks import compute_rerun
+    from benchmarks import compute_to_target as ctt
+
+    seeds = [1.0, 1.1, 0.9, 1.2, 0.8, 1.05, 0.95, 1.15, 0.85]
+
+    def cell(scale):
+        vals = [v * scale for v in seeds]
+        lo, hi = curves.t_interval(vals)
+        return {"value": curves.geo_mean(vals), "t_lo": lo, "t_hi": hi, "per_seed": vals}
+
+    arms = [f"arm{i}" for i in range(40)]
+    first = {
+        a: {"tokens": cell(1.0 + i / 1000)} for i, a in enumerate([*arms, "mopps", "oracle-alloc", "twin-a", "twin-b"])
+    }
+    _first_run_json(tmp_path, "compute_to_target_hard.json", "benchmarks/preregistration.toml", table=first)
+    amend = {"written": "2026-12-04", "pools": ["small"], "level": 0.95}
+    reg = {"rerun_of": "benchmarks/preregistration.toml", "claim": [{"arm": "mopps"}], "amended_agreement": amend}
+
+    def rerun(table):
+        return {"by_pool": {"hard": {"compute": {"axes": {"tokens": {"best_uniform": "grpo-n4"}}, "table": table}}}}
+
+    # one arm apart among 44 cells: the strict verdict fails, seed noise explains one (P(apart) ~ 0.02 per cell)
+    one = {**first, "arm0": {"tokens": cell(1.5)}}
+    out = ctt.agreement_with_first(rerun(one), reg, "hard", tmp_path)
+    amended = out["verdict_amended"]
+    assert not out["verdict"]["agrees"] and amended["agrees"], amended
+    assert amended["apart"] == ["arm0/tokens"]
+    assert amended["noise_bound"] >= 1 and amended["preregistered"] is False and amended["distinct_cells"] == 44
+    # identical arms apart together count once; many apart is more than noise explains
+    many = {**first, **{a: {"tokens": cell(1.5 + i / 1000)} for i, a in enumerate(arms[:8])}}
+    amended = ctt.agreement_with_first(rerun(many), reg, "hard", tmp_path)["verdict_amended"]
+    assert not amended["agrees"] and "8 distinct cells apart" in amended["why"]
+    twins = {**first, "twin-a": {"tokens": cell(1.5)}, "twin-b": {"tokens": cell(1.5)}}
+    twins_first = {**first, "twin-b": first["twin-a"]}
+    agree = compute.rerun_agreement({"axes": {}, "table": twins_first}, {"axes": {}, "table": twins}, ("tokens",))
+    amended = compute_rerun.amended_verdict(agree, amend, ["mopps"], "small")  # twin-a and twin-b: the same cells
+    assert amended["apart"] == ["twin-a/tokens"] and amended["preregistered"] is True
+    # a claimed arm's tokens intervals apart fails even when the count is within noise
+    moved = {**first, "mopps": {"tokens": cell(1.5)}}
+    amended = ctt.agreement_with_first(rerun(moved), reg, "hard", tmp_path)["verdict_amended"]
+    assert not amended["agrees"] and "claimed arms' tokens intervals apart" in amended["why"]
+    with pytest.raises(ConfigError, match="amended_agreement"):
+        compute_rerun.amended_verdict(out, {"pools": ["small"], "lvl": 0.9}, [], "small")
 
 
 def test_each_registration_writes_its_own_files():

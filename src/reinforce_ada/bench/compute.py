@@ -304,3 +304,16 @@ def chance_apart(first: Sequence[float | None], second: Sequence[float | None], 
         "p_apart_if_same": round(float(np.mean((lo1 > hi2) | (lo2 > hi1))), 4),
         "p_inside_if_same": round(float(np.mean(inside)), 4),
     }
+
+
+def noise_quantile(chances: Sequence[float], level: float = 0.95) -> int:
+    """The `level` quantile of how many of independent events with these chances happen (Poisson-binomial, exact by
+    dynamic programming): the most apart pairs seed noise alone explains at that level.
+
+    >>> noise_quantile([0.5, 0.5], 0.75), noise_quantile([0.5, 0.5], 0.76), noise_quantile([], 0.95)
+    (1, 2, 0)
+    """
+    dist = np.array([1.0])
+    for p in chances:
+        dist = np.append(dist * (1 - p), 0.0) + np.append(0.0, dist * p)
+    return int(np.searchsorted(np.cumsum(dist), level - 1e-12))
