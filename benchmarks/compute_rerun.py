@@ -98,3 +98,43 @@ def amended_verdict(agree: dict[str, Any], amend: dict[str, Any], claimed: list[
         "preregistered": pool in amend["pools"],
         "written": amend.get("written"),
     }
+
+
+def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str:
+    """BENCHMARKS.md's re-run table: per pool with a re-run, the headline figures of both runs (C0-C3, tokens, with
+    90% t-intervals), the cell counts beside what seed noise alone gives, and both verdicts."""
+
+    def fig(h: dict[str, Any] | None) -> str:
+        if not h or h.get("value") is None:
+            return "—"
+        ci = f" [{h['t_lo']:.2f}, {h['t_hi']:.2f}]" if h.get("t_lo") is not None else ""
+        return f"{h['value']:.2f}{ci}" + (f" ({h['arm']})" if h.get("arm") else "")
+
+    head = "| pool | figure | first run (seeds 0-8) | re-run (seeds 100-108) |\n|---|---|---|---|"
+    rows, notes = [head], []
+    for pool in pools:
+        f = results / f"compute_to_target_{pool}_rerun.json"
+        found = first_run(pool, rerun_of, results)
+        if not f.exists() or found is None:
+            notes.append(f"- `{pool}`: not re-run yet.")
+            continue
+        second, first = json.loads(f.read_text()), found[1]
+        for name in ("C0", "C1", "C2", "C2g", "C3"):
+            a = first["compute"]["by_pool"].get(pool, {}).get(name)
+            b = second["compute"]["by_pool"].get(pool, {}).get(name)
+            rows.append(f"| {pool} | {name} | {fig(a)} | {fig(b)} |")
+        ag = second.get("agreement")
+        if not ag:
+            notes.append(f"- `{pool}`: re-run written without its agreement (run `--report-only` on it).")
+            continue
+        n, v, a = ag["counts"], ag["verdict"], ag.get("verdict_amended")
+        part = f" (partial: {second['partial']})" if second.get("partial") else ""
+        line = (f"- `{pool}`{part}: {n['overlap']} of {n['cells']} (arm, axis) interval pairs overlap "
+                f"({n.get('expected_apart_if_same')} apart expected from seed noise alone); {n['inside']} re-run "
+                f"factors inside the first interval ({n.get('expected_inside_if_same')} expected). "
+                f"Registered verdict: **{'agrees' if v['agrees'] else 'does not agree'}** ({v['why']}).")  # fmt: skip
+        if a:
+            line += (f" Amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} here): "
+                     f"**{'agrees' if a['agrees'] else 'does not agree'}** ({a['why']}).")  # fmt: skip
+        notes.append(line)
+    return "\n".join(rows) + "\n\n" + "\n".join(notes)

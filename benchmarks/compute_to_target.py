@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.compute_rerun import agreement_with_first, first_run, rerun_fields
+from benchmarks.compute_rerun import agreement_with_first, first_run, rerun_fields, rerun_table
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -71,6 +71,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="print BENCHMARKS.md's opening table: every pool of --prereg, from the results written under that "
         "registration, in one table, then C0-C3 per pool, and exit",
+    )
+    ap.add_argument(
+        "--rerun-table",
+        action="store_true",
+        help="with --prereg of a re-run: BENCHMARKS.md's re-run table (both runs' C0-C3 per pool, the agreement "
+        "counts and verdicts), and exit",
     )
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
@@ -305,6 +311,12 @@ def main(argv: list[str]) -> int:
         missing = [p for p in pools if p not in have]
         print(opening_table(have) + (f"\n\nnot yet measured: {', '.join(missing)}" if missing else ""))
         return 0
+    if args.rerun_table:
+        reg = load(args.prereg)
+        if not reg.get("rerun_of"):
+            raise SystemExit(f"{args.prereg} is not a re-run's registration (no rerun_of): pass --prereg of one")
+        print(rerun_table(reg["instrument"]["pools"], reg["rerun_of"]))
+        return 0
     if args.table:
         js = sorted(RESULTS.glob("compute_to_target*.json"))
         if not js:
@@ -387,7 +399,7 @@ def main(argv: list[str]) -> int:
         return finish_carry_pass(c, carrier, args.carry_pass)
     # the registered code (run with --here from its worktree) may predate `carry`: pass it only when carrying
     results = run_compare(c, carry=carrier) if carrier is not None else run_compare(c)
-    results["partial"] = partial(results, reg, pools, registered)
+    results["partial"] = partial(results, reg, pools, pools if rerun else registered)  # a re-run goes pool by pool
     if carrier is not None:
         results["carried"] = carrier.summary()
         bad = {k: v for k, v in results["carried"]["verdicts"].items() if v != "same"}

@@ -353,6 +353,31 @@ def test_the_amended_verdict_allows_what_seed_noise_explains(tmp_path):
         compute_rerun.amended_verdict(out, {"pools": ["small"], "lvl": 0.9}, [], "small")
 
 
+def test_the_rerun_table_sets_both_runs_side_by_side(tmp_path):
+    from benchmarks.compute_rerun import rerun_table
+
+    h = {"value": 1.5, "t_lo": 1.2, "t_hi": 1.9, "arm": "oracle-select"}
+    first = _first_run_json(tmp_path, "compute_to_target_hard.json", "benchmarks/preregistration.toml")
+    first["compute"] = {"by_pool": {"hard": {"C0": h, "C3": {"value": 0.5, "arm": "mopps"}}}}
+    (tmp_path / "compute_to_target_hard.json").write_text(json.dumps(first))
+    counts = {"cells": 76, "overlap": 74, "inside": 65, "expected_apart_if_same": 1.26, "expected_inside_if_same": 62.0}
+    second = {
+        "compute": {"by_pool": {"hard": {"C0": {**h, "value": 1.1, "t_lo": 0.9, "t_hi": 1.3}}}},
+        "partial": None,
+        "agreement": {
+            "counts": counts,
+            "verdict": {"agrees": False, "why": "intervals apart: x/steps"},
+            "verdict_amended": {"agrees": True, "why": "within noise", "preregistered": False},
+        },
+    }
+    (tmp_path / "compute_to_target_hard_rerun.json").write_text(json.dumps(second))
+    out = rerun_table(["hard", "small"], "benchmarks/preregistration.toml", tmp_path)
+    assert "| hard | C0 | 1.50 [1.20, 1.90] (oracle-select) | 1.10 [0.90, 1.30] (oracle-select) |" in out
+    assert "| hard | C3 | 0.50 (mopps) | — |" in out and "| hard | C1 | — | — |" in out
+    assert "74 of 76" in out and "1.26 apart expected" in out and "**does not agree** (intervals apart: x/steps)" in out
+    assert "Amended criterion (after the fact here): **agrees**" in out and "`small`: not re-run yet." in out
+
+
 def test_each_registration_writes_its_own_files():
     from benchmarks import compute_to_target as ctt
 
