@@ -120,9 +120,13 @@ def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str
             continue
         second, first = json.loads(f.read_text()), found[1]
         for name in ("C0", "C1", "C2", "C2g", "C3"):
-            a = first["compute"]["by_pool"].get(pool, {}).get(name)
-            b = second["compute"]["by_pool"].get(pool, {}).get(name)
-            rows.append(f"| {pool} | {name} | {fig(a)} | {fig(b)} |")
+            cells = []
+            for run in (first, second):
+                h = run["compute"]["by_pool"].get(pool, {})
+                c0 = h.get("C0") or {}
+                no_room = name == "C3" and (h.get(name) or {}).get("value") is not None and (c0.get("t_lo") or 2) <= 1
+                cells.append(fig(h.get(name)) + (" (C0 holds 1)" if no_room else ""))
+            rows.append(f"| {pool} | {name} | {cells[0]} | {cells[1]} |")
         ag = second.get("agreement")
         if not ag:
             notes.append(f"- `{pool}`: re-run written without its agreement (run `--report-only` on it).")

@@ -280,6 +280,9 @@ def opening_table(by_pool: dict[str, dict[str, Any]]) -> str:
                 continue
             mark = "" if h.get("preregistration", {}).get("preregistered") else " (not pre-registered)"
             value = f"{h['value']:.2f}" if fig == "C3" else cell(h)
+            c0 = r["compute"]["by_pool"][p].get("C0") or {}
+            if fig == "C3" and c0.get("t_lo") is not None and c0["t_lo"] <= 1:
+                mark += " (C0's interval holds 1: no ceiling gain to share)"
             row.append(f"{value} ({h.get('arm')}){mark}")
         lines.append(f"| {fig} | " + " | ".join(row) + " |")
     return "\n".join(lines)

@@ -312,6 +312,13 @@ def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
     assert "| C1 | — |" in ctt.opening_table(
         {"hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C1": c1}}}}}
     )
+    # C3 is a share of the oracle's gain: where C0's interval holds 1 there is no gain to share, and the cell says so
+    c0 = {"value": 1.06, "t_lo": 0.92, "t_hi": 1.22, "arm": "oracle-alloc"}
+    c3 = {"value": 0.5, "arm": "mopps", "preregistration": {"preregistered": True}}
+    heads = {"hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C0": c0, "C3": c3}}}}}
+    assert "| C3 | 0.50 (mopps) (C0's interval holds 1: no ceiling gain to share) |" in ctt.opening_table(heads)
+    c0["t_lo"] = 1.1
+    assert "| C3 | 0.50 (mopps) |" in ctt.opening_table(heads)
 
 
 @pytest.mark.slow

@@ -362,7 +362,7 @@ def test_the_rerun_table_sets_both_runs_side_by_side(tmp_path):
     (tmp_path / "compute_to_target_hard.json").write_text(json.dumps(first))
     counts = {"cells": 76, "overlap": 74, "inside": 65, "expected_apart_if_same": 1.26, "expected_inside_if_same": 62.0}
     second = {
-        "compute": {"by_pool": {"hard": {"C0": {**h, "value": 1.1, "t_lo": 0.9, "t_hi": 1.3}}}},
+        "compute": {"by_pool": {"hard": {"C0": {**h, "value": 1.1, "t_lo": 0.9, "t_hi": 1.3}, "C3": {"value": -0.7}}}},
         "partial": None,
         "agreement": {
             "counts": counts,
@@ -373,7 +373,7 @@ def test_the_rerun_table_sets_both_runs_side_by_side(tmp_path):
     (tmp_path / "compute_to_target_hard_rerun.json").write_text(json.dumps(second))
     out = rerun_table(["hard", "small"], "benchmarks/preregistration.toml", tmp_path)
     assert "| hard | C0 | 1.50 [1.20, 1.90] (oracle-select) | 1.10 [0.90, 1.30] (oracle-select) |" in out
-    assert "| hard | C3 | 0.50 (mopps) | — |" in out and "| hard | C1 | — | — |" in out
+    assert "| hard | C3 | 0.50 (mopps) | -0.70 (C0 holds 1) |" in out and "| hard | C1 | — | — |" in out
     assert "74 of 76" in out and "1.26 apart expected" in out and "**does not agree** (intervals apart: x/steps)" in out
     assert "Amended criterion (after the fact here): **agrees**" in out and "`small`: not re-run yet." in out
 
