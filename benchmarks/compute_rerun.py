@@ -56,6 +56,13 @@ def agreement_with_first(results: dict[str, Any], reg: dict[str, Any], pool: str
         why.append(f"claimed arms' tokens factor outside the first interval (or missing): {', '.join(outside)}")
     verdict = {"agrees": not why, "why": "; ".join(why) or "every interval overlaps and the claimed arms fall inside"}
     out = {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree, "verdict": verdict}
+    from reinforce_ada.bench.compute import joint_null
+
+    second = results["by_pool"][pool]["compute"]
+    shift = sorted(
+        {second.get("oracle"), *[a for a in ("oracle-select", "oracle-alloc") if a in second["table"]]} - {None}
+    )
+    out["joint_null"] = joint_null(first["table"], second["table"], sorted(claimed), shift)
     if "amended_agreement" in reg:
         out["verdict_amended"] = amended_verdict(agree, reg["amended_agreement"], sorted(claimed), pool)
     return out
@@ -140,5 +147,12 @@ def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str
         if a:
             line += (f" Amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} here): "
                      f"**{'agrees' if a['agrees'] else 'does not agree'}** ({a['why']}).")  # fmt: skip
+        j = ag.get("joint_null")
+        if j:
+            shifts = ", ".join(f"{arm} p = {p:.2f}" for arm, p in j["claimed_shift_p"].items())
+            line += (f" With whole seeds shuffled between the runs (the links between cells kept; not pre-registered): "
+                     f"{j['apart_mean']} distinct cells apart on average, {j['apart_quantile']} at {j['level']:.0%}, "
+                     f"P(the registered criterion passes) = {j['p_registered_passes']}; tokens-factor shift, "
+                     f"permutation: {shifts}.")  # fmt: skip
         notes.append(line)
     return "\n".join(rows) + "\n\n" + "\n".join(notes)

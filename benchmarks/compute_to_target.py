@@ -418,6 +418,12 @@ def main(argv: list[str]) -> int:
               f"not pre-registered); {n['inside']} re-run factors fall in the first run's interval "
               f"({n.get('expected_inside_if_same')} expected); "
               f"verdict: {'agrees' if v['agrees'] else 'does not agree'} ({v['why']})")  # fmt: skip
+        if results["agreement"].get("joint_null"):
+            j = results["agreement"]["joint_null"]
+            print(f"seed noise with whole seeds shuffled (not pre-registered): {j['apart_mean']} distinct cells apart "
+                  f"on average, {j['apart_quantile']} at {j['level']:.0%}; P(no cell apart) {j['p_none_apart']}, "
+                  f"P(registered criterion passes) {j['p_registered_passes']}; "
+                  f"tokens shift p {j['claimed_shift_p']}")  # fmt: skip
         if "verdict_amended" in results["agreement"]:
             a = results["agreement"]["verdict_amended"]
             print(f"amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} on this pool): "

@@ -353,6 +353,57 @@ def test_the_amended_verdict_allows_what_seed_noise_explains(tmp_path):
         compute_rerun.amended_verdict(out, {"pools": ["small"], "lvl": 0.9}, [], "small")
 
 
+def _runs_with_a_shared_reference(rng, arms=30, shift=None, link=1.0):
+    """Two 9-seed runs of per-seed factors arm / reference: each seed's reference noise (scaled by `link`) enters
+    every arm's factor of that seed, as the shared reference runs do in `summarize`."""
+
+    def one():
+        ref = rng.normal(scale=link, size=9)
+        return {
+            f"a{i}": {"tokens": _cell(np.exp(rng.normal(scale=0.3, size=9) - ref) * (shift or {}).get(f"a{i}", 1.0))}
+            for i in range(arms)
+        }
+
+    return one(), one()
+
+
+def _cell(vals):
+    lo, hi = curves.t_interval(vals)
+    return {"value": curves.geo_mean(vals), "t_lo": lo, "t_hi": hi, "per_seed": [float(v) for v in vals]}
+
+
+def test_joint_null_keeps_the_links_between_cells():
+    """Cells that share each seed's reference noise are apart together: shuffling whole seeds gives a wider count than
+    cells read one at a time (the Poisson-binomial bound) with the same mean, and more draws with none apart; with
+    independent cells the two readings agree."""
+
+    def both(link, seed):
+        first, second = _runs_with_a_shared_reference(np.random.default_rng(seed), link=link)
+        agree = compute.rerun_agreement({"axes": {}, "table": first}, {"axes": {}, "table": second}, ("tokens",))
+        return compute.joint_null(first, second, claimed=["a0"], draws=400), [
+            c["tokens"]["p_apart_if_same"] for c in agree["arms"].values()
+        ]
+
+    j, independent = both(0.3, 0)
+    assert j["distinct_cells"] == 30 and j["not_preregistered"]
+    assert abs(j["apart_mean"] - sum(independent)) < 0.3
+    assert j["apart_quantile"] > compute.noise_quantile(independent, 0.95)
+    assert j["p_none_apart"] > np.exp(-sum(independent)) + 0.05
+    assert 0 <= j["p_registered_passes"] <= j["p_none_apart"] <= 1
+    j, independent = both(0.0, 1)
+    assert j["apart_quantile"] <= compute.noise_quantile(independent, 0.95)
+    assert abs(j["p_none_apart"] - np.exp(-sum(independent))) < 0.1
+
+
+def test_joint_null_tests_a_claimed_arm_for_a_shift():
+    rng = np.random.default_rng(2)
+    first, second = _runs_with_a_shared_reference(rng, arms=4, link=0.0)
+    moved = {**second, "a1": {"tokens": _cell(np.array(second["a1"]["tokens"]["per_seed"]) * 3.0)}}
+    j = compute.joint_null(first, moved, claimed=["a0"], shift_arms=["a1"], draws=500)
+    assert j["claimed_shift_p"]["a1"] < 0.01 and j["claimed_shift_p"]["a0"] > 0.01
+    assert compute.joint_null({"x": {"tokens": {"value": 1.0}}}, {"x": {"tokens": {"value": 1.0}}}) is None
+
+
 def test_the_rerun_table_sets_both_runs_side_by_side(tmp_path):
     from benchmarks.compute_rerun import rerun_table
 

@@ -317,3 +317,75 @@ def noise_quantile(chances: Sequence[float], level: float = 0.95) -> int:
     for p in chances:
         dist = np.append(dist * (1 - p), 0.0) + np.append(0.0, dist * p)
     return int(np.searchsorted(np.cumsum(dist), level - 1e-12))
+
+
+def joint_null(
+    first: dict[str, Any],
+    second: dict[str, Any],
+    claimed: Sequence[str] = (),
+    shift_arms: Sequence[str] = (),
+    axes: Sequence[str] = AXES,
+    draws: int = 1000,
+    level: float = 0.95,
+) -> dict[str, Any] | None:
+    """What seed noise alone does to a re-run's agreement counts, with the links between cells kept: whole seeds (every
+    arm's and axis's factor of that seed together) are shuffled between the two runs, so the shared reference runs and
+    the near-equal axes (tokens, gpu_s) move together, as they do between real runs. `chance_apart` reads cells one
+    at a time and `noise_quantile` treats them as independent, which under-states the spread (found in review after
+    the re-runs of `hard` and `small`; not pre-registered). `first` and `second` are the runs' `table`s.
+
+    Returns the distinct cells' apart count under shuffling (mean and `level` quantile), P(no cell apart), P(the
+    registered criterion passes: no cell apart and every claimed arm's re-run tokens factor inside the first
+    interval), and per arm of `claimed` and `shift_arms` a permutation p-value for the shift of its tokens factor
+    (|difference of mean log factors| at least the observed one). None without cells that have per-seed factors of
+    equal counts."""
+    from reinforce_ada.bench.curves import T_95
+
+    cells: dict[tuple, tuple[str, str, list, list]] = {}
+    for arm in sorted(set(first) & set(second)):
+        for axis in axes:
+            a, b = first[arm].get(axis) or {}, second[arm].get(axis) or {}
+            pa, pb = a.get("per_seed"), b.get("per_seed")
+            if pa and pb and a.get("t_lo") is not None and b.get("t_lo") is not None:
+                cells.setdefault((axis, tuple(pa), tuple(pb)), (arm, axis, list(pa), list(pb)))
+    if not cells:
+        return None
+    n1 = max({len(c[2]) for c in cells.values()}, key=[len(c[2]) for c in cells.values()].count)
+    n2 = max({len(c[3]) for c in cells.values()}, key=[len(c[3]) for c in cells.values()].count)
+    cells = {k: c for k, c in cells.items() if len(c[2]) == n1 and len(c[3]) == n2}  # seeds aligned by position
+    perms = np.argsort(np.random.default_rng(0).random((draws, n1 + n2)), axis=1)
+    t_of = np.array([np.nan, np.nan, *T_95, *[1.645] * (n1 + n2)])  # t_of[n]: n values, n - 1 degrees of freedom
+
+    def interval(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = np.sum(~np.isnan(m), axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nanmean(m, axis=1) if m.shape[1] else np.full(len(m), np.nan)
+            sd = np.sqrt(np.nansum((m - mean[:, None]) ** 2, axis=1) / (n - 1))
+            half = t_of[n] * sd / np.sqrt(n)
+        return mean - half, mean + half, mean
+
+    apart = np.zeros(draws, dtype=int)
+    inside = np.ones(draws, dtype=bool)
+    shift_p: dict[str, float] = {}
+    for arm, axis, pa, pb in cells.values():
+        logs = np.array([np.log(v) if v is not None and v > 0 else np.nan for v in pa + pb])
+        x = logs[perms]
+        (lo1, hi1, m1), (lo2, hi2, m2) = interval(x[:, :n1]), interval(x[:, n1:])
+        with np.errstate(invalid="ignore"):
+            apart += (lo1 > hi2) | (lo2 > hi1)
+            if axis == "tokens" and arm in claimed:
+                inside &= (lo1 <= m2) & (m2 <= hi1)
+            if axis == "tokens" and (arm in claimed or arm in shift_arms):
+                seen = abs(np.nanmean(logs[:n1]) - np.nanmean(logs[n1:]))
+                shift_p[arm] = round(float(np.mean(np.abs(m1 - m2) >= seen - 1e-12)), 4)
+    return {
+        "draws": draws,
+        "distinct_cells": len(cells),
+        "apart_mean": round(float(apart.mean()), 2),
+        "apart_quantile": int(np.quantile(apart, level, method="inverted_cdf")),
+        "level": level,
+        "p_none_apart": round(float(np.mean(apart == 0)), 3),
+        "p_registered_passes": round(float(np.mean((apart == 0) & inside)), 3),
+        "claimed_shift_p": shift_p,
+        "not_preregistered": True,
+    }
