@@ -12,17 +12,20 @@ and L2 (CPU wall-clock to target, same) are read for. Analysis: `reinforce_ada.b
 
 1) Phases: GRPO-n4 on the registered lr grid over the sweep seeds (never reported seeds); the lr with the largest
    mean area above the start (`curves.area_gain`, on tokens) is chosen, and a grid whose best lr is at an edge grows
-   by x2 or /2 (`extend_sweep` times at most). Then every arm at that lr, seed by seed across arms (a study cut short
-   leaves every arm with the same first seeds). Budget-matched GRPO's n is the registered `matched_n` (required when
-   the measure is sampled); without one, Seq-balanced's expected samples per prompt under the start model's exact
-   held-out pass rates (`bench.arms.matched_n`), fixed before any main run.
+   by x2 or /2 (`extend_sweep` times at most). Then every arm at that lr: GRPO-n4 and the claims' arms on all their
+   seeds first, seed by seed, then the other arms seed by seed (a study cut short has the headline's seeds first).
+   Budget-matched GRPO's n is the registered `matched_n` (required when the measure is sampled); without one,
+   Seq-balanced's expected samples per prompt under the start model's exact held-out pass rates
+   (`bench.arms.matched_n`), fixed before any main run.
 2) Resumable: each (phase, arm, lr, seed) is a trainer run folder under --work with checkpoints at every evaluation
    (the trainer's own `resume()`); a folder with `record.json` is finished and skipped, any other is resumed from its
    last checkpoint. The results JSON is rewritten after every run, labelled `partial` until all registered runs are in.
 3) Evaluation: `evaluation.exact` (teacher-forced P(answer tokens + EOS) through the chat template), or sampled Ave@k
-   where the registration says `eval = "sampled"`; at the end of every run both are measured on the held-out set and
-   the gap is recorded (the exact measure is a lower bound: "The answer is 42." passes the verifier, not it).
-4) Per run: CPU model, 1-minute load average at start and end, date, torch threads, seconds in evaluation.
+   where the registration says `eval = "sampled"`; with the exact measure, sampled accuracy is measured at the end of
+   every run too and the gap recorded (the exact measure is a lower bound: "The answer is 42." passes the verifier,
+   not it); with the sampled measure the exact one is not run.
+4) Per run: CPU model, 1-minute load average at start and end, date, torch threads, seconds in evaluation, and per
+   step the process's CPU seconds (`process_s`, the L2p axis) beside the wall-clock step time (L2's).
 5) Across sessions and machines: the library code that runs is the registration's `code` commit's src/ (run from a
    detached worktree of it, as benchmarks/compute_to_target.py does, so the library moving on never changes a
    half-done study; this script and the task's questions, `smollm2_run.OPS`, come from this checkout, and `data` in
@@ -237,22 +240,26 @@ class Study:
                 if seed in seeds_for({**self.reg, "instrument": self.inst}, arm):
                     spec = f"uniform:n={self.matched_n(lr)}" if arm == "grpo-matched" else ARMS[arm]
                     out.append(self.spec("main", arm, spec, lr, seed))
-        return out
+        # the headline's arms (GRPO-n4 and the claims' arms) on all their seeds first, seed by seed, then the others:
+        # a study cut short has its L-figures' seeds before the costly context arms (found in review before the run)
+        headline = {"grpo-n4", *(c["arm"] for c in self.reg["claim"])}
+        return sorted(out, key=lambda s: s.arm not in headline)  # stable: seed order kept within each group
 
     # -- results ---------------------------------------------------------------------------------------------
     def results(self) -> dict[str, Any]:
         from reinforce_ada.bench.llm_study import analyse, headline
 
-        main = [r for r in self.records.values() if r["phase"] == "main"]
+        plan = getattr(self, "registered_plan", None)
+        keys = {s.key for s in plan} if plan is not None else None  # only the registered runs (lr, seeds) count
+        main = [r for r in self.records.values() if r["phase"] == "main" and (keys is None or r["key"] in keys)]
         analysis = None
         if any(r["arm"] == "grpo-n4" for r in main):
-            analysis = analyse(main, self.inst["targets"])
+            analysis = analyse(main, self.inst["targets"], self.inst.get("min_shared_gain", 1e-4))
         run = {k: self.inst[k] for k in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens")}
         head = headline(analysis, self.reg, self.prov, run, self.deviations())
         if self.args.smoke:
             for e in head.values():
                 e.update(preregistered=False, why_not_preregistered=["--smoke run"])
-        plan = getattr(self, "registered_plan", None)
         missing = [s.key for s in plan if s.key not in self.records] if plan is not None else None
         return {
             "command": "python -m benchmarks.llm_convergence " + " ".join(self.args.argv),

@@ -107,6 +107,7 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
         s = r["sessions"][-1]
         assert s["threads"] == 1 and "cores" in s["cpu"] and s["date"] and "load_start" in s
         assert r["sampled_check"]["prompts"] == 12 and r["start"]["rates"] is not None
+        assert len(r["process_s"]) == 3 and all(v > 0 for v in r["process_s"])  # this process's CPU seconds
     assert res["headline"]["L1"]["status"] in ("complete", "unmeasured")  # a random model may gain nothing
     assert res["headline"]["L1"]["preregistered"] is False  # the test's file is not committed
     assert set(res["analysis"]["table"]) == {"grpo-n4", "seq-bal"}
@@ -149,6 +150,26 @@ def test_analysis_recovers_a_known_speed_up():
     assert head["L1"]["value"] == pytest.approx(2.0, rel=0.05) and head["L1"]["status"] == "partial"
     assert "4 of 5" in head["L1"]["missing"] and head["L1"]["preregistered"] is True
     assert llm_study.headline(None, reg, {}, {})["L2"]["status"] == "unmeasured"
+    assert "process_s" not in row  # records without per-step process time: no such axis
+
+
+def test_process_time_axis_and_seeds_without_a_factor_count_against_the_arm():
+    """Per-step process CPU seconds are an axis where every record has them (L2p); a seed whose curves share less
+    than `min_gain` with GRPO-n4's has no factor and is listed, not silently dropped (found in review)."""
+    recs = [{**synthetic("grpo-n4", s, 1.0), "process_s": [1.0] * 40} for s in range(3)]
+    recs += [{**synthetic("mopps", s, 2.0), "process_s": [1.0] * 40} for s in range(2)]
+    recs += [{**synthetic("mopps", 2, 0.02), "process_s": [1.0] * 40}]  # gains 0.008 in 40 steps: noise
+    a = llm_study.analyse(recs, [0.2, 0.4, 0.6], min_gain=0.03)
+    row = a["table"]["mopps"]
+    assert row["process_s"]["value"] == pytest.approx(2.0, rel=0.05) and row["process_s"]["undefined"] == 1
+    reg = {"instrument": {"seeds": [0, 1, 2], "steps": 40, "eval_prompts": 1, "eval": "exact", "batch_size": 1,
+                          "max_new_tokens": 1},
+           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2p", "arm": "mopps"}]}  # fmt: skip
+    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
+    assert head["L1"]["status"] == "complete" and head["L1"]["undefined_seeds"] == [2]
+    assert "count against the arm" in head["L1"]["note"] and head["L2p"]["value"] == pytest.approx(2.0, rel=0.05)
+    with_default = llm_study.analyse(recs, [0.2, 0.4, 0.6])  # 1e-4: the noise-sized gain gets a factor
+    assert with_default["table"]["mopps"]["tokens"]["undefined"] == 0
 
 
 def test_lr_choice_and_edge():
@@ -186,7 +207,10 @@ def test_bad_input_is_named(tmp_path, model_dir):
     with pytest.raises(SystemExit, match=r"arms \['dapo'\]: every arm must be one of \['grpo-n4', 'seq-bal'"):
         lc.main(argv(tmp_path, bad, model_dir))
     bad = write_prereg(tmp_path, **{'figure = "L2"': 'figure = "C1"'})
-    with pytest.raises(SystemExit, match=r"figure 'C1'; use one of \['L1', 'L2'\]"):
+    with pytest.raises(SystemExit, match=r"figure 'C1'; use one of \['L1', 'L2', 'L2p'\]"):
+        lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "exact"\nmin_shared_gain = 2'})
+    with pytest.raises(SystemExit, match=r"min_shared_gain = 2 must be an accuracy in \(0, 1\)"):
         lc.main(argv(tmp_path, bad, model_dir))
     bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "greedy"'})
     with pytest.raises(SystemExit, match=r"eval = 'greedy'; use one of \('exact', 'sampled'\)"):

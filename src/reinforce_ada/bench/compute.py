@@ -49,7 +49,10 @@ def axis_x(record: dict[str, Any], axis: str) -> list[float]:
         from reinforce_ada.bench.costmodel import cumulative
 
         return cumulative(record, axis[:3])
-    raise ValueError(f"unknown cost axis {axis!r}; choose one of {list(AXES)}")
+    if axis == "process_s" and "process_s" in record:  # the real-model study's per-step process CPU time
+        total = np.concatenate([[0.0], np.cumsum([v or 0.0 for v in record["process_s"]])])
+        return [float(total[s]) for s in record["eval_step"]]
+    raise ValueError(f"unknown cost axis {axis!r}; choose one of {[*AXES, 'process_s']} (process_s: records with it)")
 
 
 def _curve(record: dict[str, Any], axis: str) -> tuple[np.ndarray, np.ndarray]:
@@ -66,10 +69,11 @@ def _by_arm(records: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, 
     return out
 
 
-def factor(arm: dict[int, dict], ref: dict[int, dict], axis: str) -> dict[str, Any]:
-    """Paired time-scale factor of `arm` against `ref` on `axis` over their shared seeds."""
+def factor(arm: dict[int, dict], ref: dict[int, dict], axis: str, min_gain: float = 1e-4) -> dict[str, Any]:
+    """Paired time-scale factor of `arm` against `ref` on `axis` over their shared seeds; a seed whose curves share
+    less than `min_gain` of accuracy has no factor (`curves.scale_factor`)."""
     seeds = sorted(set(arm) & set(ref))
-    ks = [scale_factor(_curve(ref[s], axis), _curve(arm[s], axis))["k"] for s in seeds]
+    ks = [scale_factor(_curve(ref[s], axis), _curve(arm[s], axis), min_gain=min_gain)["k"] for s in seeds]
     out = paired_factor(ks)
     out["seeds"] = seeds
     return out

@@ -34,8 +34,14 @@ REFERENCE = "grpo-n4"
 FIGURES = {
     "L1": ("tokens", "generated tokens to target, GRPO-n4 / the registered arm (time-scale factor, paired seeds)"),
     "L2": ("cpu_s", "CPU wall-clock to target (recorded step times), GRPO-n4 / the registered arm (paired seeds)"),
+    "L2p": (
+        "process_s",
+        "process CPU seconds to target (time.process_time per step: with 1 torch thread, what the "
+        "machine's load does not stretch), GRPO-n4 / the registered arm (paired seeds)",
+    ),
 }
-AXES = ("steps", "tokens", "cpu_s")
+AXES = ("steps", "tokens", "cpu_s", "process_s")
+"""`process_s` only where every record has it (runs of code before it have not)."""
 EVAL_MEASURES = ("exact", "sampled")
 _INSTRUMENT: dict[str, type | tuple[type, ...]] = {
     "model": str,
@@ -82,6 +88,9 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(f"pre-registration {p}: [instrument] {key} = {v} must be >= {low}")
     if inst["eval"] not in EVAL_MEASURES:
         raise ConfigError(f"pre-registration {p}: [instrument] eval = {inst['eval']!r}; use one of {EVAL_MEASURES}")
+    msg = inst.get("min_shared_gain", 1e-4)
+    if not isinstance(msg, int | float) or isinstance(msg, bool) or not 0 < msg < 1:
+        raise ConfigError(f"pre-registration {p}: [instrument] min_shared_gain = {msg!r} must be an accuracy in (0, 1)")
     mn = inst.get("matched_n")
     if (mn is not None or inst["eval"] == "sampled") and not (
         isinstance(mn, int) and not isinstance(mn, bool) and mn > 0
@@ -162,10 +171,13 @@ def _by_arm(records: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, 
     return out
 
 
-def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float]) -> dict[str, Any]:
+def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float], min_gain: float = 1e-4) -> dict[str, Any]:
     """Per arm: factors vs GRPO-n4 per axis (whole curve and per target), x-to-target medians, no-signal share,
-    samples per step, exact-vs-sampled gap. Needs GRPO-n4 runs."""
+    samples per step, exact-vs-sampled gap. Needs GRPO-n4 runs. A seed whose curves share less than `min_gain` of
+    accuracy with GRPO-n4's has no whole-curve factor (listed as `undefined`, and `headline` counts it against the
+    arm): set it above the evaluation's noise so that a factor is never read from noise alone."""
     arms = _by_arm(records)
+    axes = [a for a in AXES if a != "process_s" or all("process_s" in r for r in records)]
     if REFERENCE not in arms:
         raise ValueError(f"the analysis needs {REFERENCE!r} runs (every factor is read against it); have {list(arms)}")
     ref = arms[REFERENCE]
@@ -175,8 +187,8 @@ def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float]) -> di
     ref_nosignal = {s: float(_mean(r["no_signal_share"])) for s, r in ref.items()}
     for arm, runs in arms.items():
         row: dict[str, Any] = {"seeds": sorted(runs), "lr": next(iter(runs.values()))["lr"]}
-        for axis in AXES:
-            row[axis] = factor(runs, ref, axis) if len(set(runs) & set(ref)) else {"value": None}
+        for axis in axes:
+            row[axis] = factor(runs, ref, axis, min_gain) if len(set(runs) & set(ref)) else {"value": None}
             row[f"{axis}_per_target"] = per_target(runs, ref, axis, levels, fractions)
             row[f"{axis}_to_target"] = _to_target(runs, axis, levels, fractions)
         row["samples_per_step"] = float(np.mean([_mean(r["samples_per_step"]) for r in runs.values()]))
@@ -224,13 +236,19 @@ def headline(
         e: dict[str, Any] = {"what": what, "goal": goals.get(fig), "arm": arm, "reference": REFERENCE}
         row = (analysis or {}).get("table", {}).get(arm or "", {})
         f = row.get(axis) or {}
-        paired = [s for s, k in zip(f.get("seeds", []), f.get("per_seed", []), strict=False) if k is not None]
+        pairs = list(zip(f.get("seeds", []), f.get("per_seed", []), strict=False))
+        paired = [s for s, k in pairs if k is not None]
         e.update({k: f.get(k) for k in ("value", "t_lo", "t_hi", "lo", "hi", "per_seed", "seeds")})
         want = set(inst["seeds"])
-        done = set(paired)
-        e["status"] = "unmeasured" if len(done) < 2 else "complete" if want <= done else "partial"
-        if e["status"] != "complete":
-            e["missing"] = f"{len(done & want)} of {len(want)} registered seeds paired with {REFERENCE}"
+        ran, done = {s for s, _ in pairs}, set(paired)
+        e["status"] = "unmeasured" if len(done) < 2 else "complete" if want <= ran else "partial"
+        if not want <= ran:
+            e["missing"] = f"{len(ran & want)} of {len(want)} registered seeds run beside {REFERENCE}"
+        e["undefined_seeds"] = sorted(ran - done)  # ran, but shared too little gain with GRPO-n4 for a factor
+        if e["undefined_seeds"]:
+            e["note"] = (f"seeds {e['undefined_seeds']} have no factor (the arm shared less than the registered "
+                         "min_shared_gain with GRPO-n4): they count against the arm, and no goal is met while any "
+                         "is undefined; the value is over the other seeds")  # fmt: skip
         why = []
         if prereg.get("status", "final") != "final":
             why.append(f"the pre-registration is marked status = {prereg['status']!r}, not 'final'")
