@@ -117,6 +117,32 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     assert count_steps["calls"] == 0  # everything finished: nothing trains again
 
 
+@pytest.mark.slow
+def test_the_sampled_measure_runs_no_exact_pass_and_orders_the_headline_arms_first(tmp_path, model_dir, monkeypatch):
+    """eval = "sampled" (the registered study's measure): no exact pass at any evaluation, no sampled-vs-exact check,
+    a registered matched n, and GRPO-n4 plus the claimed arm on all seeds before the other arms."""
+    prereg = write_prereg(
+        tmp_path,
+        steps=1,
+        **{
+            'eval = "exact"': 'eval = "sampled"\nmatched_n = 3',
+            'arms = ["grpo-n4", "seq-bal"]': 'arms = ["grpo-n4", "seq-bal", "grpo-matched"]',
+        },
+    )
+    order, real = [], lc.run_one
+    monkeypatch.setattr(lc, "run_one", lambda spec: order.append((spec.phase, spec.arm)) or real(spec))
+    assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
+    res = json.loads((tmp_path / "out" / "llm.json").read_text())
+    main = [r for r in res["runs"] if r["phase"] == "main"]
+    assert len(main) == 6 and res["grpo_matched"] == {"n": 3, "source": "registered"}
+    for r in main:
+        assert r["sampled_check"] is None and r["exact_accuracy"] == [None, None] and r["start"]["rates"] is None
+        assert len(r["process_s"]) == 1 and r["process_s"][0] > 0
+    arms = [arm for phase, arm in order if phase == "main"]
+    assert set(arms[:4]) == {"grpo-n4", "seq-bal"} and arms[4:] == ["grpo-matched"] * 2
+    assert set(res["headline"]) == {"L1", "L2", "L2p"} and res["headline"]["L2p"]["arm"] is None
+
+
 def synthetic(arm: str, seed: int, speed: float, steps: int = 40) -> dict:
     """acc(t) = 0.2 + 0.01 speed t, capped at 0.8; tokens per step 100, one second per step."""
     at = list(range(0, steps + 1, 5))
