@@ -401,6 +401,9 @@ def test_joint_null_tests_a_claimed_arm_for_a_shift():
     moved = {**second, "a1": {"tokens": _cell(np.array(second["a1"]["tokens"]["per_seed"]) * 3.0)}}
     j = compute.joint_null(first, moved, claimed=["a0"], shift_arms=["a1"], draws=500)
     assert j["claimed_shift_p"]["a1"] < 0.01 and j["claimed_shift_p"]["a0"] > 0.01
+    twin = {**moved, "a1-twin": moved["a1"]}  # an identical arm shares the cell; its name still gets its p
+    j = compute.joint_null({**first, "a1-twin": first["a1"]}, twin, shift_arms=["a1-twin"], draws=200)
+    assert j["claimed_shift_p"]["a1-twin"] < 0.01 and j["distinct_cells"] == 4
     assert compute.joint_null({"x": {"tokens": {"value": 1.0}}}, {"x": {"tokens": {"value": 1.0}}}) is None
 
 

@@ -345,13 +345,13 @@ def joint_null(
     equal counts."""
     from reinforce_ada.bench.curves import T_95
 
-    cells: dict[tuple, tuple[str, str, list, list]] = {}
+    cells: dict[tuple, tuple[list[str], str, list, list]] = {}  # identical arms share one cell, every name kept
     for arm in sorted(set(first) & set(second)):
         for axis in axes:
             a, b = first[arm].get(axis) or {}, second[arm].get(axis) or {}
             pa, pb = a.get("per_seed"), b.get("per_seed")
             if pa and pb and a.get("t_lo") is not None and b.get("t_lo") is not None:
-                cells.setdefault((axis, tuple(pa), tuple(pb)), (arm, axis, list(pa), list(pb)))
+                cells.setdefault((axis, tuple(pa), tuple(pb)), ([], axis, list(pa), list(pb)))[0].append(arm)
     if not cells:
         return None
     n1 = max({len(c[2]) for c in cells.values()}, key=[len(c[2]) for c in cells.values()].count)
@@ -371,15 +371,15 @@ def joint_null(
     apart = np.zeros(draws, dtype=int)
     inside = np.ones(draws, dtype=bool)
     shift_p: dict[str, float] = {}
-    for arm, axis, pa, pb in cells.values():
+    for names, axis, pa, pb in cells.values():
         logs = np.array([np.log(v) if v is not None and v > 0 else np.nan for v in pa + pb])
         x = logs[perms]
         (lo1, hi1, m1), (lo2, hi2, m2) = interval(x[:, :n1]), interval(x[:, n1:])
         with np.errstate(invalid="ignore"):
             apart += (lo1 > hi2) | (lo2 > hi1)
-            if axis == "tokens" and arm in claimed:
+            if axis == "tokens" and set(names) & set(claimed):
                 inside &= (lo1 <= m2) & (m2 <= hi1)
-            if axis == "tokens" and (arm in claimed or arm in shift_arms):
+            for arm in (a for a in names if axis == "tokens" and (a in claimed or a in shift_arms)):
                 seen = abs(np.nanmean(logs[:n1]) - np.nanmean(logs[n1:]))
                 shift_p[arm] = round(float(np.mean(np.abs(m1 - m2) >= seen - 1e-12)), 4)
     return {
