@@ -39,13 +39,14 @@ def agreement_with_first(results: dict[str, Any], reg: dict[str, Any], pool: str
     """The re-run's `rerun_agreement` with its first run, and the verdict by the criterion its registration fixes:
     every (arm, axis) pair of 90% intervals overlaps, and the claims' arms' (and the first run's oracle's) re-run
     tokens factors fall inside the first run's intervals."""
-    from reinforce_ada.bench.compute import rerun_agreement
+    # imported here, not at the top: the benchmark's runs import the registered commit's package, which predates these
+    from reinforce_ada.bench.compute import joint_null, rerun_agreement
 
     path, data = first_run(pool, reg["rerun_of"], base) or (None, None)
     if path is None or data is None:
         raise SystemExit(f"no first run of pool {pool!r} under {reg['rerun_of']}: nothing to agree with")
-    first = data["by_pool"][pool]["compute"]
-    agree = rerun_agreement(first, results["by_pool"][pool]["compute"])
+    first, second = data["by_pool"][pool]["compute"], results["by_pool"][pool]["compute"]
+    agree = rerun_agreement(first, second)
     claimed = ({c["arm"] for c in reg.get("claim", []) if c["arm"] != "oracle"} | {first.get("oracle")}) - {None}
     outside = [a for a in sorted(claimed) if not agree["arms"].get(a, {}).get("tokens", {}).get("inside")]
     apart = [f"{a}/{x}" for a, row in agree["arms"].items() for x, c in row.items() if not c["overlap"]]
@@ -56,9 +57,6 @@ def agreement_with_first(results: dict[str, Any], reg: dict[str, Any], pool: str
         why.append(f"claimed arms' tokens factor outside the first interval (or missing): {', '.join(outside)}")
     verdict = {"agrees": not why, "why": "; ".join(why) or "every interval overlaps and the claimed arms fall inside"}
     out = {"first_run": path.name, "rerun_of": reg["rerun_of"], **agree, "verdict": verdict}
-    from reinforce_ada.bench.compute import joint_null
-
-    second = results["by_pool"][pool]["compute"]
     shift = sorted(
         {second.get("oracle"), *[a for a in ("oracle-select", "oracle-alloc") if a in second["table"]]} - {None}
     )
@@ -110,6 +108,7 @@ def amended_verdict(agree: dict[str, Any], amend: dict[str, Any], claimed: list[
 def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str:
     """BENCHMARKS.md's re-run table: per pool with a re-run, the headline figures of both runs (C0-C3, tokens, with
     90% t-intervals), the cell counts beside what seed noise alone gives, and both verdicts."""
+    from reinforce_ada.bench.compute import no_ceiling_gain
 
     def fig(h: dict[str, Any] | None) -> str:
         if not h or h.get("value") is None:
@@ -130,8 +129,7 @@ def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str
             cells = []
             for run in (first, second):
                 h = run["compute"]["by_pool"].get(pool, {})
-                c0 = h.get("C0") or {}
-                no_room = name == "C3" and (h.get(name) or {}).get("value") is not None and (c0.get("t_lo") or 2) <= 1
+                no_room = name == "C3" and (h.get(name) or {}).get("value") is not None and no_ceiling_gain(h.get("C0"))
                 cells.append(fig(h.get(name)) + (" (C0 holds 1)" if no_room else ""))
             rows.append(f"| {pool} | {name} | {cells[0]} | {cells[1]} |")
         ag = second.get("agreement")

@@ -245,6 +245,7 @@ def opening_table(by_pool: dict[str, dict[str, Any]]) -> str:
     """BENCHMARKS.md's opening table over several pools' results (pool -> that pool's results JSON): rows = arms,
     per pool the tokens factor with its 90% t-interval and the CPU / GPU-model factors, then the headline figures
     C0-C3 per pool with the arm each one reads."""
+    from reinforce_ada.bench.compute import no_ceiling_gain
 
     def cell(d: dict[str, Any] | None, ci: bool = True) -> str:
         if not d or d.get("value") is None:
@@ -280,8 +281,7 @@ def opening_table(by_pool: dict[str, dict[str, Any]]) -> str:
                 continue
             mark = "" if h.get("preregistration", {}).get("preregistered") else " (not pre-registered)"
             value = f"{h['value']:.2f}" if fig == "C3" else cell(h)
-            c0 = r["compute"]["by_pool"][p].get("C0") or {}
-            if fig == "C3" and c0.get("t_lo") is not None and c0["t_lo"] <= 1:
+            if fig == "C3" and no_ceiling_gain(r["compute"]["by_pool"][p].get("C0")):
                 mark += " (C0's interval holds 1: no ceiling gain to share)"
             row.append(f"{value} ({h.get('arm')}){mark}")
         lines.append(f"| {fig} | " + " | ".join(row) + " |")

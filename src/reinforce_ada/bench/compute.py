@@ -290,24 +290,33 @@ def chance_apart(first: Sequence[float | None], second: Sequence[float | None], 
     b = [float(v) for v in second if v is not None and v > 0]
     if len(a) < 2 or len(b) < 2:
         return {"p_apart_if_same": None, "p_inside_if_same": None}
-    from reinforce_ada.bench.curves import T_95
 
-    logs, n, m = np.log(np.asarray(a + b)), len(a), len(b)
-    perms = np.argsort(np.random.default_rng(0).random((draws, n + m)), axis=1)
-    x, y = logs[perms[:, :n]], logs[perms[:, n:]]
-
-    def bounds(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = v.shape[1]
-        t = T_95[k - 2] if k - 1 <= len(T_95) else 1.645
-        half = t * v.std(axis=1, ddof=1) / np.sqrt(k)
-        return v.mean(axis=1) - half, v.mean(axis=1) + half
-
-    (lo1, hi1), (lo2, hi2) = bounds(x), bounds(y)
-    inside = (lo1 <= y.mean(axis=1)) & (y.mean(axis=1) <= hi1)
+    logs, n = np.log(np.asarray(a + b)), len(a)
+    perms = np.argsort(np.random.default_rng(0).random((draws, len(logs))), axis=1)
+    (lo1, hi1, _), (lo2, hi2, m2) = row_intervals(logs[perms[:, :n]]), row_intervals(logs[perms[:, n:]])
     return {
         "p_apart_if_same": round(float(np.mean((lo1 > hi2) | (lo2 > hi1))), 4),
-        "p_inside_if_same": round(float(np.mean(inside)), 4),
+        "p_inside_if_same": round(float(np.mean((lo1 <= m2) & (m2 <= hi1))), 4),
     }
+
+
+def row_intervals(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of log factors (NaN = a seed without one): the 90% t-interval's ends and the mean, as
+    `curves.t_interval` computes them for one row (NaN where a row has fewer than two values)."""
+    from reinforce_ada.bench.curves import T_95
+
+    n = np.sum(~np.isnan(logs), axis=1)
+    t_of = np.array([np.nan, np.nan, *T_95, *[1.645] * max(0, logs.shape[1] - len(T_95) - 1)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(logs, axis=1) if logs.shape[1] else np.full(len(logs), np.nan)
+        sd = np.sqrt(np.nansum((logs - mean[:, None]) ** 2, axis=1) / (n - 1))
+        half = t_of[n] * sd / np.sqrt(n)
+    return mean - half, mean + half, mean
+
+
+def no_ceiling_gain(c0: dict[str, Any] | None) -> bool:
+    """C0's interval holds 1: the oracle's own gain may be zero, so C3 (a share of it) means nothing."""
+    return (c0 or {}).get("t_lo") is not None and c0["t_lo"] <= 1
 
 
 def noise_quantile(chances: Sequence[float], level: float = 0.95) -> int:
@@ -343,7 +352,7 @@ def joint_null(
     interval), and per arm of `claimed` and `shift_arms` a permutation p-value for the shift of its tokens factor
     (|difference of mean log factors| at least the observed one). None without cells that have per-seed factors of
     equal counts."""
-    from reinforce_ada.bench.curves import T_95
+    from collections import Counter
 
     cells: dict[tuple, tuple[list[str], str, list, list]] = {}  # identical arms share one cell, every name kept
     for arm in sorted(set(first) & set(second)):
@@ -354,27 +363,16 @@ def joint_null(
                 cells.setdefault((axis, tuple(pa), tuple(pb)), ([], axis, list(pa), list(pb)))[0].append(arm)
     if not cells:
         return None
-    n1 = max({len(c[2]) for c in cells.values()}, key=[len(c[2]) for c in cells.values()].count)
-    n2 = max({len(c[3]) for c in cells.values()}, key=[len(c[3]) for c in cells.values()].count)
+    (n1, n2), _ = Counter((len(c[2]), len(c[3])) for c in cells.values()).most_common(1)[0]
     cells = {k: c for k, c in cells.items() if len(c[2]) == n1 and len(c[3]) == n2}  # seeds aligned by position
     perms = np.argsort(np.random.default_rng(0).random((draws, n1 + n2)), axis=1)
-    t_of = np.array([np.nan, np.nan, *T_95, *[1.645] * (n1 + n2)])  # t_of[n]: n values, n - 1 degrees of freedom
-
-    def interval(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = np.sum(~np.isnan(m), axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.nanmean(m, axis=1) if m.shape[1] else np.full(len(m), np.nan)
-            sd = np.sqrt(np.nansum((m - mean[:, None]) ** 2, axis=1) / (n - 1))
-            half = t_of[n] * sd / np.sqrt(n)
-        return mean - half, mean + half, mean
-
     apart = np.zeros(draws, dtype=int)
     inside = np.ones(draws, dtype=bool)
     shift_p: dict[str, float] = {}
     for names, axis, pa, pb in cells.values():
         logs = np.array([np.log(v) if v is not None and v > 0 else np.nan for v in pa + pb])
         x = logs[perms]
-        (lo1, hi1, m1), (lo2, hi2, m2) = interval(x[:, :n1]), interval(x[:, n1:])
+        (lo1, hi1, m1), (lo2, hi2, m2) = row_intervals(x[:, :n1]), row_intervals(x[:, n1:])
         with np.errstate(invalid="ignore"):
             apart += (lo1 > hi2) | (lo2 > hi1)
             if axis == "tokens" and set(names) & set(claimed):
