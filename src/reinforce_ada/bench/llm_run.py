@@ -120,12 +120,11 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         at = set(eval_steps(spec.steps, spec.eval_every))
 
         def evaluate(m: dict[str, Any]) -> None:
-            """The registered measure at every evaluation, both at the end (the gap) and sampled at the start (the
-            start model is the same in every run: its exact rates, which only matched n reads, are skipped there
-            when eval = "sampled")."""
+            """The registered measure at every evaluation; with eval = "exact", sampled accuracy beside it at the
+            start and the end (the gap); with eval = "sampled", no exact pass at all."""
             t0, ends = time.perf_counter(), tr.step in (0, spec.steps)
-            if spec.eval == "exact":  # with eval = "sampled" the exact measure is not run (it read 0.001 for a
-                # model that answers in words; 3 minutes a run for nothing, found in review before the study ran)
+            if spec.eval == "exact":  # not run with "sampled": it read 0.001 for a model that answers in words
+                # (3 minutes a run for nothing; found in review before the study ran)
                 rates = exact_pass_rates(
                     tr.model, tr.tokenizer, tr.eval_prompts, max_new_tokens=spec.max_new_tokens, batch_size=64
                 )  # one padded batch of 400 SmolLM2 prompts took 0.58 s a prompt, one of 40 0.17 s (loaded CPU)
