@@ -78,6 +78,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="with --prereg of a re-run: BENCHMARKS.md's re-run table (both runs' C0-C3 per pool, the agreement "
         "counts and verdicts), and exit",
     )
+    ap.add_argument(
+        "--tiebreak",
+        metavar="TOML",
+        help="a tie-break registration (a third seed set for the cells a re-run disagreed on): read its cells in all "
+        "three runs, store the reading in the third set's result JSON, print the table, and exit",
+    )
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
     ap.add_argument("--no-summary", action="store_true", help="do not touch summary.json")
@@ -319,6 +325,11 @@ def main(argv: list[str]) -> int:
         if not reg.get("rerun_of"):
             raise SystemExit(f"{args.prereg} is not a re-run's registration (no rerun_of): pass --prereg of one")
         print(rerun_table(reg["instrument"]["pools"], reg["rerun_of"]))
+        return 0
+    if args.tiebreak:
+        from benchmarks.compute_tiebreak import load_tiebreak, tiebreak_table, write_tiebreak
+
+        print(tiebreak_table(write_tiebreak(load_tiebreak(args.tiebreak))))
         return 0
     if args.table:
         js = sorted(RESULTS.glob("compute_to_target*.json"))

@@ -48,6 +48,9 @@ def axis_x(record: dict[str, Any], axis: str) -> list[float]:
     if axis in ("cpu_s", "gpu_s"):
         from reinforce_ada.bench.costmodel import cumulative
 
+        if "time_step_s" not in record and isinstance(record.get(f"eval_{axis}"), list):
+            return [float(v) for v in record[f"eval_{axis}"]]  # a results JSON's run: its stored cumulative seconds
+
         return cumulative(record, axis[:3])
     if axis == "process_s" and "process_s" in record:  # the real-model study's per-step process CPU time
         total = np.concatenate([[0.0], np.cumsum([v or 0.0 for v in record["process_s"]])])
