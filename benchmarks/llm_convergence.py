@@ -257,6 +257,7 @@ class Study:
             analysis = analyse(main, self.inst["targets"], self.inst.get("min_shared_gain", 1e-4))
         run = {k: self.inst[k] for k in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens")}
         head = headline(analysis, self.reg, self.prov, run, self.deviations())
+        testbed = testbed_comparison(analysis) if analysis else None
         if self.args.smoke:
             for e in head.values():
                 e.update(preregistered=False, why_not_preregistered=["--smoke run"])
@@ -268,6 +269,7 @@ class Study:
                         else None if missing is not None else "the plan is not known yet (lr sweep unfinished)"),
             "smoke": self.args.smoke, "preregistration_file": self.prov, "instrument": self.inst, "model": self.model,
             "lr_sweep": self.sweep, "grpo_matched": self.matched, "analysis": analysis, "headline": head,
+            "testbed": testbed,
             "runs": sorted(self.records.values(), key=lambda r: r["key"]),
         }  # fmt: skip
 
@@ -299,6 +301,17 @@ class Study:
 
             update_summary(RESULTS / "summary.json", res["headline"], res["command"])
         return res
+
+
+def testbed_comparison(analysis: dict[str, Any]) -> dict[str, Any]:
+    """Each arm's tokens factor on SmolLM2 beside the testbed's on its four pools (`benchmarks/llm_testbed.py`); a
+    testbed that cannot be read is reported under `error`, never stopping the study."""
+    from benchmarks.llm_testbed import REFERENCE, compare, load_testbed
+
+    try:
+        return compare(analysis, load_testbed([a for a in analysis["table"] if a != REFERENCE]))
+    except (OSError, KeyError, ValueError) as e:
+        return {"error": f"the testbed's results could not be read: {e}"}
 
 
 def committed_runs(path: Path, prov: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -406,6 +419,10 @@ def main(argv: list[str]) -> int:
             else f"{e['value']:.2f} [{e['t_lo'] or float('nan'):.2f}, {e['t_hi'] or float('nan'):.2f}]"
         )
         print(f"{fig} ({e['arm']} vs grpo-n4): {v}, {e['status']}, pre-registered: {e['preregistered']}")
+    if res.get("testbed") and "rows" in res["testbed"]:
+        from benchmarks.llm_testbed import markdown
+
+        print("\nthe testbed's factors beside SmolLM2's (benchmarks/llm_testbed.py):\n" + markdown(res["testbed"]))
     print(f"wrote {Path(args.out).with_suffix('.json')}" + (" (partial)" if res["partial"] else ""))
     return 0
 
