@@ -310,8 +310,8 @@ def testbed_comparison(analysis: dict[str, Any]) -> dict[str, Any]:
 
     try:
         return compare(analysis, load_testbed([a for a in analysis["table"] if a != REFERENCE]))
-    except (OSError, KeyError, ValueError) as e:
-        return {"error": f"the testbed's results could not be read: {e}"}
+    except Exception as e:  # a side report: whatever goes wrong is written down, the study goes on
+        return {"error": f"the testbed's results could not be read: {type(e).__name__}: {e}"}
 
 
 def committed_runs(path: Path, prov: dict[str, Any]) -> dict[str, dict[str, Any]]:

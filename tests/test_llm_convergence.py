@@ -111,6 +111,8 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     assert res["headline"]["L1"]["status"] in ("complete", "unmeasured")  # a random model may gain nothing
     assert res["headline"]["L1"]["preregistered"] is False  # the test's file is not committed
     assert set(res["analysis"]["table"]) == {"grpo-n4", "seq-bal"}
+    assert set(res["testbed"]["rows"]) == {"seq-bal"}  # beside the committed testbed's factors
+    assert set(res["testbed"]["rows"]["seq-bal"]["testbed"]) == {"small", "default", "hard", "mixed"}
 
     count_steps["calls"] = 0
     assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
