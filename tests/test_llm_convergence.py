@@ -64,10 +64,13 @@ def count_steps(monkeypatch):
     from reinforce_ada.training.trainer import Trainer
 
     real = Trainer.train_step
-    state = {"calls": 0, "cut_at": None}
+    state = {"calls": 0, "cut_at": None, "peek_at": None, "peeked": None}
 
     def step(self):
         state["calls"] += 1
+        if state["calls"] == state["peek_at"]:  # what a process killed outright here would leave
+            f = self.run_dir / "sessions.json"
+            state["peeked"] = json.loads(f.read_text()) if f.exists() else []
         if state["calls"] == state["cut_at"]:
             raise KeyboardInterrupt
         return real(self)
@@ -81,6 +84,7 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     prereg = write_prereg(tmp_path, steps=3)
     # sweep: 3 lrs x 1 seed x 3 steps; main: 2 arms x 2 seeds x 3 steps. Cut the 2nd main run at its 3rd step.
     count_steps["cut_at"] = 9 + 3 + 3
+    count_steps["peek_at"] = 9 + 3 + 2  # the cut run's 2nd step: its step-1 checkpoint is written, no exception yet
     with pytest.raises(KeyboardInterrupt):
         lc.main(argv(tmp_path, prereg, model_dir))
     partial = json.loads((tmp_path / "out" / "llm.json").read_text())
@@ -92,6 +96,8 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     cut = runs / "seq-bal" / lr / "seed0"
     assert not (cut / "record.json").exists() and (cut / "checkpoints" / "step_000002").is_dir()
     assert json.loads((cut / "sessions.json").read_text())[-1]["cut_short"] is True
+    (seen,) = count_steps["peeked"]  # a SIGKILL after the first checkpoint still leaves this session's entry
+    assert seen["cut_short"] is True and seen["last_checkpoint"] == 1 and "load_end" in seen and seen["cpu"]
     assert partial["partial"] and f"main/seq-bal/{lr}/seed0" in partial["partial"]
     assert partial["headline"]["L1"]["status"] == "unmeasured"
 
@@ -101,7 +107,8 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     res = json.loads((tmp_path / "out" / "llm.json").read_text())
     assert res["partial"] is None and (tmp_path / "out" / "llm.png").stat().st_size > 0
     resumed = next(r for r in res["runs"] if r["key"] == f"main/seq-bal/{lr}/seed0")
-    assert [s.get("resumed_from") for s in resumed["sessions"] if not s.get("cut_short")] == [2]
+    assert [s.get("resumed_from") for s in resumed["sessions"]] == [None, 2]  # the cut session, then the resumed one
+    assert [s.get("cut_short", False) for s in resumed["sessions"]] == [True, False]
     assert resumed["eval_step"] == [0, 1, 2, 3] and len(resumed["tokens_per_step"]) == 3
     for r in res["runs"]:
         s = r["sessions"][-1]

@@ -114,6 +114,16 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     session: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     session["load_start"], t0 = load_average(), time.perf_counter()
     session.update(cpu=machine(), threads=spec.threads)
+    sessions = folder / "sessions.json"
+    before = json.loads(sessions.read_text()) if sessions.exists() else []
+
+    def note_session(**state: Any) -> None:
+        """This session beside the earlier ones, rewritten at each checkpoint and when cut short: a process killed
+        outright (SIGKILL at a session's end, no exception) keeps its machine, load and date up to its last
+        checkpoint -- the study's first sessions lost theirs that way."""
+        session.update(load_end=load_average(), wall_s=round(time.perf_counter() - t0, 1), **state)
+        write_file(sessions, json.dumps([*before, session]) + "\n")
+
     tr = Trainer(train_config(spec), tensorboard=False)
     try:
         session["resumed_from"] = tr.step if tr.resume() else None
@@ -152,11 +162,9 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
             tr.tracker.log(m)
             if tr.step in at:
                 tr.save()
+                note_session(cut_short=True, last_checkpoint=tr.step)  # until the run's record says otherwise
     except BaseException:  # cut short: keep this session's machine and load beside the checkpoints
-        session.update(load_end=load_average(), wall_s=round(time.perf_counter() - t0, 1), cut_short=True)
-        f = folder / "sessions.json"
-        old = json.loads(f.read_text()) if f.exists() else []
-        write_file(f, json.dumps([*old, session]) + "\n")
+        note_session(cut_short=True)
         raise
     finally:
         tr.close()
@@ -184,9 +192,9 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     rec["eval_seconds"] = {
         k: [round(r[k], 2) if k in r else None for r in evals] for k in ("eval_s", "exact_s", "sampled_s")
     }
+    session.pop("cut_short", None)
     session.update(load_end=load_average(), wall_s=round(time.perf_counter() - t0, 1))
-    old = json.loads((folder / "sessions.json").read_text()) if (folder / "sessions.json").exists() else []
-    rec["sessions"] = [*old, session]
+    rec["sessions"] = [*before, session]
     rec["spec"] = dataclasses.asdict(spec)
     write_file(done, json.dumps(rec) + "\n")
     return rec
