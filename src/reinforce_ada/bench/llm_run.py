@@ -113,7 +113,6 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         raise SystemExit(f"{folder} holds a finished run of another spec; remove the folder to run it again")
     session: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     session["load_start"], t0 = load_average(), time.perf_counter()
-    session.update(cpu=machine(), threads=spec.threads)
     sessions = folder / "sessions.json"
     before = json.loads(sessions.read_text()) if sessions.exists() else []
 
@@ -125,6 +124,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         write_file(sessions, json.dumps([*before, session]) + "\n")
 
     tr = Trainer(train_config(spec), tensorboard=False)
+    session.update(cpu=machine(), threads=spec.threads)  # after the trainer set torch's threads: `cpu` names them
     try:
         session["resumed_from"] = tr.step if tr.resume() else None
         at = set(eval_steps(spec.steps, spec.eval_every))
