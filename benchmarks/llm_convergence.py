@@ -195,7 +195,8 @@ class Study:
         for grown in range(self.inst["extend_sweep"] + 1):
             self.run([self.spec("sweep", "grpo-n4", ARMS["grpo-n4"], lr, s) for lr in lrs
                       for s in self.inst["sweep_seeds"]])  # fmt: skip
-            done = [r for r in self.records.values() if r["phase"] == "sweep"]
+            grid = {f"{lr:g}" for lr in lrs}  # this grid's runs only: a resumed study holds the grown grid's runs
+            done = [r for r in self.records.values() if r["phase"] == "sweep" and f"{r['lr']:g}" in grid]
             if not done:
                 return None
             self.sweep = chosen_lr(done)
@@ -386,7 +387,7 @@ def main(argv: list[str]) -> int:
     except ConfigError as e:
         raise SystemExit(f"error: {e}") from None
     code = reg.get("code")
-    if code and not (args.here or args.smoke or args.report_only):
+    if code and not (args.here or args.smoke):  # --report-only too: the registered analysis reads the runs
         import subprocess
 
         from benchmarks.compute_to_target import frozen_checkout

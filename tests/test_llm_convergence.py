@@ -216,6 +216,29 @@ def test_lr_choice_and_edge():
     assert top["lr"] == 4e-4 and top["edge"] == "high"
 
 
+def test_a_resumed_sweep_grows_the_grid_as_the_first_session_did():
+    """A study restarted after its grid grew holds the grown grid's runs from the start; the choice on the first
+    grid must not read them (it did: grid and `extended` then named the first grid while the lr was a grown one)."""
+
+    def rec(lr, gain):
+        key = f"sweep/grpo-n4/lr{lr:g}/seed1000"
+        return {"key": key, "phase": "sweep", "lr": lr, "seed": 1000, "eval_tokens": [0, 10, 20],
+                "accuracy": [0.1, 0.1 + gain, 0.1 + gain]}  # fmt: skip
+
+    study = object.__new__(lc.Study)  # the sweep's bookkeeping alone: no model, no runs
+    study.inst, study.sweep = {"lrs": [1e-4, 2e-4], "sweep_seeds": [1000], "extend_sweep": 2}, {}
+    study.records = {r["key"]: r for r in [rec(1e-4, 0.1), rec(2e-4, 0.2), rec(4e-4, 0.3), rec(8e-4, 0.25)]}
+    grids = []
+    study.spec = lambda phase, arm, strategy, lr, seed: lr
+    study.run = lambda specs: grids.append(sorted(set(specs)))  # every run already finished: nothing to do
+    assert study.lr_sweep() == 4e-4
+    assert grids == [[1e-4, 2e-4], [1e-4, 2e-4, 4e-4], [1e-4, 2e-4, 4e-4, 8e-4]]
+    assert study.sweep["grid"] == [1e-4, 2e-4, 4e-4, 8e-4] and study.sweep["extended"] == 2
+    assert study.sweep["edge"] is None and "note" not in study.sweep
+    study.inst["extend_sweep"], study.sweep = 1, {}  # one growth allowed: 4e-4 is chosen at the edge, and said so
+    assert study.lr_sweep() == 4e-4 and study.sweep["edge"] == "high" and "high edge" in study.sweep["note"]
+
+
 def test_level_schedule_and_task(tmp_path):
     assert lc.level_schedule({1: 1.0, 2: 1.0}, 4) == [1, 2, 1, 2]
     train, held = lc.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40)
