@@ -420,6 +420,8 @@ def main(argv: list[str]) -> int:
             else f"{e['value']:.2f} [{e['t_lo'] or float('nan'):.2f}, {e['t_hi'] or float('nan'):.2f}]"
         )
         print(f"{fig} ({e['arm']} vs grpo-n4): {v}, {e['status']}, pre-registered: {e['preregistered']}")
+        if e.get("machines_note"):
+            print(f"  {e['machines_note']}")
     if res.get("testbed") and "rows" in res["testbed"]:
         from benchmarks.llm_testbed import markdown
 

@@ -216,6 +216,27 @@ def test_process_time_axis_and_seeds_without_a_factor_count_against_the_arm():
     assert with_default["table"]["mopps"]["tokens"]["undefined"] == 0
 
 
+def test_time_factors_name_the_seeds_timed_on_different_cpus():
+    """A study continued on another machine pairs step seconds from two CPUs: tokens and steps do not care, the
+    seconds factors do, and the analysis names those seeds (seen when a session moved from an Intel to an AMD host)."""
+
+    def on(rec, *cpus):
+        return {**rec, "sessions": [{"cpu": f"{c}, 2 cores, torch 2.13.0+cpu, 1 threads"} for c in cpus]}
+
+    recs = [on(synthetic("grpo-n4", s, 1.0), "Intel Xeon") for s in range(4)]
+    recs += [on(synthetic("mopps", 0, 2.0), "Intel Xeon"), on(synthetic("mopps", 1, 2.0), "AMD EPYC")]
+    recs += [on(synthetic("mopps", 2, 2.0), "Intel Xeon", "AMD EPYC"), synthetic("mopps", 3, 2.0)]  # 3: no record
+    a = llm_study.analyse(recs, [0.2, 0.4, 0.6])
+    assert a["table"]["mopps"]["machines_differ"] == [1, 2] and a["table"]["grpo-n4"]["machines_differ"] == []
+    assert llm_study.machines(recs[-3]) == ("AMD EPYC, 2 cores",) and llm_study.machines({}) == ()
+    reg = {"instrument": {"seeds": [0, 1, 2, 3], "steps": 40, "eval_prompts": 1, "eval": "exact", "batch_size": 1,
+                          "max_new_tokens": 1},
+           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2", "arm": "mopps"}]}  # fmt: skip
+    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
+    assert head["L2"]["machines_differ"] == [1, 2] and "different CPUs" in head["L2"]["machines_note"]
+    assert "machines_differ" not in head["L1"] and head["L2"]["preregistered"] is True
+
+
 def test_lr_choice_and_edge():
     def run(lr, gain):
         return {"lr": lr, "eval_tokens": [0, 10, 20], "accuracy": [0.1, 0.1 + gain, 0.1 + gain]}

@@ -14,7 +14,9 @@
    uniform n), and every arm runs at GRPO-n4's swept lr.
 3) L1/L2 are `partial` until every registered seed of GRPO-n4 and the registered arm is in, `unmeasured` below two
    paired seeds; a figure whose instrument differs from the committed file, or whose file is not marked
-   `status = "final"` (the default), is labelled not pre-registered.
+   `status = "final"` (the default), is labelled not pre-registered. Time factors (L2, L2p) whose paired runs were
+   timed on different CPUs (a study continued on another machine) are listed as `machines_differ`: tokens and
+   steps are unaffected, seconds are not.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ FIGURES = {
 }
 AXES = ("steps", "tokens", "cpu_s", "process_s")
 """`process_s` only where every record has it (runs of code before it have not)."""
+TIME_AXES = ("cpu_s", "process_s")
+"""Axes read from recorded seconds: a factor on them compares machines as well as arms when a pair's runs ran on
+different CPUs (`machines_differ`)."""
 EVAL_MEASURES = ("exact", "sampled")
 _INSTRUMENT: dict[str, type | tuple[type, ...]] = {
     "model": str,
@@ -191,6 +196,7 @@ def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float], min_g
             row[axis] = factor(runs, ref, axis, min_gain) if len(set(runs) & set(ref)) else {"value": None}
             row[f"{axis}_per_target"] = per_target(runs, ref, axis, levels, fractions)
             row[f"{axis}_to_target"] = _to_target(runs, axis, levels, fractions)
+        row["machines_differ"] = machines_differ(runs, ref)
         row["samples_per_step"] = float(np.mean([_mean(r["samples_per_step"]) for r in runs.values()]))
         row["tokens_per_step"] = float(np.mean([_mean(r["tokens_per_step"]) for r in runs.values()]))
         ns = {s: float(_mean(r["no_signal_share"])) for s, r in runs.items()}
@@ -204,6 +210,24 @@ def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float], min_g
         row["sampled_minus_exact"] = {"mean": float(np.mean(gaps)), "per_seed": gaps} if gaps else None
         row["final_accuracy"] = float(np.mean([r["accuracy"][-1] for r in runs.values()]))
         out["table"][arm] = row
+    return out
+
+
+def machines(rec: dict[str, Any]) -> tuple[str, ...]:
+    """The CPUs a run's steps were timed on: each session's `cpu` line without its torch and thread counts (those
+    are recorded apart), sorted; () for a record without sessions."""
+    return tuple(sorted({s["cpu"].split(", torch")[0] for s in rec.get("sessions") or [] if s.get("cpu")}))
+
+
+def machines_differ(runs: dict[int, dict[str, Any]], ref: dict[int, dict[str, Any]]) -> list[int]:
+    """Paired seeds whose time factors (`TIME_AXES`) compare step seconds timed on different CPUs: the two runs name
+    different CPUs, or one of them spans several (a study resumed on another machine). Tokens and steps are not
+    affected; the seconds are, by the machines' speed ratio, which the factor cannot separate from the arms'."""
+    out = []
+    for s in sorted(set(runs) & set(ref)):
+        a, b = machines(runs[s]), machines(ref[s])
+        if a and b and (a != b or len(a) > 1):
+            out.append(s)
     return out
 
 
@@ -249,6 +273,10 @@ def headline(
             e["note"] = (f"seeds {e['undefined_seeds']} have no factor (the arm shared less than the registered "
                          "min_shared_gain with GRPO-n4): they count against the arm, and no goal is met while any "
                          "is undefined; the value is over the other seeds")  # fmt: skip
+        if axis in TIME_AXES and row.get("machines_differ"):
+            e["machines_differ"] = row["machines_differ"]
+            e["machines_note"] = (f"seeds {row['machines_differ']} pair step seconds timed on different CPUs: "
+                                  "their factors mix the machines' speed with the arms'")  # fmt: skip
         why = []
         if prereg.get("status", "final") != "final":
             why.append(f"the pre-registration is marked status = {prereg['status']!r}, not 'final'")
