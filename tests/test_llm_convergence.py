@@ -229,6 +229,10 @@ def test_time_factors_name_the_seeds_timed_on_different_cpus():
     a = llm_study.analyse(recs, [0.2, 0.4, 0.6])
     assert a["table"]["mopps"]["machines_differ"] == [1, 2] and a["table"]["grpo-n4"]["machines_differ"] == []
     assert llm_study.machines(recs[-3]) == ("AMD EPYC, 2 cores",) and llm_study.machines({}) == ()
+    from reinforce_ada.training.warm_start import machine  # the line the runs record: its CPU part, no torch part
+
+    (here,) = llm_study.machines({"sessions": [{"cpu": machine()}]})
+    assert here in machine() and "torch" not in here
     reg = {"instrument": {"seeds": [0, 1, 2, 3], "steps": 40, "eval_prompts": 1, "eval": "exact", "batch_size": 1,
                           "max_new_tokens": 1},
            "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2", "arm": "mopps"}]}  # fmt: skip

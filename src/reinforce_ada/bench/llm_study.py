@@ -214,9 +214,10 @@ def analyse(records: Sequence[dict[str, Any]], fractions: Sequence[float], min_g
 
 
 def machines(rec: dict[str, Any]) -> tuple[str, ...]:
-    """The CPUs a run's steps were timed on: each session's `cpu` line without its torch and thread counts (those
-    are recorded apart), sorted; () for a record without sessions."""
-    return tuple(sorted({s["cpu"].split(", torch")[0] for s in rec.get("sessions") or [] if s.get("cpu")}))
+    """The CPUs a run's steps were timed on: each session's `cpu` line (`warm_start.machine()`: "model, N cores,
+    torch V, T threads") cut before its torch part, which is recorded apart; sorted; () for a record without
+    sessions. Parsed here rather than imported so that the analysis stays free of torch."""
+    return tuple(sorted({s["cpu"].split(", torch ")[0] for s in rec.get("sessions") or [] if s.get("cpu")}))
 
 
 def machines_differ(runs: dict[int, dict[str, Any]], ref: dict[int, dict[str, Any]]) -> list[int]:
