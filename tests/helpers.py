@@ -87,3 +87,11 @@ def train_config(model_path: Any, run_dir: Any, strategy: Any = None, **sections
     if strategy is not None and not isinstance(strategy, dict):
         cfg = dataclasses.replace(cfg, strategy=strategy)
     return cfg
+
+
+def table_of(cfg: Any) -> Any:
+    """The select=value / iw value table of a StrategyConfig's sampler (`sampling.value.value_table`)."""
+    from reinforce_ada.sampling.strategies import strategy_class
+    from reinforce_ada.sampling.value import value_table
+
+    return value_table(strategy_class(cfg.name), cfg.options)

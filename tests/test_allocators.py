@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.admission import Greso, RuleContext, mopps_choose
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate, knapsack_budget
 from reinforce_ada.sampling.strategies.est import knapsack_value
-from reinforce_ada.sampling.strategies.select import Greso, mopps_choose
 from reinforce_ada.sampling.strategies.seq import resolve_chance
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.simulation.plan import greso_skip_share, plan, plan_monte_carlo
@@ -99,31 +99,32 @@ def test_every_arm_spec_parses(spec):
 )
 def test_bad_allocator_config_names_the_field(changes, field):
     with pytest.raises(ConfigError, match=field):
-        StrategyConfig(**changes)
+        strategy_config(**changes)
 
 
 def test_resolved_defaults():
-    assert StrategyConfig(name="pilot_commit").resolved_evict == 1.0
-    assert StrategyConfig(name="pilot_commit", evict=1.5).resolved_evict is None
-    assert StrategyConfig(name="seq").resolved_evict is None and StrategyConfig(name="seq").resolved_select == "none"
-    assert StrategyConfig(name="greso").resolved_select == "greso" and StrategyConfig(name="mopps").resolved_select
+    assert strategy_config(name="pilot_commit").resolved_evict == 1.0
+    assert strategy_config(name="pilot_commit", evict=1.5).resolved_evict is None
+    assert strategy_config(name="seq").resolved_evict is None and strategy_config(name="seq").resolved_select == "none"
+    assert strategy_config(name="greso").resolved_select == "greso" and strategy_config(name="mopps").resolved_select
     for name in ("pilot_commit", "knapsack", "greso", "mopps"):  # their papers' GRPO baseline, std on
-        c = StrategyConfig(name=name)
+        c = strategy_config(name=name)
         assert c.resolved_advantage == "group" and c.resolved_scale_std
     with pytest.raises(ConfigError, match="predictor"):
-        build_strategy(StrategyConfig(name="seq"), predictor=lambda p: 0.5)
+        build_strategy(strategy_config(name="seq"), predictor=lambda p: 0.5)
 
 
 def test_cli_help_and_simulate_know_the_new_strategies(tmp_path, capsys):
     from reinforce_ada.cli import main
 
-    for cmd in ("plan", "simulate"):
-        with pytest.raises(SystemExit) as e:
-            main([cmd, "--help"])
-        assert e.value.code == 0
-        text = capsys.readouterr().out
-        new = ("--give-up", "--commit-lo", "--select", "--estimator") + (("--candidates",) if cmd == "simulate" else ())
-        assert all(f in text for f in new)  # plan lists only the options that change its answer (issue 17)
+    for cmd in ("plan", "simulate"):  # each strategy's --help lists its own options and the shared ones
+        for name, flag in (("seq", "--give-up"), ("pilot_commit", "--commit-lo")):
+            with pytest.raises(SystemExit) as e:
+                main([cmd, "--strategy", name, "--help"])
+            assert e.value.code == 0
+            text = capsys.readouterr().out
+            new = (flag, "--select", "--estimator") + (("--candidates",) if cmd == "simulate" else ())
+            assert all(f in text for f in new)  # plan lists only the options that change its answer
     specs = "uniform;seq;pilot_commit;knapsack;seq:select=greso;est:estimator=predictor"
     argv = ["simulate", "--strategies", specs, "--steps", "3", "--seeds", "1", "--batch-size", "8"]
     assert main([*argv, "--pool-size", "60", "--out", str(tmp_path / "s")]) == 0
@@ -180,7 +181,7 @@ def test_knapsack_plan_matches_monte_carlo(spec):
 
 def test_knapsack_learns_from_its_reward_memory():
     prompts, policy = frozen([0.0, 0.5, 1.0, 0.2] * 4)
-    s = build_strategy(StrategyConfig(name="knapsack", min_samples=2))
+    s = build_strategy(strategy_config(name="knapsack", min_samples=2))
     first = collect(s, policy, prompts).ledger
     assert first.extra["prompts_without_history"] == 16 and first.samples_generated == 8 * 16
     collect(s, policy, prompts)
@@ -191,7 +192,7 @@ def test_knapsack_learns_from_its_reward_memory():
 
 # -- pilot-commit ---------------------------------------------------------------------------------------------------
 def test_pilot_commit_closed_form():
-    cfg = StrategyConfig(name="pilot_commit")
+    cfg = strategy_config(name="pilot_commit")
     for row in plan(cfg, [0.0, 0.05, 0.2, 0.5, 0.9, 1.0]):
         band = sum(comb(8, x) * row.p**x * (1 - row.p) ** (8 - x) for x in range(1, 7))  # 1/8 <= x/8 <= 6/8
         assert row.expected_samples == pytest.approx(8 + 24 * band)
@@ -202,7 +203,7 @@ def test_pilot_commit_closed_form():
 @pytest.mark.slow
 @pytest.mark.parametrize("p", [0.05, 0.3, 0.8])
 def test_pilot_commit_both_drivers_match_plan(p):
-    exact = plan(StrategyConfig(name="pilot_commit"), [p])[0]
+    exact = plan(strategy_config(name="pilot_commit"), [p])[0]
     for batch in both_drivers("pilot_commit", [p] * REPS, seed=1):
         led = batch.ledger
         sizes = np.array([len(g.pool_rewards) for g in batch.groups] + [8] * (REPS - len(batch.groups)))
@@ -218,7 +219,7 @@ def test_pilot_commit_fills_its_batch_exactly_and_evicts():
     rates = [0.0, 1.0, 0.4, 0.0, 0.5, 1.0, 0.3, 0.0] * 30
     prompts, policy = frozen(rates, seed=2)
     order = PromptOrder(prompts, 0)
-    s = build_strategy(StrategyConfig(name="pilot_commit", max_gen_batches=10))
+    s = build_strategy(strategy_config(name="pilot_commit", max_gen_batches=10))
     skipped = 0
     for _ in range(12):
         before = set(s.memory.evicted)
@@ -246,8 +247,8 @@ def test_resolve_chance_closed_form():
 
 def test_give_up_off_is_the_paper():
     rates = [0.0, 0.03, 0.1, 0.5]
-    assert plan(StrategyConfig(), rates) == plan(StrategyConfig(give_up=0.0), rates)
-    a, b = plan(StrategyConfig(give_up=0.1), rates), plan(StrategyConfig(), rates)
+    assert plan(strategy_config(), rates) == plan(strategy_config(give_up=0.0), rates)
+    a, b = plan(strategy_config(give_up=0.1), rates), plan(strategy_config(), rates)
     assert a[0].expected_samples == 24 < b[0].expected_samples == 32  # 0/24 wrong: two positives in 8 are < 10%
     assert a[3].expected_samples == pytest.approx(b[3].expected_samples, rel=1e-3)
 
@@ -270,21 +271,27 @@ def test_greso_skip_share_matches_the_real_rule(p):
     """The planner's stationary chain against the real `Greso.keep` + memory over many offers (fixed p_easy/hard)."""
     n, offers = 4, 6000
     rng, draw = np.random.default_rng(0), np.random.default_rng(1)
-    g, mem, skipped = Greso(0.25), PromptMemory(), 0
+    mem, skipped = PromptMemory(), 0
+    g = greso_rule(mem, rng)
     prompt = Prompt(id="x", text="")
     for _ in range(offers):
-        if g.keep(prompt, mem, rng):
+        if g.keep(prompt):
             mem.record(prompt, list(draw.random(n) < p))
         else:
             skipped += 1
     exact = greso_skip_share(p**n, (1 - p) ** n)
     # offers are correlated through the streak: allow 4 se of a chain with ~20x the iid variance
     assert_within(skipped / offers, exact, np.sqrt(20 * exact * (1 - exact) / offers) + 1e-3, "skip share")
-    assert plan(StrategyConfig(name="greso"), [p])[0].skipped == pytest.approx(exact)
+    assert plan(strategy_config(name="greso"), [p])[0].skipped == pytest.approx(exact)
+
+
+def greso_rule(memory: PromptMemory, rng: np.random.Generator) -> Greso:
+    """The GRESO admission rule at its default target (0.25), on this memory and generator."""
+    return Greso(strategy_config(name="greso").options, RuleContext(memory, rng, law=lambda: None))
 
 
 def test_greso_adapts_toward_the_target():
-    g = Greso(0.25)
+    g = greso_rule(PromptMemory(), np.random.default_rng(0))
     g.adapt({"visits": 10, "all_correct": 5, "all_wrong": 5})
     assert (g.p_easy, g.p_hard) == (0.5, 0.5)  # inactive until a prompt with history is offered
     g.active = True
@@ -447,7 +454,7 @@ def test_predictor_changes_est_cold_start_allocation():
     rates = [0.02] * 40 + [0.6] * 40
     prompts = [Prompt(id=f"q{i}", text="", level=int(r > 0.1)) for i, r in enumerate(rates)]
     policy = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0, seed=8))
-    tracker, pred = (build_strategy(StrategyConfig(name="est", estimator=e)) for e in ("tracker", "predictor"))
+    tracker, pred = (build_strategy(strategy_config(name="est", estimator=e)) for e in ("tracker", "predictor"))
     for s in (tracker, pred):
         collect(s, policy, prompts[::2])
         collect(s, policy, prompts[1:8:2] + prompts[41:48:2])  # fresh prompts of both levels

@@ -9,7 +9,7 @@ from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.bench.belief import gain_share, p_signal, replay_draw, spearman, within_level_probe
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.features import first_token_confidence, prompt_features, prompt_hidden_states, standardise
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.types import Prompt
 
 CFG = parse_arm(ARMS["signal-draw"])

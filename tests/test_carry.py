@@ -12,7 +12,7 @@ from reinforce_ada.bench import jobs as bench_jobs
 from reinforce_ada.bench import prereg
 from reinforce_ada.bench.run import Job
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 
 PACKAGE = Path(bench_jobs.__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ import pytest
 
 from reinforce_ada.cli import checks, main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.simulation.plan import MAX_PLAN_SAMPLES, plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig
 from reinforce_ada.simulation.simulate import simulate
@@ -96,7 +96,7 @@ def test_plan_monte_carlo_reps_are_checked_before_allocating(small_machine, caps
     assert "the largest --monte-carlo here is 27962" in err
     assert "--monte-carlo must be >= 0, got -5" in fails(["plan", "--pass-rates", "0.5", "--monte-carlo", "-5"], capsys)
     with pytest.raises(ConfigError, match="reps"):
-        plan_monte_carlo(StrategyConfig(), [0.5], reps=0)
+        plan_monte_carlo(strategy_config(), [0.5], reps=0)
 
 
 def test_monte_carlo_intervals_never_print_a_negative_zero(capsys):
@@ -109,8 +109,8 @@ def test_monte_carlo_intervals_never_print_a_negative_zero(capsys):
 def test_plan_answers_at_its_largest_max_samples():
     """The cap is where the binomial laws still fit a float: pilot-commit's and seq's laws at 1024 draws."""
     for cfg in (
-        StrategyConfig(name="pilot_commit", max_samples=MAX_PLAN_SAMPLES),
-        StrategyConfig(name="seq", max_samples=MAX_PLAN_SAMPLES, samples_per_round=MAX_PLAN_SAMPLES),
+        strategy_config(name="pilot_commit", max_samples=MAX_PLAN_SAMPLES),
+        strategy_config(name="seq", max_samples=MAX_PLAN_SAMPLES, samples_per_round=MAX_PLAN_SAMPLES),
     ):
         (row,) = plan(cfg, [0.5])
         assert math.isfinite(row.expected_samples) and 0.0 <= row.zero_signal <= 1.0

@@ -19,7 +19,7 @@ from reinforce_ada.bench.run import Job, eval_steps, run_job
 from reinforce_ada.bench.testbed import build_pool, level_shares, parse_pool
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.simulation.plan import plan
 
 
@@ -389,11 +389,12 @@ def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):
     plain = dataclasses.replace(job, train=())
     paths = {bench_jobs._record_path(tmp_path, j, "code") for j in (job, plain)}
     assert len(paths) == 2  # the learner setting is part of the record's key
-    from reinforce_ada.sampling.config import StrategyConfig
+    from reinforce_ada.sampling.configure import strategy_config
 
     older = {
         "job": [f.name for f in dataclasses.fields(Job) if f.name != "train"],
-        "strategy": dataclasses.asdict(StrategyConfig()),
+        "strategy": strategy_config().to_dict(),
+        "all_fields": False,
     }
     assert bench_jobs._record_path(tmp_path, job, "code", schema=older) is None  # older code could not run it
     assert bench_jobs._record_path(tmp_path, plain, "code", schema=older) == bench_jobs._record_path(

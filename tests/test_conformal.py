@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.strategies.conformal import (
@@ -112,7 +113,7 @@ TRAIN = {
 
 
 def scripted_step(**cfg):
-    c = StrategyConfig(name="conformal", budget_grid="2/4/8", max_samples=8, calibration_prompts=4, **cfg)
+    c = strategy_config(name="conformal", budget_grid="2/4/8", max_samples=8, calibration_prompts=4, **cfg)
     strategy = build_strategy(c)
     engine = Scripted({**CAL, **TRAIN})
     train = [Prompt(id=p, text="") for p in TRAIN]
@@ -156,7 +157,7 @@ def test_pass_rate_score():
 @pytest.mark.parametrize("driver", ["rounds", "streaming"])
 def test_budgets_are_always_on_the_grid_and_every_sample_is_counted(driver):
     prompts, policy = sim_pool(400, seed=1)
-    cfg = StrategyConfig(name="conformal", calibration_prompts=40, recalibrate_every=2)
+    cfg = strategy_config(name="conformal", calibration_prompts=40, recalibrate_every=2)
     grid = (2, 4, 8, 16, 32)
     strategy, more = build_strategy(cfg), source(prompts[16:])
     for step in range(3):
@@ -184,7 +185,7 @@ def run_steps(cfg: StrategyConfig, steps: int, pool_size: int = 600, source_from
 
 
 def test_calibration_schedule():
-    cfg = StrategyConfig(name="conformal", calibration_prompts=10)
+    cfg = strategy_config(name="conformal", calibration_prompts=10)
     assert run_steps(cfg.replace(recalibrate_every=2), 5) == [True, False, True, False, True]
     assert run_steps(cfg.replace(recalibrate_every=0), 4) == [True, False, False, False]
     assert run_steps(cfg, 3) == [True, False, False]  # the default, every 50 steps
@@ -194,7 +195,7 @@ def test_calibration_schedule():
 
 def test_state_round_trips_exactly_mid_calibration():
     prompts, policy = sim_pool(200, seed=2)
-    cfg = StrategyConfig(name="conformal", calibration_prompts=12, recalibrate_every=1, seed=3)
+    cfg = strategy_config(name="conformal", calibration_prompts=12, recalibrate_every=1, seed=3)
     a = build_strategy(cfg)
     collect(a, policy, prompts[:6], more_prompts=source(prompts[6:]))
     assert len(a.cal_scores) == 12 and a.qhat
@@ -233,15 +234,15 @@ def test_state_round_trips_exactly_mid_calibration():
 
 
 def test_a_checkpoint_from_another_grid_is_refused():
-    state = build_strategy(StrategyConfig(name="conformal")).state_dict()
-    other = build_strategy(StrategyConfig(name="conformal", budget_grid="4/8"))
+    state = build_strategy(strategy_config(name="conformal")).state_dict()
+    other = build_strategy(strategy_config(name="conformal", budget_grid="4/8"))
     with pytest.raises(ConfigError, match="budget_grid"):
         other.load_state_dict(state)
 
 
 # -- planner, CLI, trainer --------------------------------------------------------------------------------------------
 def test_monte_carlo_plan_matches_the_closed_form_at_qhat_one():
-    cfg = StrategyConfig(name="conformal")
+    cfg = strategy_config(name="conformal")
     for row in plan_monte_carlo(cfg, [0.1, 0.5], reps=3000, seed=4):
         zero, expected, unresolved = first_success_law(row.p, (2, 4, 8, 16, 32), [1.0] * 5)
         assert abs(row.zero_signal - zero) < 4 * row.stderr + 1e-9
@@ -297,7 +298,7 @@ def test_one_trainer_step_on_the_tiny_task(model_dir, tmp_path):
 
 # -- configuration ----------------------------------------------------------------------------------------------------
 def test_defaults_are_the_packages():
-    c = StrategyConfig(name="conformal")
+    c = strategy_config(name="conformal")
     assert (c.budget_grid, c.conformal_delta, c.delta_margin, c.split_delta, c.recalibrate_every) == (
         "2/4/8/16/32",
         None,
@@ -329,4 +330,4 @@ def test_defaults_are_the_packages():
 )
 def test_bad_input_names_the_field(changes, field):
     with pytest.raises(ConfigError, match=field):
-        StrategyConfig(name="conformal", **changes)
+        strategy_config(name="conformal", **changes)

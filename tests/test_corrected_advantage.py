@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from reinforce_ada.sampling.advantages import corrected_advantage
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
@@ -34,7 +34,7 @@ def test_no_kept_negative_and_uniform_pools():
 
 
 def test_through_seq_balanced():
-    cfg = StrategyConfig(name="seq", advantage="corrected", max_samples=16, samples_per_round=8)
+    cfg = strategy_config(name="seq", advantage="corrected", max_samples=16, samples_per_round=8)
     prompts = [Prompt(id=f"c{i}", text="") for i in range(12)]
     policy = SimulatedPolicy(prompts, [0.2] * 6 + [0.7] * 6, SimConfig(lr=0.0, seed=1))
     batch = collect(build_strategy(cfg), policy, prompts)

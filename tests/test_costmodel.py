@@ -19,7 +19,7 @@ from reinforce_ada.bench.costmodel import (
 
 
 def test_both_drivers_record_the_longest_completion_and_trained_tokens():
-    from reinforce_ada.sampling.config import StrategyConfig
+    from reinforce_ada.sampling.configure import strategy_config
     from reinforce_ada.sampling.rounds import collect
     from reinforce_ada.sampling.strategies import build_strategy
     from reinforce_ada.sampling.streaming import collect_streaming
@@ -38,7 +38,7 @@ def test_both_drivers_record_the_longest_completion_and_trained_tokens():
             seen.extend(out)
             return out
 
-    rnd = collect(build_strategy(StrategyConfig(seed=1)), Recording(), prompts).ledger
+    rnd = collect(build_strategy(strategy_config(seed=1)), Recording(), prompts).ledger
     assert rnd.rounds >= 2 and rnd.max_completion_tokens == max(s.num_tokens for s in seen) > 0
     assert rnd.tokens_generated == sum(s.num_tokens for s in seen)
     assert len(rnd.samples_per_round) == rnd.rounds and sum(rnd.samples_per_round) == rnd.samples_generated
@@ -47,7 +47,7 @@ def test_both_drivers_record_the_longest_completion_and_trained_tokens():
     polled: list = []
     poll = stream.poll
     stream.poll = lambda: polled.extend(out := poll()) or out
-    batch = collect_streaming(build_strategy(StrategyConfig(seed=1)), stream, prompts)
+    batch = collect_streaming(build_strategy(strategy_config(seed=1)), stream, prompts)
     led = batch.ledger
     assert led.max_completion_tokens == max(s.num_tokens for s in polled)
     assert led.tokens_trained == sum(s.num_tokens for g in batch.groups for s in g.samples) > 0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from reinforce_ada.bench.arms import ARMS
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.strategies.est import remainder_allocate

@@ -1,15 +1,17 @@
 """A strategy and a task written outside the package tree, each registered with one line, work everywhere.
 
-The strategy is a copy of `uniform` under another name in a file of its own (tmp_path, not the package): it is
-planned, simulated, trained for a step and run as a `compare` arm with no other edit. The task is a loader in a file
-of its own, registered with one `register_task` line: trained on and evaluated by name. Through an entry point the
-CLI sees the strategy too.
+The strategy is GRPO-n under another name with an option of its own (`group_weight`), in a file of its own (tmp_path,
+not the package) that registers it with one line: it is configured from the command line and from a TOML file, shown
+in `--help`, planned, simulated, trained for a step and run as a `compare` arm with no other edit. The task is a
+loader in a file of its own, registered with one `register_task` line: trained on and evaluated by name. Through an
+entry point or `--plugin` the CLI sees the strategy too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -20,34 +22,61 @@ import pytest
 from reinforce_ada.bench.arms import resolve_arms
 from reinforce_ada.bench.run import Job, run_job
 from reinforce_ada.bench.testbed import build_pool, parse_pool
+from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.datasets import DATASETS, load_dataset
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.strategies import STRATEGIES, register_strategy, strategy_class
 from reinforce_ada.simulation.plan import plan
 from reinforce_ada.simulation.simulate import simulate
 from reinforce_ada.tasks.registry import TASKS, register_task
-from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.config import TrainConfig, apply_overrides, load_toml
 from reinforce_ada.training.trainer import Trainer
 
 STRATEGY_FILE = '''
-"""GRPO-n under another name: a copy of reinforce_ada's uniform strategy, kept outside the package."""
+"""GRPO-n under another name, with an option of its own: kept outside reinforce_ada's package."""
+from dataclasses import dataclass
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.options import Options, option
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.strategies import register_strategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
 
+@dataclass(frozen=True)
+class PlainOptions(Options):
+    group_weight: float = option(1.0, "multiply every group's loss weight by this", plan=False)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.group_weight > 0:
+            raise ConfigError(f"group_weight={self.group_weight} must be > 0")
+
+
 class PlainGroups(PoolStrategy):
-    traits = Traits(baseline="group", streams=False, spends_budget=False, planner="group", reads=("n",))
+    traits = Traits(streams=False, planner="group")
+    Options = PlainOptions
 
     def batch_end(self, pid):
-        return self.cfg.n
+        return self.opts.n
 
     def on_batch(self, pid):
         return True
 
     def build(self):
-        return [Group(self.prompts[p], list(pool), [float(s.reward) for s in pool]) for p, pool in self.pools.items()]
+        w = self.opts.group_weight
+        return [
+            Group(self.prompts[p], list(pool), [float(s.reward) for s in pool], weight=w)
+            for p, pool in self.pools.items()
+        ]
+
+    def metrics(self):
+        return {**super().metrics(), "plain_group_weight": self.opts.group_weight}
+
+
+register_strategy("plain_groups", PlainGroups, replace=True)  # the one line
 '''
 
 TASK_FILE = '''
@@ -69,13 +98,17 @@ def load_file(path: Path, name: str):
 
 
 @pytest.fixture
-def foo(tmp_path):
+def plugin(tmp_path):
     f = tmp_path / "plain_groups.py"
     f.write_text(STRATEGY_FILE)
-    cls = load_file(f, "plain_groups").PlainGroups
-    register_strategy("plain_groups", cls)  # the one line
-    yield "plain_groups"
+    yield f
     STRATEGIES.pop("plain_groups", None)
+
+
+@pytest.fixture
+def foo(plugin):
+    load_file(plugin, "plain_groups")  # the file registers its strategy itself
+    return "plain_groups"
 
 
 @pytest.fixture
@@ -93,8 +126,8 @@ def doubling(tmp_path):
 def test_outside_strategy_is_planned_simulated_trained_and_compared(
     foo, model_dir, tmp_path, tiny_llama, char_tokenizer
 ):
-    cfg = StrategyConfig(name=foo, n=4)
-    assert cfg.resolved_advantage == "group" and cfg.resolved_scale_std
+    cfg = strategy_config(name=foo, n=4)
+    assert cfg.advantage == "group" and cfg.scale_std and cfg.group_weight == 1.0
     rows = plan(cfg, [0.1, 0.5])
     assert rows[0].zero_signal == pytest.approx(0.9**4 + 0.1**4) and rows[1].expected_samples == 4
     sim = simulate([foo, "uniform"], steps=3, seeds=1, batch_size=8, pool_size=64)
@@ -106,15 +139,16 @@ def test_outside_strategy_is_planned_simulated_trained_and_compared(
             "task": {"train_size": 64, "eval_size": 4},
             "generation": {"max_new_tokens": 4},
             "run": {"run_dir": str(tmp_path / "run"), "steps": 1, "batch_size": 4, "eval_every": 0, "progress": False},
-            "strategy": {"name": foo, "n": 2},
+            "strategy": {"name": foo, "n": 2, "group_weight": 0.5},
         },
         "test",
     )
     tr = Trainer(run, tensorboard=False)
-    tr.fit()
-    assert tr.step == 1 and not run.streaming
-    arms, skipped = resolve_arms(["grpo-n4", f"mine={foo}:n=2"])
-    assert not skipped and arms[1].cfg.name == foo
+    m = tr.train_step()
+    tr.close()
+    assert tr.step == 1 and not run.streaming and m["plain_group_weight"] == 0.5
+    arms, skipped = resolve_arms(["grpo-n4", f"mine={foo}:n=2,group_weight=0.5"])
+    assert not skipped and arms[1].cfg.name == foo and arms[1].cfg.group_weight == 0.5
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
     rec = run_job(
         Job(
@@ -157,13 +191,54 @@ def test_outside_task_is_trained_and_evaluated_by_name(doubling, model_dir, tmp_
     assert ds.verifier == "exact" and [p.answer for p in ds.prompts][:2] == ["64", "66"]
 
 
+def test_outside_option_from_the_command_line_a_toml_file_and_help(plugin, model_dir, tmp_path, capsys):
+    """`--plugin FILE` registers the strategy; its own option is a flag, a TOML key and a `--help` line."""
+    with pytest.raises(SystemExit) as e:
+        main(["--plugin", str(plugin), "train", "--strategy", "plain_groups", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "plain_groups options" in text and "--group-weight" in text and "loss weight" in text
+    assert "--k-pos" not in text  # seq's options are not plain_groups'
+    run = tmp_path / "run"
+    argv = ["train", "--plugin", str(plugin), "--strategy", "plain_groups", "--group-weight", "0.25", "--n", "2"]
+    small = ["--model.path", str(model_dir), "--model.threads", "1", "--task.train_size", "64", "--task.eval_size", "4"]
+    small += ["--generation.max_new_tokens", "4", "--batch-size", "4", "--steps", "1", "--eval-every", "0"]
+    assert main([*argv, *small, "--run-dir", str(run), "--run.progress", "false"]) == 0
+    saved = load_toml(run / "config.toml")
+    assert (saved.strategy.name, saved.strategy.group_weight, saved.strategy.n) == ("plain_groups", 0.25, 2)
+    line = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert line["plain_group_weight"] == 0.25
+    preset = tmp_path / "plain.toml"
+    preset.write_text('[strategy]\nname = "plain_groups"\ngroup_weight = 2.0\n')
+    assert load_toml(preset).strategy.group_weight == 2.0
+    preset.write_text('[strategy]\nname = "plain_groups"\ngroup_weight = -1.0\n')
+    with pytest.raises(ConfigError, match="group_weight=-1.0 must be > 0"):
+        load_toml(preset)
+    with pytest.raises(ConfigError, match="group_weight .an option of plain_groups.: not an option of strategy 'seq'"):
+        strategy_config("seq", group_weight=2.0)
+    capsys.readouterr()
+    assert main(["--plugin", str(plugin), "plan", "--strategy", "plain_groups", "--pass-rates", "0.5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["expected_samples"] == 4.0
+
+
 def test_registration_errors_are_clear(foo):
     with pytest.raises(ConfigError, match="taken"):
         register_strategy(foo, strategy_class("uniform"))
     with pytest.raises(ConfigError, match="not a subclass"):
         register_strategy("bar", object)
     with pytest.raises(ConfigError, match="name='nope' is not valid"):
-        StrategyConfig(name="nope")
+        strategy_config(name="nope")
+
+    class Clash(strategy_class("uniform")):  # one name, one type: an option's type cannot differ between strategies
+        Options = dataclasses.make_dataclass(
+            "ClashOptions",
+            [("n", str, dataclasses.field(default="4"))],
+            bases=(strategy_class("uniform").Options,),
+            frozen=True,
+        )
+
+    with pytest.raises(ConfigError, match="option 'n' is declared"):
+        register_strategy("clash", Clash)
 
 
 def test_a_strategy_without_traits_fails_at_class_creation():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.strategies.seq import give_up_point, resolve_chance
@@ -32,7 +32,7 @@ def test_give_up_point_at_the_default_cap():
 def test_first_visit_hopeless_prompts_are_given_up_only_where_the_point_says(give_up, fires):
     prompts = [Prompt(id=f"h{i}", text="") for i in range(50)]
     policy = SimulatedPolicy(prompts, [0.0] * 50, SimConfig(lr=0.0, seed=0))
-    strategy = build_strategy(StrategyConfig(give_up=give_up))
+    strategy = build_strategy(strategy_config(give_up=give_up))
     batch = collect(strategy, policy, prompts)
     m = strategy.metrics()
     if fires:

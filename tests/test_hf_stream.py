@@ -17,7 +17,7 @@ from reinforce_ada.engines.hf_stream import HFStreamEngine
 from reinforce_ada.engines.slots import SlotEngine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, right_pad
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.types import Prompt, Request
@@ -290,7 +290,7 @@ def _digit_sum_parity(completion: str, answer: str) -> float:
 
 @pytest.mark.parametrize("opts", [{}, {"prefetch": True}, {"prefetch": True, "in_flight": "keep"}])
 def test_collect_streaming_seq_end_to_end(Engine, tiny_llama, char_tokenizer, opts):
-    cfg = StrategyConfig(name="seq", n=2, samples_per_round=3, max_samples=9, seed=0)
+    cfg = strategy_config(name="seq", n=2, samples_per_round=3, max_samples=9, seed=0)
     prompts = [Prompt(f"q{i}", f"<bos>{i}+{i * 7}=", answer="") for i in range(8)]
 
     def run():

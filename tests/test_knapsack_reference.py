@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate
 from reinforce_ada.sampling.strategies.est import knapsack_value
@@ -74,9 +74,9 @@ def test_last_visit_estimate_uses_the_whole_latest_visit():
 
 
 def test_options_reach_the_strategy_and_bad_values_name_the_field():
-    s = build_strategy(StrategyConfig(name="knapsack", knapsack_value="reference", knapsack_estimate="last_visit"))
+    s = build_strategy(strategy_config(name="knapsack", knapsack_value="reference", knapsack_estimate="last_visit"))
     assert s.cfg.knapsack_value == "reference"
     with pytest.raises(ConfigError, match="knapsack_value"):
-        StrategyConfig(knapsack_value="dp")
+        strategy_config(knapsack_value="dp")
     with pytest.raises(ConfigError, match="knapsack_estimate"):
-        StrategyConfig(knapsack_estimate="ema")
+        strategy_config(knapsack_estimate="ema")

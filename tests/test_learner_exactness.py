@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from reinforce_ada.sampling.configure import switch
 from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.trainer import Row, Trainer
@@ -78,7 +79,7 @@ def gpt2_dropout_dir(tmp_path_factory, char_tokenizer) -> Path:
 
 def test_learner_has_no_dropout_so_the_on_policy_ratio_is_one(gpt2_dropout_dir, tmp_path):
     cfg = _cfg(gpt2_dropout_dir, tmp_path / "run", old_logprobs="sampler")
-    cfg = dataclasses.replace(cfg, strategy=cfg.strategy.replace(name="uniform", n=4))
+    cfg = dataclasses.replace(cfg, strategy=switch(cfg.strategy, "uniform", n=4))
     tr = Trainer(cfg, tensorboard=False)
     assert tr.model.training and tr.model.config.resid_pdrop == 0.0
     tr.verifier = lambda completion, answer: float(len(completion) % 2 == 0)  # signal in every group

@@ -7,7 +7,7 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import compute_advantages, maxrl_advantage
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
@@ -31,7 +31,7 @@ def test_no_correct_sample_or_negative_mean_gives_zero():
 
 
 def test_config_name_and_a_step():
-    cfg = StrategyConfig(name="uniform", n=4, advantage="maxrl")
+    cfg = strategy_config(name="uniform", n=4, advantage="maxrl")
     prompts = [Prompt(id=f"m{i}", text="") for i in range(16)]
     policy = SimulatedPolicy(prompts, [0.25] * 16, SimConfig(lr=0.0, seed=0))
     batch = collect(build_strategy(cfg), policy, prompts)
@@ -39,7 +39,7 @@ def test_config_name_and_a_step():
         r = np.array(g.rewards)
         assert np.allclose(a, maxrl_advantage(r, r))
     with pytest.raises(ConfigError, match="advantage"):
-        StrategyConfig(advantage="max_rl")
+        strategy_config(advantage="max_rl")
 
 
 def test_compute_advantages_by_name():

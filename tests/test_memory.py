@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.memory import PromptMemory, memory_for
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.sampling.rounds import collect
@@ -51,7 +51,7 @@ def test_eviction_threshold():
 
 
 def test_predictor_is_fitted_at_the_next_step_only():
-    cfg = StrategyConfig(name="est", estimator="predictor")
+    cfg = strategy_config(name="est", estimator="predictor")
     m = memory_for(cfg)
     p = Prompt(id="q", text="what is 2 + 2", level=1)
     before = m.estimate(p)
@@ -63,7 +63,7 @@ def test_predictor_is_fitted_at_the_next_step_only():
 
 
 def test_both_uses_the_predictor_as_prior():
-    m = memory_for(StrategyConfig(estimator="both", prior_alpha=1, prior_beta=3))
+    m = memory_for(strategy_config(estimator="both", prior_alpha=1, prior_beta=3))
     p = Prompt(id="q", text="hello", level=0)
     mean = m.predictor.predict(p)
     assert m.posterior(p) == pytest.approx((4 * mean, 4 * (1 - mean)))
@@ -126,12 +126,12 @@ def test_memory_checkpoints_with_every_strategy():
     prompts = [Prompt(id=f"p{i}", text=f"t{i}", level=i % 2) for i in range(6)]
     engine = SimulatedPolicy(prompts, [0.0, 1.0, 0.5, 0.2, 0.9, 0.1], SimConfig(lr=0.0, seed=1))
     for name in ("uniform", "seq", "est", "pilot_commit", "knapsack"):
-        s = build_strategy(StrategyConfig(name=name, estimator="both"))
+        s = build_strategy(strategy_config(name=name, estimator="both"))
         collect(s, engine, prompts)
         evicted = set(s.memory.evicted)  # pilot_commit: p1 (always right) is skipped from now on
         collect(s, engine, prompts[:3])
         state = json.loads(json.dumps(s.state_dict()))
-        t = build_strategy(StrategyConfig(name=name, estimator="both"))
+        t = build_strategy(strategy_config(name=name, estimator="both"))
         t.load_state_dict(state)
         assert t.memory.state_dict() == s.memory.state_dict() and t.memory.step == 2
         assert t.memory.estimate(prompts[5]) == s.memory.estimate(prompts[5])
@@ -140,7 +140,7 @@ def test_memory_checkpoints_with_every_strategy():
 
 
 def test_est_loads_a_checkpoint_from_before_the_memory():
-    s = build_strategy(StrategyConfig(name="est"))
+    s = build_strategy(strategy_config(name="est"))
     state = s.state_dict()
     del state["memory"]
     state["extra"]["tracker"] = {"counts": {"old": [3.0, 4.0]}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.sampling.memory import PromptMemory, memory_for
 from reinforce_ada.types import Prompt
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _help(capsys, monkeypatch, *argv: str) -> str:
     monkeypatch.setenv("COLUMNS", "200")  # one help entry per line: the asserts below read whole entries
     with pytest.raises(SystemExit):
-        build_parser().parse_args([*argv, "--help"])
+        build_parser([*argv]).parse_args([*argv, "--help"])
     return capsys.readouterr().out
 
 
@@ -89,11 +89,13 @@ def test_eval_and_compare_flags_have_help(capsys, monkeypatch):
 
 
 def test_plan_help_lists_only_options_that_change_its_answer(capsys, monkeypatch):
-    text = _help(capsys, monkeypatch, "plan")
-    for used in ("--n ", "--exit ", "--k-pos ", "--budget ", "--max-samples "):
+    text = _help(capsys, monkeypatch, "plan")  # the default strategy, seq
+    est = _help(capsys, monkeypatch, "plan", "--strategy", "est")
+    for used in ("--n ", "--exit ", "--k-pos ", "--max-samples "):
         assert used in text
+    assert "--budget " in est and "--max-samples " in est
     for unused in ("--selection", "--decay", "--residual", "--advantage", "--predictor-lr"):
-        assert unused not in text
+        assert unused not in text and unused not in est
 
 
 def test_unknown_strategy_names_the_flag(capsys):

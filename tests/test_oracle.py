@@ -16,7 +16,7 @@ from reinforce_ada.bench.arms import ARMS, PER_PROMPT_BUDGET
 from reinforce_ada.engines import local_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import sample_correct
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.memory import ORACLE_STRENGTH, PromptMemory, memory_for
 from reinforce_ada.sampling.oracle import PassRateOracle
 from reinforce_ada.sampling.rounds import collect
@@ -123,7 +123,7 @@ def test_signal_allocation_matches_brute_force():
 
 def test_signal_allocation_outside_the_feasible_budget_clips_like_the_other_rules():
     p = np.array([0.3, 0.5, 0.9])
-    cfg = StrategyConfig(name="est", allocation="signal", min_samples=4, max_samples=8)
+    cfg = strategy_config(name="est", allocation="signal", min_samples=4, max_samples=8)
     under, over = allocate_counts(p, cfg, 5), allocate_counts(p, cfg, 100)  # below B * min, above B * max
     assert under.tolist() == allocate(np.ones(3), 5, 4, 8).tolist() == [4, 4, 4]
     assert over.tolist() == allocate(np.ones(3), 100, 4, 8).tolist() == [8, 8, 8]
@@ -134,7 +134,7 @@ def test_signal_allocation_outside_the_feasible_budget_clips_like_the_other_rule
 
 # -- (d) the memory reads the oracle; without one, a clear error -----------------------------------------------------
 def test_memory_reads_the_oracle_and_refuses_without_one():
-    cfg = StrategyConfig(name="uniform", estimator="oracle", select="mopps")
+    cfg = strategy_config(name="uniform", estimator="oracle", select="mopps")
     memory = memory_for(cfg)
     assert memory.predictor is None
     x = Prompt(id="x", text="x")
@@ -170,7 +170,7 @@ def test_knapsack_reads_the_oracle_in_place_of_its_reward_buffer():
     prompts = [Prompt(id=f"q{i}", text="") for i in range(6)]
     rates = np.array([0.0, 0.1, 0.3, 0.5, 0.8, 1.0])
     engine = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0))
-    strategy = build_strategy(StrategyConfig(name="knapsack", estimator="oracle", min_samples=2, max_samples=16))
+    strategy = build_strategy(strategy_config(name="knapsack", estimator="oracle", min_samples=2, max_samples=16))
     strategy.memory.attach_oracle(engine.oracle())
     collect(strategy, engine, prompts)
     want = knapsack_budget(rates.tolist(), 48, 2, 16)  # a first visit: no reward buffer, yet the exact rates are used
@@ -194,7 +194,7 @@ def test_simulated_runs_refresh_the_oracle_after_each_update(monkeypatch):
 
 
 def test_plan_of_give_up_with_the_oracle_matches_its_monte_carlo():
-    cfg = StrategyConfig(name="seq", give_up=0.2, estimator="oracle")  # knowing p = 0.02, give up early
+    cfg = strategy_config(name="seq", give_up=0.2, estimator="oracle")  # knowing p = 0.02, give up early
     exact = plan(cfg, [0.02, 0.4])
     mc = plan_monte_carlo(cfg, [0.02, 0.4], reps=1000)
     assert exact[0].expected_samples < plan(cfg.replace(estimator="tracker"), [0.02])[0].expected_samples
@@ -222,13 +222,15 @@ def test_verl_driver_refuses_the_oracle():
     from reinforce_ada.integrations.verl_driver import StepDriver
 
     with pytest.raises(ConfigError, match="ada.estimator='oracle'"):
-        StepDriver(StrategyConfig(name="uniform", estimator="oracle"), fetch_batch=list, dispatch=print)
+        StepDriver(strategy_config(name="uniform", estimator="oracle"), fetch_batch=list, dispatch=print)
 
 
 # -- (f) the oracle arms in the trainer ------------------------------------------------------------------------------
 def _cfg(run_dir: Path, arm: str, **task) -> TrainConfig:
     budget = PER_PROMPT_BUDGET.get(arm)
-    strategy = parse_arm(ARMS[arm]).replace(budget=None if budget is None else budget * 4)  # 4 prompts per step
+    strategy = parse_arm(ARMS[arm])
+    if budget is not None:
+        strategy = strategy.replace(budget=budget * 4)  # 4 prompts per step
     return train_config(
         SHIPPED_DIR,
         run_dir,

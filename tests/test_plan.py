@@ -8,7 +8,7 @@ import pytest
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 
 RATES = [0.0, 0.03, 0.1, 0.3, 0.5, 0.8, 1.0]
@@ -16,14 +16,14 @@ RATES = [0.0, 0.03, 0.1, 0.3, 0.5, 0.8, 1.0]
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8])
 def test_uniform_zero_signal_closed_form(n):
-    for row in plan(StrategyConfig(name="uniform", n=n), RATES):
+    for row in plan(strategy_config(name="uniform", n=n), RATES):
         expect = 1.0 if n == 1 else row.p**n + (1 - row.p) ** n
         assert row.zero_signal == pytest.approx(expect) and row.expected_samples == n
 
 
 @pytest.mark.parametrize(("m", "rounds"), [(8, 4), (4, 2), (2, 5)])
 def test_seq_positive_k1_closed_form(m, rounds):
-    cfg = StrategyConfig(exit="positive", k_pos=1, samples_per_round=m, max_samples=m * rounds, n=min(4, m * rounds))
+    cfg = strategy_config(exit="positive", k_pos=1, samples_per_round=m, max_samples=m * rounds, n=min(4, m * rounds))
     for row in plan(cfg, RATES):
         p = row.p
         assert row.unresolved == pytest.approx((1 - p) ** (rounds * m))
@@ -37,11 +37,11 @@ def test_seq_positive_k1_closed_form(m, rounds):
 @pytest.mark.parametrize(
     "cfg",
     [
-        StrategyConfig(),  # seq balanced, the paper's defaults
-        StrategyConfig(exit="positive", k_pos=2),
-        StrategyConfig(unresolved="drop"),
-        StrategyConfig(name="uniform"),
-        StrategyConfig(name="est", budget=40, min_samples=2),
+        strategy_config(),  # seq balanced, the paper's defaults
+        strategy_config(exit="positive", k_pos=2),
+        strategy_config(unresolved="drop"),
+        strategy_config(name="uniform"),
+        strategy_config(name="est", budget=40, min_samples=2),
     ],
 )
 @pytest.mark.slow
@@ -59,8 +59,8 @@ def test_monte_carlo_agrees_with_exact(cfg):
 def test_paper_hard_mix_zero_signal_ratio():
     # mid-points of the paper's hard-set buckets: balanced Ada-Seq leaves far fewer zero-signal prompts than GRPO-n4
     rates = [0.01] * 197 + [0.09] * 617 + [0.3] * 174 + [0.6] * 12
-    seq = sum(r.zero_signal for r in plan(StrategyConfig(), rates)) / len(rates)
-    grpo = sum(r.zero_signal for r in plan(StrategyConfig(name="uniform"), rates)) / len(rates)
+    seq = sum(r.zero_signal for r in plan(strategy_config(), rates)) / len(rates)
+    grpo = sum(r.zero_signal for r in plan(strategy_config(name="uniform"), rates)) / len(rates)
     assert seq / grpo < 0.4
 
 
@@ -102,4 +102,4 @@ def test_plan_cli_errors(argv, needle, capsys):
 
 def test_check_rates_names_index():
     with pytest.raises(ConfigError, match="#1"):
-        plan(StrategyConfig(), [0.1, -0.2])
+        plan(strategy_config(), [0.1, -0.2])

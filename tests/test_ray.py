@@ -23,7 +23,7 @@ from reinforce_ada.engines.config import GenerationConfig, RolloutConfig  # noqa
 from reinforce_ada.engines.ray_pool import RayRolloutPool  # noqa: E402
 from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.models.config import ModelConfig  # noqa: E402
-from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
 from reinforce_ada.sampling.rounds import collect  # noqa: E402
 from reinforce_ada.sampling.strategies import build_strategy  # noqa: E402
 from reinforce_ada.sampling.streaming import collect_streaming  # noqa: E402
@@ -60,8 +60,8 @@ def make_pool(model_dir, tiny_llama, tok, generation: GenerationConfig, **rollou
     )
 
 
-SEQ = StrategyConfig(name="seq", samples_per_round=4, max_samples=12, seed=1)
-UNIFORM = StrategyConfig(name="uniform", n=6, seed=1)
+SEQ = strategy_config(name="seq", samples_per_round=4, max_samples=12, seed=1)
+UNIFORM = strategy_config(name="uniform", n=6, seed=1)
 
 
 def run(strategy_cfg, engine, streaming: bool):

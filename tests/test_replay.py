@@ -13,9 +13,12 @@ import torch
 
 from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.ledger import Ledger, StepBatch
+from reinforce_ada.sampling.strategies import strategy_class
 from reinforce_ada.training import checkpoint
+from reinforce_ada.training.config import ReplayConfig
 from reinforce_ada.training.losses import policy_loss
 from reinforce_ada.training.replay import ReplayBuffer, fresh_mask, replay_step, replay_weights
 from reinforce_ada.training.rows import Row
@@ -27,7 +30,7 @@ class FakeStrategy:
     """What `replay_step` reads of a strategy: its config and the step's pools."""
 
     def __init__(self, cfg: StrategyConfig, groups: list[Group]):
-        self.cfg = cfg
+        self.cfg, self.opts = cfg, cfg.options
         self.pools = {g.prompt.id: list(g.samples) for g in groups}
 
 
@@ -53,7 +56,8 @@ def batch_of(groups: list[Group], cfg: StrategyConfig) -> tuple[StepBatch, FakeS
     return StepBatch(groups, advs, w, led), FakeStrategy(cfg, groups)
 
 
-GRPO = StrategyConfig(name="uniform", n=4, replay=True)
+GRPO = strategy_config(name="uniform", n=4)
+ON = ReplayConfig(enabled=True)
 
 
 def _seed_buffer(buf: ReplayBuffer, step: int = 0) -> None:
@@ -66,7 +70,7 @@ def _seed_buffer(buf: ReplayBuffer, step: int = 0) -> None:
 
 
 def test_all_wrong_group_with_a_stored_answer_gets_exactly_one_correct_and_signal():
-    buf = ReplayBuffer.for_config(GRPO)
+    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
     _seed_buffer(buf)
     batch, strat = batch_of([G("a", [0, 0, 0, 0]), G("b", [0, 0, 0, 0])], GRPO)
     flat = replay_step(buf, batch, strat, step=1)
@@ -87,8 +91,8 @@ def test_all_wrong_group_with_a_stored_answer_gets_exactly_one_correct_and_signa
 
 
 def test_global_baseline_sees_the_replay_as_one_of_the_pools_draws():
-    cfg = StrategyConfig(name="seq", replay=True)  # global baseline, no std
-    buf = ReplayBuffer.for_config(cfg)
+    cfg = strategy_config(name="seq")  # global baseline, no std
+    buf = ReplayBuffer.for_config(ON, cfg.threshold)
     _seed_buffer(buf)
     g = G("a", [0, 0, 0, 0])
     g.pool_rewards = [0.0] * 8  # 8 drawn, 4 kept
@@ -98,13 +102,13 @@ def test_global_baseline_sees_the_replay_as_one_of_the_pools_draws():
 
 
 def test_no_replay_when_the_group_has_a_correct_sample_or_the_entry_is_too_old():
-    buf = ReplayBuffer.for_config(GRPO)
+    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
     _seed_buffer(buf)
     batch, strat = batch_of([G("a", [0, 1, 0, 0])], GRPO)
     assert replay_step(buf, batch, strat, step=1) == [] and batch.ledger.extra["replay_prompts"] == 0
     assert buf.entries["a"].step == 1  # this step's correct answer replaced the stored one
 
-    old = ReplayBuffer.for_config(GRPO.replace(replay_max_age=2))
+    old = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.threshold)
     _seed_buffer(old, step=0)
     batch, strat = batch_of([G("a", [0, 0, 0, 0])], GRPO)
     assert replay_step(old, batch, strat, step=3) == []  # 3 steps old > max_age 2
@@ -115,7 +119,7 @@ def test_no_replay_when_the_group_has_a_correct_sample_or_the_entry_is_too_old()
 
 
 def test_a_replayed_answer_keeps_its_age_even_when_the_strategy_shares_its_lists():
-    buf = ReplayBuffer.for_config(GRPO.replace(replay_max_age=2))
+    buf = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.threshold)
     _seed_buffer(buf, step=0)
     g = G("a", [0, 0, 0, 0])
     batch, strat = batch_of([g], GRPO)
@@ -149,11 +153,11 @@ def test_replay_weight_is_the_ratio_to_the_stored_behaviour_log_probs_truncated_
 
 
 def test_buffer_round_trips_through_a_checkpoint_state():
-    buf = ReplayBuffer.for_config(GRPO)
+    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
     _seed_buffer(buf, step=4)
     tensors: dict = {}
     state = checkpoint.unpack(json.loads(json.dumps(checkpoint.pack({"replay": buf.state_dict()}, tensors))), tensors)
-    again = ReplayBuffer.for_config(GRPO)
+    again = ReplayBuffer.for_config(ON, GRPO.threshold)
     again.load_state_dict(state["replay"])
     assert again.entries == buf.entries
 
@@ -161,31 +165,34 @@ def test_buffer_round_trips_through_a_checkpoint_state():
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"replay_clip": 0.5}, "strategy.replay_clip=0.5 must be a finite number >= 1"),
-        ({"replay_max_age": 0}, "strategy.replay_max_age=0 must be a whole number of steps >= 1"),
-        ({"replay": "yes"}, "strategy.replay='yes' must be true or false"),
+        ({"clip": 0.5}, "replay.clip=0.5 must be a finite number >= 1"),
+        ({"max_age": 0}, "replay.max_age=0 must be a whole number of steps >= 1"),
+        ({"enabled": "yes"}, "replay.enabled='yes' must be true or false"),
     ],
 )
 def test_bad_replay_values_fail_naming_the_key_and_what_is_valid(model_dir, tmp_path, changes, match):
     from reinforce_ada.training.config import TrainConfig
 
     with pytest.raises(ConfigError, match=match):
-        TrainConfig(strategy=StrategyConfig(name="uniform").replace(**changes))
+        TrainConfig(replay=ReplayConfig(**changes))
 
 
 def test_bad_replay_values_from_toml_or_arm_specs(tmp_path):
+    from reinforce_ada.bench.arms import resolve_arms
     from reinforce_ada.training.config import TrainConfig, apply_overrides
 
-    with pytest.raises(ConfigError, match="strategy.replay_max_age"):
+    with pytest.raises(ConfigError, match="replay.max_age"):  # 0.3's [strategy] key, read as [replay]'s
         apply_overrides(TrainConfig(), {"strategy": {"replay_max_age": "soon"}}, "test")
-    with pytest.raises(ConfigError, match="replay_clip=inf"):
-        parse_arm("uniform:replay=true,replay_clip=inf")
+    with pytest.raises(ConfigError, match="replay.clip=inf"):
+        resolve_arms(["r=uniform:n=4 | replay.enabled=true,replay.clip=inf"])
+    with pytest.raises(ConfigError, match="replay: not an option of strategy 'uniform'"):  # a training setting now
+        parse_arm("uniform:replay=true")
     cfg = apply_overrides(TrainConfig(), {"strategy": {"replay": "true", "replay_max_age": "none"}}, "test")
-    assert cfg.strategy.replay and cfg.strategy.replay_max_age is None
+    assert cfg.replay.enabled and cfg.replay.max_age is None
     from reinforce_ada.training.config import load_toml, to_toml
 
     for age in (None, 7):  # a run's config.toml (what --resume reads) keeps the replay fields
-        cfg = apply_overrides(cfg, {"strategy": {"replay_max_age": age, "replay_clip": 3.5}}, "test")
+        cfg = apply_overrides(cfg, {"replay": {"max_age": age, "clip": 3.5}}, "test")
         (tmp_path / "c.toml").write_text(to_toml(cfg))
         assert load_toml(tmp_path / "c.toml") == cfg
 
@@ -193,18 +200,18 @@ def test_bad_replay_values_from_toml_or_arm_specs(tmp_path):
 def test_the_replay_arm_is_grpo_n4_with_replay_and_in_no_registered_list():
     from reinforce_ada.bench import arms
 
-    cfg = parse_arm(ARMS["replay"])
-    assert (cfg.name, cfg.n, cfg.replay) == ("uniform", 4, True)
-    assert parse_arm(ARMS["grpo-n4"]).replace(replay=True) == cfg
+    (_, arm), _ = arms.resolve_arms(["grpo-n4", "replay"])
+    assert (arm.cfg.name, arm.cfg.n, arm.train) == ("uniform", 4, (("replay.enabled", True),))
+    assert arm.cfg == parse_arm(ARMS["grpo-n4"])
     assert all("replay" not in getattr(arms, x) for x in ("UNIFORM", "ORACLES", "HEADLINE"))
 
 
-def test_verl_driver_refuses_replay():
-    pytest.importorskip("tensordict")
-    from reinforce_ada.integrations.verl_driver import StepDriver
+def test_the_replay_refusal_names_the_integrations_option():
+    from reinforce_ada.training.replay import refuse
 
+    refuse(False, "the verl plugin", option="ada.replay")  # off: nothing to refuse
     with pytest.raises(ConfigError, match="ada.replay=true is not supported by the verl plugin"):
-        StepDriver(StrategyConfig(name="uniform", replay=True), fetch_batch=list, dispatch=print)
+        refuse(True, "the verl plugin", option="ada.replay")  # the plugin's own wiring: tests/test_verl.py
 
 
 @pytest.mark.slow
@@ -237,7 +244,8 @@ def _trainer(model_dir, run_dir, **strategy):
     cfg = train_config(
         model_dir,
         run_dir,
-        {"name": "uniform", "n": 4, "replay": True, **strategy},
+        {"name": "uniform", "n": 4, **strategy},
+        replay={"enabled": True},
         task={"train_size": 4},  # one batch = the whole pool: every prompt is revisited every step
         run={"steps": 3, "save_every": 1},
     )
@@ -306,7 +314,9 @@ def test_replay_with_recomputed_old_log_probs(model_dir, tmp_path):
 
 @pytest.mark.parametrize("name", ["seq", "est", "dynamic", "knapsack", "pilot_commit", "mopps", "greso"])
 def test_replay_composes_with_every_strategy(model_dir, tmp_path, name):
-    tr = _trainer(model_dir, tmp_path / "run", name=name, max_samples=8, samples_per_round=4, pilot=4, candidates=2)
+    small = {"max_samples": 8, "samples_per_round": 4, "pilot": 4, "candidates": 2}
+    own = strategy_class(name).Options.__dataclass_fields__
+    tr = _trainer(model_dir, tmp_path / "run", name=name, **{k: v for k, v in small.items() if k in own})
     tr.train_step()
     tr.verifier.on = False
     m = tr.train_step()

@@ -12,7 +12,7 @@ import pytest
 
 from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.iw import (
     ht_weights,
     inclusion_probabilities,
@@ -27,11 +27,10 @@ from reinforce_ada.sampling.oracle import PassRateOracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
-from reinforce_ada.sampling.value import value_table
 from reinforce_ada.simulation.plan import plan
 from reinforce_ada.types import Prompt
 from tests import test_allocators as allocators
-from tests.helpers import train_config
+from tests.helpers import table_of, train_config
 
 SKEWED = np.array([0.0, 0.02, 0.9, 0.95, 0.3, 0.0, 0.1, 0.6, 0.05, 0.0, 0.8, 0.2, 0.01, 0.4, 0.0, 0.7])
 """Utilities of 16 candidates, some 0 and a few large enough that k q > 1 (the cap and its redistribution)."""
@@ -103,7 +102,7 @@ def test_horvitz_thompson_sum_is_unbiased_for_the_candidate_mean():
 # -- the weights -----------------------------------------------------------------------------------------------------
 def test_equal_utilities_give_weight_one_exactly():
     cands = [Prompt(id=f"q{i}", text=f"q {i}") for i in range(16)]
-    table = value_table(parse_arm("uniform:n=4,select=iw"))
+    table = table_of(parse_arm("uniform:n=4,select=iw"))
     cfg = parse_arm("uniform:n=4,select=iw,candidates=4")
     chosen, w = iw_choose(cands, 4, PromptMemory(), np.random.default_rng(0), table, cfg)  # all Beta(1, 1)
     assert len(chosen) == 4 and w == [1.0] * 4
@@ -117,7 +116,7 @@ def test_equal_utilities_give_weight_one_exactly():
 def test_utility_is_the_root_of_the_expected_signal():
     rates = {"a": 0.0, "b": 0.5, "c": 0.1, "d": 1.0}
     cands = [Prompt(id=i, text=i) for i in rates]
-    u = utilities(value_table(parse_arm("uniform:n=4,select=iw")), cands, oracle_memory(rates))
+    u = utilities(table_of(parse_arm("uniform:n=4,select=iw")), cands, oracle_memory(rates))
     p = np.array(list(rates.values()))
     np.testing.assert_allclose(u, np.sqrt(1 - p**4 - (1 - p) ** 4), atol=1e-3)
 
@@ -144,7 +143,7 @@ def test_a_step_weights_its_groups_by_the_normalised_clipped_weights():
     spec = "uniform:n=4,select=iw,estimator=oracle,candidates=4"
     for seed in range(4):
         s, b = _skewed_step(spec, seed)
-        raw = np.array([s.iw_raw[g.prompt.id] for g in b.groups])
+        raw = np.array([s.rule.raw[g.prompt.id] for g in b.groups])
         assert len(b.groups) == 8 and np.all(raw <= 3.0) and np.all(raw > 0)
         got = np.array([g.weight for g in b.groups])
         np.testing.assert_allclose(got, raw / raw.mean())  # uniform's own weight is 1
@@ -171,12 +170,12 @@ def test_weights_off_keeps_the_draw_and_sets_weight_one():
 def test_refills_and_other_samplers_compose():
     for spec in ("dynamic:n=4,select=iw,estimator=oracle,candidates=4", "seq:select=iw,estimator=oracle,candidates=4"):
         s, b = _skewed_step(spec, 1)
-        w = s._iw_normalised()
+        w = s.rule.group_weights()
         assert np.mean(list(w.values())) == pytest.approx(1.0) and set(w) == set(s.prompts)
         for g in b.groups:
             assert g.weight == pytest.approx(w[g.prompt.id])
     s, b = _skewed_step("est:select=iw,estimator=oracle,candidates=4", 2)  # Est's residual weight times ours
-    w = s._iw_normalised()
+    w = s.rule.group_weights()
     assert len({round(x, 9) for x in w.values()}) > 1
     for g in b.groups:
         assert g.weight == pytest.approx(w[g.prompt.id] / np.sqrt(s.p_hat[g.prompt.id] + s.cfg.eps))
@@ -187,13 +186,13 @@ def test_bad_fields_name_the_field_and_the_range():
     with pytest.raises(ConfigError, match=r"iw_mix=-0.1 is out of range; it must be in \[0, 1\]"):
         parse_arm("uniform:select=iw,iw_mix=-0.1")
     with pytest.raises(ConfigError, match=r"iw_mix=1.5 is out of range; it must be in \[0, 1\]"):
-        StrategyConfig(select="iw", iw_mix=1.5)
+        strategy_config(select="iw", iw_mix=1.5)
     with pytest.raises(ConfigError, match="iw_clip=0.5 is out of range; it must be >= 1"):
         parse_arm("uniform:select=iw,iw_clip=0.5")
     with pytest.raises(ConfigError, match="iw_clip=nan must be a finite number"):
-        StrategyConfig(select="iw", iw_clip=float("nan"))
+        strategy_config(select="iw", iw_clip=float("nan"))
     with pytest.raises(ConfigError, match="iw_weights"):
-        StrategyConfig(select="iw", iw_weights="yes")  # type: ignore[arg-type]
+        strategy_config(select="iw", iw_weights="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="select='iw' contradicts name='mopps'"):
         parse_arm("mopps:select=iw")
     assert parse_arm("uniform:select=iw,iw_mix=0,iw_clip=1").iw_clip == 1.0
@@ -210,7 +209,7 @@ def test_a_checkpoint_after_admission_keeps_the_weights_and_old_ones_load():
     del state["admission"]["iw_raw"]
     twin = build_strategy(s.cfg)
     twin.load_state_dict(state)
-    assert twin.iw_raw == {}
+    assert twin.rule.raw == {}
 
 
 def test_planner_and_simulator_accept_iw():
@@ -248,7 +247,7 @@ def test_trainer_rows_carry_the_iw_weight(model_dir, tmp_path):
     finally:
         tr.close()
     batch, rows = seen["batch"], seen["rows"]
-    w = tr.strategy._iw_normalised()
+    w = tr.strategy.rule.group_weights()
     assert len(batch.groups) == 4 and len({round(x, 9) for x in w.values()}) > 1
     assert [g.weight for g in batch.groups] == pytest.approx([w[g.prompt.id] for g in batch.groups])
     live = np.array([np.any(np.abs(a) > 0) for a in batch.advantages])

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.memory import PromptMemory, memory_for
 from reinforce_ada.sampling.oracle import PassRateOracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
-from reinforce_ada.sampling.value import GRID, candidate_values, value_choose, value_table
+from reinforce_ada.sampling.value import GRID, candidate_values, value_choose
 from reinforce_ada.simulation.plan import plan
 from reinforce_ada.types import Prompt
 from tests import test_allocators as allocators
-from tests.helpers import train_config
+from tests.helpers import table_of, train_config
 
 RNG = np.random.default_rng(0)
 
@@ -48,7 +48,7 @@ def oracle_memory(rates: dict[str, float]) -> PromptMemory:
 
 
 def values(spec: str, cands: list[Prompt], mem: PromptMemory) -> np.ndarray:
-    return candidate_values(value_table(parse_arm(spec)), cands, mem, RNG, 0.0)
+    return candidate_values(table_of(parse_arm(spec)), cands, mem, RNG, 0.0)
 
 
 # -- closed forms ----------------------------------------------------------------------------------------------------
@@ -90,16 +90,16 @@ def test_seq_value_is_the_plans_signal_over_expected_samples(spec):
         got = values(spec, [Prompt(id=i, text=i) for i in rates], oracle_memory(rates))
         want = np.array([(1 - r.zero_signal) / r.expected_samples for r in plan(cfg, ps)])
         np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-9)
-    assert value_table(cfg).law == "plan:sequential"
+    assert table_of(cfg).law == "plan:sequential"
 
 
 def test_batch_and_monte_carlo_planners_fall_back_to_the_uniform_law():
     for spec in ("est:select=value,n=6", "knapsack:select=value,n=6"):
-        table = value_table(parse_arm(spec))
+        table = table_of(parse_arm(spec))
         assert table.law == "uniform:n=6"
         np.testing.assert_allclose(table.signal, 1 - table.p**6 - (1 - table.p) ** 6)
         assert np.all(table.samples == 6)
-    assert value_table(parse_arm("pilot_commit:select=value")).law == "plan:pilot"
+    assert table_of(parse_arm("pilot_commit:select=value")).law == "plan:pilot"
 
 
 # -- the choice ------------------------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def test_selection_keeps_the_highest_values_ties_by_candidate_order():
     cands = prompts(7)
     for p, k in zip(cands, [0, 2, 5, 8, 10, 3, 2], strict=True):
         mem.tracker.counts[p.id] = (k * 100.0, 1000.0)  # sharp beliefs at 0, .2, .5, .8, 1, .3, .2
-    table = value_table(parse_arm("uniform:n=4,select=value"))
+    table = table_of(parse_arm("uniform:n=4,select=value"))
     chosen, all_values, kept = value_choose(cands, 2, mem, RNG, table, 0.0)
     assert [p.id for p in chosen] == ["q2", "q5"]  # 0.5 and 0.3
     assert sorted(kept) == sorted(np.sort(all_values)[-2:])
@@ -123,7 +123,7 @@ def test_a_longer_answer_loses_to_an_equally_uncertain_shorter_one():
     mem.record(long, [True, False, True, False], tokens=[900, 1100, 1000, 1000])
     mem.record(short, [False, True, True, False], tokens=[90, 110, 100, 100])
     assert mem.posterior(long) == mem.posterior(short)
-    table = value_table(parse_arm("uniform:n=4,select=value"))
+    table = table_of(parse_arm("uniform:n=4,select=value"))
     chosen, v, _ = value_choose([long, short], 1, mem, RNG, table, 0.0)
     assert chosen == [short] and v[0] == pytest.approx(v[1] / 10)
 
@@ -142,7 +142,7 @@ def test_both_ranks_never_seen_prompts_by_the_predictor():
             m.record(p, list(rng.random(8) < (0.03 if lv == 0 else 0.5)))
     mem.new_step()
     fresh = [level(i, i % 2, "new") for i in range(20)]  # never seen; alternate hard, medium
-    table = value_table(cfg)
+    table = table_of(cfg)
     chosen, _, _ = value_choose(fresh, 10, mem, RNG, table, 0.0)
     assert {p.level for p in chosen} == {1}
     assert value_choose(fresh, 10, plain, RNG, table, 0.0)[0] == fresh[:10]  # the tracker alone: all Beta(1, 1)
@@ -151,7 +151,7 @@ def test_both_ranks_never_seen_prompts_by_the_predictor():
 def test_explore_draws_thompson_values_and_greedy_uses_no_randomness():
     mem = PromptMemory()
     cands = prompts(40)
-    table = value_table(parse_arm("uniform:n=4,select=value"))
+    table = table_of(parse_arm("uniform:n=4,select=value"))
     rng = np.random.default_rng(3)
     before = rng.bit_generator.state
     greedy = candidate_values(table, cands, mem, rng, 0.0)
@@ -228,7 +228,7 @@ def test_bad_input_names_the_field():
     with pytest.raises(ConfigError, match="select_explore"):
         parse_arm("uniform:select=value,select_explore=-0.1")
     with pytest.raises(ConfigError, match="select_explore"):
-        StrategyConfig(select="value", select_explore=1.5)
+        strategy_config(select="value", select_explore=1.5)
     with pytest.raises(ConfigError, match="candidates"):
         parse_arm("seq:select=value,candidates=0")
     with pytest.raises(ConfigError, match="select='value' contradicts name='mopps'"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from reinforce_ada.cli import main
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -27,7 +27,7 @@ def test_frozen_policy_matches_its_pass_rates():
 def test_learning_raises_pass_rate():
     prompts, rates = hard_pool(200, seed=1)
     sim = SimulatedPolicy(prompts, rates, SimConfig(lr=0.3))
-    strat = build_strategy(StrategyConfig())
+    strat = build_strategy(strategy_config())
     before = sim.pass_rates().mean()
     stream = PromptOrder(prompts, 0)
     for _ in range(30):
@@ -62,7 +62,7 @@ def test_stream_no_repeats_within_a_draw_and_covers_epoch():
 
 
 def test_parse_arm():
-    base = StrategyConfig()
+    base = strategy_config()
     assert parse_arm("uniform:n=16", base).n == 16
     assert parse_arm("seq:exit=positive,k_pos=none", base).k_pos is None
     assert parse_arm("est:scale_std=true", base).scale_std is True

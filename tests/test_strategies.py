@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import STRATEGIES, allocate, build_strategy, downsample
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
@@ -59,7 +59,7 @@ def test_downsample_properties(rewards, n, selection):
 
 def test_seq_balanced_retires_mixed_prompt_after_one_round():
     prompts, engine = frozen_engine([0.5, 0.0, 1.0])
-    batch = collect(build_strategy(StrategyConfig()), engine, prompts)
+    batch = collect(build_strategy(strategy_config()), engine, prompts)
     led = batch.ledger
     assert led.active_prompts_per_round[0] == 2  # the p=0 and p=1 prompts cannot retire
     assert led.rounds == 4 and led.unresolved_prompts == 2
@@ -71,27 +71,27 @@ def test_seq_balanced_retires_mixed_prompt_after_one_round():
 
 def test_seq_unresolved_drop_excludes_capped_prompts():
     prompts, engine = frozen_engine([0.5, 0.0])
-    batch = collect(build_strategy(StrategyConfig(unresolved="drop")), engine, prompts)
+    batch = collect(build_strategy(strategy_config(unresolved="drop")), engine, prompts)
     assert [g.prompt.id for g in batch.groups] == ["p0"]
     assert batch.ledger.dropped_prompts == 1 and batch.ledger.no_signal_prompt_share == 0.5
 
 
 def test_seq_cap_not_multiple_of_round():
     prompts, engine = frozen_engine([0.0])
-    batch = collect(build_strategy(StrategyConfig(samples_per_round=5, max_samples=12)), engine, prompts)
+    batch = collect(build_strategy(strategy_config(samples_per_round=5, max_samples=12)), engine, prompts)
     assert len(batch.groups[0].pool_rewards) == 12 and batch.ledger.rounds == 3
 
 
 def test_uniform_and_dynamic():
     prompts, engine = frozen_engine([0.5, 0.0, 1.0, 0.5])
-    b = collect(build_strategy(StrategyConfig(name="uniform", n=6)), engine, prompts)
+    b = collect(build_strategy(strategy_config(name="uniform", n=6)), engine, prompts)
     assert b.ledger.samples_generated == 24 and b.ledger.rounds == 1
 
     more = [Prompt(id=f"m{i}", text="") for i in range(8)]
     pool = prompts + more
     engine = SimulatedPolicy(pool, [0.5, 0.0, 1.0, 0.5] + [0.5] * 8, SimConfig(lr=0.0))
     stream = iter(more)
-    cfg = StrategyConfig(name="dynamic", n=8, max_gen_batches=3)
+    cfg = strategy_config(name="dynamic", n=8, max_gen_batches=3)
     b = collect(build_strategy(cfg), engine, prompts, more_prompts=lambda k: [next(stream) for _ in range(k)])
     assert b.ledger.extra["batch_filled"] and len(b.groups) == 4
     assert all(np.var(g.rewards) > 0 for g in b.groups)
@@ -100,12 +100,12 @@ def test_uniform_and_dynamic():
 
 def test_dynamic_reports_unfilled_batch():
     prompts, engine = frozen_engine([0.0, 1.0, 0.0, 1.0])
-    b = collect(build_strategy(StrategyConfig(name="dynamic", max_gen_batches=2)), engine, prompts)
+    b = collect(build_strategy(strategy_config(name="dynamic", max_gen_batches=2)), engine, prompts)
     assert not b.ledger.extra["batch_filled"] and b.groups == []  # no refill source: trains on what it has
 
 
 def test_dynamic_variance_test_accepts_float_rewards():
-    strat = build_strategy(StrategyConfig(name="dynamic", n=2))
+    strat = build_strategy(strategy_config(name="dynamic", n=2))
     strat.begin([Prompt(id="a", text="")])
     assert [(r.prompt.id, r.k) for r in strat.propose()] == [("a", 2)]
     strat.observe([Sample("a", reward=0.3, index=0), Sample("a", reward=0.4, index=1)])
@@ -123,7 +123,7 @@ def test_allocate_hits_budget_within_clips(budget):
 
 def test_est_allocates_more_to_hard_prompts_and_tracks():
     prompts, engine = frozen_engine([0.02, 0.5, 0.95])
-    strat = build_strategy(StrategyConfig(name="est", budget=30, min_samples=2, max_samples=20))
+    strat = build_strategy(strategy_config(name="est", budget=30, min_samples=2, max_samples=20))
     b1 = collect(strat, engine, prompts)
     assert b1.ledger.samples_generated == 30  # first visit: prior 0.5 everywhere -> equal split
     for _ in range(5):
@@ -138,17 +138,17 @@ def test_est_allocates_more_to_hard_prompts_and_tracks():
 def test_est_predictor_hook_and_bad_predictor():
     prompts, engine = frozen_engine([0.1, 0.9])
     strat = build_strategy(
-        StrategyConfig(name="est", budget=20, min_samples=1), predictor=lambda p: 0.01 if p.id == "p0" else 0.99
+        strategy_config(name="est", budget=20, min_samples=1), predictor=lambda p: 0.01 if p.id == "p0" else 0.99
     )
     b = collect(strat, engine, prompts)
     assert len(b.groups[0].pool_rewards) > len(b.groups[1].pool_rewards)
-    bad = build_strategy(StrategyConfig(name="est"), predictor=lambda p: 1.5)
+    bad = build_strategy(strategy_config(name="est"), predictor=lambda p: 1.5)
     with pytest.raises(ValueError, match="p0"):
         collect(bad, engine, prompts)
 
 
 def test_tracker_closed_form():
-    strat = build_strategy(StrategyConfig(name="est", prior_alpha=2, prior_beta=3, decay=0.5))
+    strat = build_strategy(strategy_config(name="est", prior_alpha=2, prior_beta=3, decay=0.5))
     t = strat.tracker
     assert t.estimate("new") == pytest.approx(2 / 5)
     t.update("a", 3, 4)
@@ -161,7 +161,7 @@ def test_tracker_closed_form():
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_state_round_trip_mid_step(name):
     prompts, engine = frozen_engine([0.3, 0.6, 0.05, 0.9], seed=3)
-    cfg = StrategyConfig(name=name, seed=5)
+    cfg = strategy_config(name=name, seed=5)
     a = build_strategy(cfg)
     collect(a, engine, prompts)  # let the est tracker / rng move
     sent = Counter()
@@ -217,18 +217,18 @@ def test_state_round_trip_mid_step(name):
 )
 def test_bad_config_names_the_field(changes, field):
     with pytest.raises(ConfigError, match=field):
-        StrategyConfig(**changes)
+        strategy_config(**changes)
 
 
 def test_unknown_strategy_lists_valid_names():
     with pytest.raises(ConfigError, match="uniform"):
-        StrategyConfig(name="grpo")
+        strategy_config(name="grpo")
 
 
 def test_collect_is_deterministic_under_seed():
     def run():
         prompts, engine = frozen_engine([0.1, 0.3, 0.7], seed=9)
-        b = collect(build_strategy(StrategyConfig(seed=2)), engine, prompts)
+        b = collect(build_strategy(strategy_config(seed=2)), engine, prompts)
         metrics = {k: v for k, v in b.ledger.as_metrics().items() if not k.startswith("time_")}
         return [(g.prompt.id, [s.index for s in g.samples]) for g in b.groups], metrics
 
@@ -238,13 +238,13 @@ def test_collect_is_deterministic_under_seed():
 def test_auto_resolves_to_the_recommended_strategy():
     """`auto` builds the strategy named by AUTO, with its defaults and its exact plan; the config resolves the name at
     once, so config.toml and a resumed run name what ran."""
-    from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+    from reinforce_ada.sampling.configure import parse_arm, strategy_config
     from reinforce_ada.sampling.strategies import AUTO, strategy_class
     from reinforce_ada.simulation.plan import plan
 
     assert AUTO in STRATEGIES and AUTO != "auto" and "auto" in STRATEGIES  # a CLI choice
     assert strategy_class("auto") is strategy_class(AUTO)
-    auto, named = StrategyConfig(name="auto"), StrategyConfig(name=AUTO)
+    auto, named = strategy_config(name="auto"), strategy_config(name=AUTO)
     assert auto == named and auto.name == AUTO
     assert parse_arm("auto:n=8") == parse_arm(f"{AUTO}:n=8")
     assert type(build_strategy(auto)) is type(build_strategy(named))

@@ -1,15 +1,18 @@
-"""The contract every registered strategy meets: traits that describe it truthfully, one step in both drivers,
-exact state round-trips, a plan. A strategy added to the registry is checked here with no edit to this file."""
+"""The contract every registered strategy meets: traits and options that describe it truthfully, one step in both
+drivers, exact state round-trips, a plan. A strategy added to the registry is checked here with no edit to this file."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 
 import numpy as np
 import pytest
 
+from reinforce_ada.sampling.admission import ADMISSIONS
+from reinforce_ada.sampling.advantages import ADVANTAGES
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
+from reinforce_ada.sampling.options import Options, option_specs
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy, strategy_class
 from reinforce_ada.sampling.streaming import collect_streaming
@@ -18,12 +21,14 @@ from reinforce_ada.simulation.plan import plan
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
 from reinforce_ada.types import Prompt
 
-FIELDS = {f.name for f in fields(StrategyConfig)}
 NAMES = list(STRATEGIES)
+SMALL = {"max_samples": 8, "samples_per_round": 4, "pilot": 4, "candidates": 2}
 
 
 def small(name: str) -> StrategyConfig:
-    return StrategyConfig(name=name, max_samples=8, samples_per_round=4, pilot=4, candidates=2)
+    """Small sizes, for the options the strategy has."""
+    own = strategy_class(name).Options.__dataclass_fields__
+    return strategy_config(name=name, **{k: v for k, v in SMALL.items() if k in own})
 
 
 def pool(size: int = 24, seed: int = 0) -> tuple[list[Prompt], SimulatedPolicy]:
@@ -45,14 +50,19 @@ def source(prompts: list[Prompt], start: int):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_traits_describe_the_strategy(name):
+def test_traits_and_options_describe_the_strategy(name):
     cls = strategy_class(name)
     t = cls.traits
     assert isinstance(t, Traits) and t.planner in PLANNERS
-    assert set(t.reads) <= FIELDS, f"{name} reads fields StrategyConfig does not have: {set(t.reads) - FIELDS}"
-    cfg = StrategyConfig(name=name)
-    assert cfg.resolved_advantage == t.baseline and cfg.resolved_scale_std == (t.baseline == "group")
-    assert cfg.resolved_select == t.default_select and cfg.resolved_evict == t.default_evict
+    assert issubclass(cls.Options, Options) and cls.Options.__dataclass_params__.frozen
+    for spec in option_specs(cls.Options):  # every option is documented, and one name has one type everywhere
+        assert spec.help, f"{name}: option {spec.name} has no help"
+        for other in STRATEGIES.values():
+            theirs = other.Options.__dataclass_fields__.get(spec.name)
+            assert theirs is None or str(theirs.type) == spec.type, f"{spec.name}: {spec.type} vs {theirs.type}"
+    cfg = strategy_config(name=name)  # the defaults validate
+    assert cfg.advantage in ADVANTAGES and cfg.scale_std == (cfg.advantage == "group")  # GRPO's std, or the pool's
+    assert cfg.select in ADMISSIONS and cfg.resolved_evict in (None, 1.0)
     if t.planner == "allocation":
         counts = cls.plan_counts(np.array([0.1, 0.5, 0.9]), cfg, 24)
         assert len(counts) == 3 and all(cfg.min_samples <= int(k) <= cfg.max_samples for k in counts)

@@ -10,6 +10,7 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
@@ -42,7 +43,7 @@ def assert_within(x: float, exact: float, se: float, what: str) -> None:
 @pytest.mark.parametrize("prefetch", [False, True])
 @pytest.mark.parametrize("p", [0.05, 0.3])
 def test_seq_cancel_matches_plan(exit, prefetch, p):
-    cfg = StrategyConfig(exit=exit)
+    cfg = strategy_config(exit=exit)
     exact = plan(cfg, [p])[0]
     batch, _ = stream_step(cfg, [p] * REPS, prefetch=prefetch, in_flight="cancel")
     sizes = np.array([len(g.pool_rewards) for g in batch.groups])
@@ -55,7 +56,7 @@ def test_seq_cancel_matches_plan(exit, prefetch, p):
 
 @pytest.mark.slow
 def test_seq_pool_size_distribution_matches_round_mode():
-    cfg, rates = StrategyConfig(), [0.1] * REPS
+    cfg, rates = strategy_config(), [0.1] * REPS
     prompts, policy = frozen(rates, seed=1)
     rnd = Counter(len(g.pool_rewards) for g in collect(build_strategy(cfg), policy, prompts).groups)
     batch, _ = stream_step(cfg, rates, seed=2, prefetch=True)
@@ -69,7 +70,7 @@ def test_seq_pool_size_distribution_matches_round_mode():
 
 @pytest.mark.slow
 def test_keep_grows_pools_but_not_exit_decisions():
-    cfg = StrategyConfig()
+    cfg = strategy_config()
     exact = plan(cfg, [0.3])[0]
     keep, _ = stream_step(cfg, [0.3] * REPS, prefetch=True, in_flight="keep")
     cancel, _ = stream_step(cfg, [0.3] * REPS, prefetch=True, in_flight="cancel")
@@ -82,7 +83,7 @@ def test_keep_grows_pools_but_not_exit_decisions():
     assert_within(u, exact.unresolved, np.sqrt(max(exact.unresolved, 1e-3) / REPS), "keep unresolved")
     assert all(sum(r > 0.5 for r in g.rewards) == 2 for g in keep.groups if g.resolved)  # still n/2 + n/2
     # a positive exit can gain a late wrong answer: all-correct pools (no signal) become rarer
-    pos = StrategyConfig(exit="positive")
+    pos = strategy_config(exit="positive")
     keep_pos, _ = stream_step(pos, [0.7] * REPS, prefetch=True, in_flight="keep")
     assert keep_pos.ledger.no_signal_prompt_share < 0.5 * plan(pos, [0.7])[0].zero_signal
 
@@ -90,7 +91,7 @@ def test_keep_grows_pools_but_not_exit_decisions():
 @pytest.mark.slow
 def test_keep_moves_baseline_toward_pass_rate():
     """Round mode's pool mean is biased by the stopping rule; late samples are independent of the stop."""
-    cfg, p = StrategyConfig(), 0.05
+    cfg, p = strategy_config(), 0.05
     bias = {}
     for mode in ("cancel", "keep"):
         batch, _ = stream_step(cfg, [p] * REPS, seed=3, prefetch=True, in_flight=mode)
@@ -108,7 +109,7 @@ def test_keep_moves_baseline_toward_pass_rate():
     ],
 )
 def test_caps_indices_and_accounting(changes, opts):
-    cfg = StrategyConfig(**changes)
+    cfg = strategy_config(**changes)
     rates = list(np.random.default_rng(0).uniform(0, 0.6, 300)) + [0.0, 1.0]
     prompts, policy = frozen(rates)
     engine = policy.streaming(16, seed=1)
@@ -135,7 +136,7 @@ def test_caps_indices_and_accounting(changes, opts):
 
 
 def test_pool_indices_are_contiguous_and_rounds_are_batches():
-    cfg = StrategyConfig(samples_per_round=5, max_samples=12)
+    cfg = strategy_config(samples_per_round=5, max_samples=12)
     for opts in ({"prefetch": True}, {"prefetch": True, "in_flight": "keep"}, {}):
         prompts, policy = frozen(list(np.linspace(0, 1, 50)))
         strategy = build_strategy(cfg)
@@ -146,7 +147,7 @@ def test_pool_indices_are_contiguous_and_rounds_are_batches():
 
 
 def test_cancel_counts():
-    cfg = StrategyConfig()
+    cfg = strategy_config()
     plain, _ = stream_step(cfg, [0.5] * 200, slots=64)
     assert plain.ledger.extra["cancelled_samples"] == plain.ledger.extra["discarded_samples"] == 0
     pf, engine = stream_step(cfg, [0.5] * 200, slots=64, prefetch=True)
@@ -162,7 +163,7 @@ def test_cancel_counts():
 
 def test_deterministic_under_seed():
     def run():
-        b, engine = stream_step(StrategyConfig(seed=4), list(np.linspace(0.01, 0.6, 80)), slots=16, prefetch=True)
+        b, engine = stream_step(strategy_config(seed=4), list(np.linspace(0.01, 0.6, 80)), slots=16, prefetch=True)
         m = {k: v for k, v in b.ledger.as_metrics().items() if not k.startswith("time_")}
         return [(g.prompt.id, g.rewards, g.pool_rewards) for g in b.groups], m, engine.clock
 
@@ -172,7 +173,7 @@ def test_deterministic_under_seed():
 @pytest.mark.parametrize("name", ["uniform", "est"])
 def test_one_batch_strategies_identical_in_both_modes(name):
     rates = list(np.linspace(0.02, 0.9, 40))
-    cfg = StrategyConfig(name=name, seed=1)
+    cfg = strategy_config(name=name, seed=1)
     prompts, policy = frozen(rates, seed=5)
     rnd = collect(build_strategy(cfg), policy, prompts)
     st, _ = stream_step(cfg, rates, seed=5, slots=7, latency=Latency(sigma=None))  # the policy's own token counts
@@ -188,10 +189,10 @@ def test_one_batch_strategies_identical_in_both_modes(name):
 
 def test_round_engine_is_round_mode():
     prompts, policy = frozen([0.1, 0.5, 0.9], seed=2)
-    a = collect(build_strategy(StrategyConfig()), policy, prompts)
+    a = collect(build_strategy(strategy_config()), policy, prompts)
     prompts, policy = frozen([0.1, 0.5, 0.9], seed=2)
     engine = RoundEngine(policy.streaming(4))
-    b = collect(build_strategy(StrategyConfig()), engine, prompts)
+    b = collect(build_strategy(strategy_config()), engine, prompts)
     assert [g.pool_rewards for g in a.groups] == [g.pool_rewards for g in b.groups]
     assert engine.clock > 0
 
@@ -201,7 +202,7 @@ def test_dynamic_refills_early_with_round_semantics():
     prompts = [Prompt(id=f"p{i}", text="") for i in range(12)]
     policy = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0))
     stream = iter(prompts[4:])
-    cfg = StrategyConfig(name="dynamic", n=8, max_gen_batches=3)
+    cfg = strategy_config(name="dynamic", n=8, max_gen_batches=3)
     b = collect_streaming(
         build_strategy(cfg), policy.streaming(8), prompts[:4], more_prompts=lambda k: [next(stream) for _ in range(k)]
     )
@@ -216,15 +217,15 @@ def test_dynamic_refills_early_with_round_semantics():
 def test_bad_in_flight_and_busy_engine():
     prompts, policy = frozen([0.5])
     with pytest.raises(ConfigError, match="in_flight"):
-        collect_streaming(build_strategy(StrategyConfig()), policy.streaming(2), prompts, in_flight="drop")
+        collect_streaming(build_strategy(strategy_config()), policy.streaming(2), prompts, in_flight="drop")
     engine = policy.streaming(2)
     engine.submit([Request(prompts[0], 1)])
     with pytest.raises(RuntimeError, match="drain"):
-        collect_streaming(build_strategy(StrategyConfig()), engine, prompts)
+        collect_streaming(build_strategy(strategy_config()), engine, prompts)
 
 
 def test_streaming_makespan_beats_round_mode():
-    arms = {"grpo": (StrategyConfig(name="uniform"), {}), "seq": (StrategyConfig(), {})}
+    arms = {"grpo": (strategy_config(name="uniform"), {}), "seq": (strategy_config(), {})}
     r = makespan_study(arms, prompts_per_step=32, slots=32, steps=5, latency=Latency(sigma=0.8), pool_size=400)
     assert r["grpo/stream"]["makespan"] == r["grpo/round"]["makespan"]  # one batch: same draws, same schedule
     assert r["seq/stream"]["makespan"] < 0.95 * r["seq/round"]["makespan"]
@@ -246,7 +247,7 @@ class SlowWhenCorrect:
 
 @pytest.mark.slow
 def test_checks_follow_submission_order_when_latency_depends_on_reward():
-    cfg, p = StrategyConfig(), 0.3
+    cfg, p = strategy_config(), 0.3
     prompts, policy = frozen([p] * REPS, seed=6)
     engine = SimulatedStream(SlowWhenCorrect(policy), 64, Latency(sigma=None), seed=6)
     batch = collect_streaming(build_strategy(cfg), engine, prompts, prefetch=True)

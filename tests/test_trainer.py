@@ -18,6 +18,7 @@ import torch
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.configure import switch
 from reinforce_ada.training.config import TrainConfig, apply_overrides, load_toml, to_toml
 from reinforce_ada.training.trainer import Row, Trainer
 
@@ -44,7 +45,7 @@ def train_keys(m: dict) -> dict:
 
 def test_training_changes_every_trainable_parameter(model_dir, tmp_path):
     cfg = small_cfg(model_dir, tmp_path / "run", steps=2)
-    cfg = dataclasses.replace(cfg, strategy=cfg.strategy.replace(name="uniform", n=8))
+    cfg = dataclasses.replace(cfg, strategy=switch(cfg.strategy, "uniform", n=8))
     tr = Trainer(cfg, tensorboard=False)
     before = copy.deepcopy(tr.model.state_dict())
     # a verifier that rewards even-length completions gives every group signal

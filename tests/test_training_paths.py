@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.configure import switch
 from reinforce_ada.sampling.ledger import score
 from reinforce_ada.tasks.files import load_prompts
 from reinforce_ada.training.config import TrainConfig, apply_overrides
@@ -161,7 +162,7 @@ def test_streaming_trainer_step(model_dir, tmp_path):
     cfg = tiny_cfg(model_dir, tmp_path / "run")
     cfg = dataclasses.replace(
         cfg,
-        strategy=cfg.strategy.replace(name="seq", samples_per_round=4, max_samples=8),
+        strategy=switch(cfg.strategy, "seq", samples_per_round=4, max_samples=8),
         generation=dataclasses.replace(cfg.generation, streaming=True, slots=16, prefetch=True),
     )
     tr = Trainer(cfg, tensorboard=False)

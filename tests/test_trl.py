@@ -23,6 +23,7 @@ from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.integrations.trl import HOOKED, AdaGRPOConfig, AdaGRPOTrainer, check_trl  # noqa: E402
 from reinforce_ada.integrations.trl_rewards import reward_table  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
 from reinforce_ada.sampling.strategies import STRATEGIES  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
@@ -333,7 +334,7 @@ def test_config_has_every_strategy_option_with_its_help(tmp_path):
         use_cpu=True,
         per_device_train_batch_size=8,
     )
-    assert cfg.strategy_config(seed=3) == StrategyConfig(name="est", n=4, budget=12, seed=3)
+    assert cfg.strategy_config(seed=3) == strategy_config(name="est", n=4, budget=12, seed=3)
 
 
 def test_config_parses_from_the_command_line(tmp_path):

@@ -38,6 +38,7 @@ from reinforce_ada.integrations.verl import (  # noqa: E402
 )
 from reinforce_ada.integrations.verl_driver import ROLLOUT_N, Session, StepDriver  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
 from reinforce_ada.sampling.rounds import collect  # noqa: E402
 from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy  # noqa: E402
 from reinforce_ada.types import Prompt, Sample  # noqa: E402
@@ -89,7 +90,7 @@ class OrdinalEngine:
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_driver_matches_our_rounds_driver_for_every_strategy(name):
     """One protocol: over verl rows the strategy keeps the same groups with the same advantages as in our trainer."""
-    cfg = StrategyConfig(name=name, seed=3)
+    cfg = strategy_config(name=name, seed=3)
     driver, trained, dispatched = run_driver(cfg, steps=2, batch=6)
 
     ref = build_strategy(cfg)
@@ -121,7 +122,7 @@ def test_driver_matches_our_rounds_driver_for_every_strategy(name):
 
 
 def test_seq_paper_preset_rounds_and_memory_keyed_on_dataset_index():
-    cfg = StrategyConfig(name="seq", n=4, samples_per_round=8, max_samples=32)
+    cfg = strategy_config(name="seq", n=4, samples_per_round=8, max_samples=32)
     driver, trained, dispatched = run_driver(cfg, steps=1, batch=6)
     counts = [int(tu.unwrap_non_tensor_data(r[ROLLOUT_N][i])) for r in dispatched for i in range(len(r))]
     assert set(counts) == {8}  # M per round; hard prompts come back for more rounds under fresh uids
@@ -138,7 +139,7 @@ def test_seq_paper_preset_rounds_and_memory_keyed_on_dataset_index():
 
 def test_failed_sessions_count_as_zero_and_are_never_trained():
     queue = []
-    driver = StepDriver(StrategyConfig(name="uniform", n=4), fetch_batch=Rows(3), dispatch=queue.append)
+    driver = StepDriver(strategy_config(name="uniform", n=4), fetch_batch=Rows(3), dispatch=queue.append)
     driver.begin(3)
     rows = queue.pop(0)
     for i in range(len(rows)):
@@ -153,7 +154,7 @@ def test_failed_sessions_count_as_zero_and_are_never_trained():
 
 
 def test_state_round_trips_through_a_checkpoint_folder(tmp_path):
-    cfg = StrategyConfig(name="est", seed=1)
+    cfg = strategy_config(name="est", seed=1)
     driver, _, _ = run_driver(cfg, steps=2, batch=6)
     path = save_state(tmp_path / "global_step_2", driver)
     assert path.name == STATE_FILE and json.loads(path.read_text())["steps"] == 2
@@ -172,7 +173,7 @@ def test_duplicate_dataset_index_is_refused():
         batch["uid"] = np.array(["a", "b", "c"], dtype=object)
         return tu.get_tensordict(batch)
 
-    driver = StepDriver(StrategyConfig(name="seq"), fetch_batch=same_index, dispatch=lambda rows: None)
+    driver = StepDriver(strategy_config(name="seq"), fetch_batch=same_index, dispatch=lambda rows: None)
     with pytest.raises(ConfigError, match="extra_info.index"):
         driver.begin(3)
 
@@ -235,6 +236,8 @@ def test_config_from_verl_hydra_overrides(compose):
         AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=8"))
     with pytest.raises(ConfigError, match="unknown ada"):
         strategy_config_from(compose("+ada.strategy=seq", "+ada.samples=8"))
+    with pytest.raises(ConfigError, match="ada.replay=true is not supported by the verl plugin"):
+        strategy_config_from(compose("+ada.strategy=uniform", "+ada.replay=true"))
     with pytest.raises(ConfigError, match="adv_estimator=gae"):
         AdaPPOTrainer(compose(*PRESET[1:], "actor_rollout_ref.rollout.n=4"))
     with pytest.raises(ConfigError, match="enable_resource_pool"):

@@ -144,7 +144,7 @@ def test_vllm_new_weights_reach_the_next_samples(vllm_model, vllm_engine, char_t
 
 
 def test_vllm_under_the_streaming_driver_with_cancellation(vllm_engine):
-    from reinforce_ada.sampling.config import StrategyConfig
+    from reinforce_ada.sampling.configure import strategy_config
     from reinforce_ada.sampling.strategies import build_strategy
     from reinforce_ada.sampling.streaming import collect_streaming
 
@@ -159,7 +159,7 @@ def test_vllm_under_the_streaming_driver_with_cancellation(vllm_engine):
     vllm_engine.submit = counting
     try:
         batch = collect_streaming(
-            build_strategy(StrategyConfig(samples_per_round=4, max_samples=12)),
+            build_strategy(strategy_config(samples_per_round=4, max_samples=12)),
             vllm_engine,
             prompts,
             verifier=lambda completion, answer: float(len(completion) % 2 == 0),  # p ~ 0.5: most retire early

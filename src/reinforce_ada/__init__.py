@@ -11,8 +11,10 @@ from __future__ import annotations
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, compute_advantages
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
 from reinforce_ada.sampling.ledger import Ledger, StepBatch
 from reinforce_ada.sampling.objectives import OBJECTIVES
+from reinforce_ada.sampling.options import Options, option
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy, register_strategy, strategy_class
@@ -30,6 +32,7 @@ __all__ = [
     "ConfigError",
     "Group",
     "Ledger",
+    "Options",
     "PoolStrategy",
     "Prompt",
     "Request",
@@ -44,8 +47,11 @@ __all__ = [
     "collect_streaming",
     "compute_advantages",
     "hard_pool",
+    "option",
+    "parse_arm",
     "plan",
     "plan_monte_carlo",
     "register_strategy",
     "strategy_class",
+    "strategy_config",
 ]

@@ -1,7 +1,8 @@
 """The arms of `reinforce-ada compare`: one line per sampling strategy, as `sampling.config.parse_arm` specs.
 
 A new strategy is a new line here (or `--arms NAME=SPEC` on the command line). A spec may end with `| optim.KEY=VALUE,
-...`: the learner's settings for that arm (`TrainConfig.optim`, all but the lr, which the sweep sets) -- controls
+...` (or `replay.KEY=VALUE`): the learner's settings for that arm (`TrainConfig.optim` all but the lr, which the sweep
+sets, and `TrainConfig.replay`) -- controls
 such as more PPO epochs per generated token, which no sampling strategy can express. An arm whose strategy does not
 parse yet (a strategy still being written) is skipped with the parser's reason, and the rest of the run goes on; a bad
 learner setting is an error.
@@ -17,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_arm
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import parse_arm
 
 ORACLE_ALLOC = (
     "est:estimator=oracle,allocation=signal,min_samples=1,max_samples=32,residual=none,advantage=group,scale_std=true"
@@ -47,7 +49,7 @@ ARMS: dict[str, str] = {
     "conformal": "conformal",
     # AR3PO's response reuse (training.replay, docs/replay.md): GRPO-n4 + a stored earlier correct answer in place of
     # one wrong sample of an all-wrong group, truncated-IS corrected; a baseline, in no registered list
-    "replay": "uniform:n=4,replay=true",
+    "replay": "uniform:n=4 | replay.enabled=true",
     # issue 22's ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
     # step and not charged to the budget. Selection: GRPO-n4 on the MoPPS top-k nearest 0.5 (max P(signal) at fixed n)
     # of 16 x batch candidates; allocation: the expected number of prompts with signal, maximised exactly under
@@ -94,30 +96,34 @@ class Arm:
     spec: str
     cfg: StrategyConfig
     train: tuple[tuple[str, Any], ...] = ()
-    """The learner's settings for this arm: (`optim.KEY`, value) pairs from the spec's `| ...` part."""
+    """The learner's settings for this arm: (`optim.KEY` or `replay.KEY`, value) pairs from the spec's `| ...` part."""
+
+
+LEARNER_SECTIONS = ("optim", "replay")
+"""The training sections an arm may set after `|` (the rest is the benchmark's, the same for every arm)."""
 
 
 def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
-    """`optim.epochs=2,optim.minibatches=2` -> validated (key, value) pairs (checked on a default TrainConfig)."""
+    """`optim.epochs=2,replay.enabled=true` -> validated (key, value) pairs (checked on a default TrainConfig)."""
     from reinforce_ada.training.config import TrainConfig, apply_overrides
 
-    pairs: dict[str, Any] = {}
+    pairs: dict[str, dict[str, Any]] = {}
     for item in (t.strip() for t in text.split(",") if t.strip()):
         key, eq, raw = item.partition("=")
         key = key.strip()
         sec, dot, field = key.partition(".")
-        if not eq or not dot or sec != "optim" or not field:
+        if not eq or not dot or sec not in LEARNER_SECTIONS or not field:
             raise ConfigError(
-                f"arm {name!r}: learner setting {item!r} must read optim.KEY=VALUE (e.g. optim.epochs=2); only the "
-                "optim section can differ between arms"
+                f"arm {name!r}: learner setting {item!r} must read optim.KEY=VALUE or replay.KEY=VALUE (e.g. "
+                "optim.epochs=2); only these sections can differ between arms"
             )
-        if field == "lr":
+        if key == "optim.lr":
             raise ConfigError(f"arm {name!r}: optim.lr is set by the lr sweep (or --lr {name}=LR), not in the spec")
-        pairs[field] = _literal(raw.strip())
+        pairs.setdefault(sec, {})[field] = _literal(raw.strip())
     if not pairs:
         raise ConfigError(f"arm {name!r}: nothing after '|'; write optim.KEY=VALUE or drop the '|'")
-    apply_overrides(TrainConfig(), {"optim": pairs}, f"arm {name!r}")  # unknown keys and bad values fail here
-    return tuple(sorted((f"optim.{k}", v) for k, v in pairs.items()))
+    apply_overrides(TrainConfig(), pairs, f"arm {name!r}")  # unknown keys and bad values fail here
+    return tuple(sorted((f"{sec}.{k}", v) for sec, kv in pairs.items() for k, v in kv.items()))
 
 
 def _literal(raw: str) -> Any:

@@ -199,7 +199,7 @@ def plan_jobs(
 
 
 def _cfg(arms: list[Arm], name: str) -> Any:
-    from reinforce_ada.sampling.config import parse_arm
+    from reinforce_ada.sampling.configure import parse_arm
 
     return next((a.cfg for a in arms if a.name == name), None) or parse_arm(ARMS[name])
 

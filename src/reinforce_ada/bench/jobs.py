@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.strategies import strategy_class
 
 
@@ -47,10 +48,13 @@ def record_schema(package: str | Path) -> dict[str, Any]:
     import sys
 
     code = (
-        "import dataclasses, json; from reinforce_ada.bench.run import Job; "
-        "from reinforce_ada.sampling.config import StrategyConfig; "
-        "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], "
-        "'strategy': dataclasses.asdict(StrategyConfig())}, default=str))"
+        "import dataclasses, json; from reinforce_ada.bench.run import Job\n"
+        "try:\n    from reinforce_ada.sampling.configure import strategy_config\n"
+        "    s, a = strategy_config().to_dict(), 0\n"
+        "except ImportError:  # 0.3: one flat StrategyConfig of every strategy's fields\n"
+        "    from reinforce_ada.sampling.config import StrategyConfig; s, a = dataclasses.asdict(StrategyConfig()), 1\n"
+        "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], 'strategy': s, 'all_fields': a}, "
+        "default=str))"
     )
     src = Path(package).resolve().parent
     out = subprocess.run(
@@ -79,18 +83,22 @@ def _record_path(
     import json
 
     fields = {k: v for k, v in dataclasses.asdict(job).items() if k not in MACHINE_FIELDS}
+    fields["strategy"] = strat = job.strategy.to_dict()  # flat, as every version keyed it
     if not fields.get("train"):  # most arms set no learner field: their keys read as before the field existed
         fields.pop("train", None)
     if schema is not None:
         theirs, defaults = set(schema["job"]), schema["strategy"]
         if "train" in fields and "train" not in theirs:
             return None
-        ours = {f.name: f.default for f in dataclasses.fields(job.strategy)}
-        strat = fields["strategy"]
-        if any(k not in defaults and strat[k] != ours[k] for k in strat):
-            return None
         fields = {k: v for k, v in fields.items() if k in theirs}
-        fields["strategy"] = {k: strat[k] for k in strat if k in defaults}
+        if schema.get("all_fields", True):  # 0.3 keyed every strategy's fields, None for "the strategy's default"
+            ours = strategy_config(job.strategy.name).to_dict()
+            if any(k not in defaults and strat[k] != ours[k] for k in strat):
+                return None
+            fields["strategy"] = {
+                k: (None if d is None and k in strat and strat[k] == ours[k] else strat.get(k, d))
+                for k, d in defaults.items()
+            }
     fields["data"] = (identity or {}).get(job.pool) or [job.model_path, job.train_path, job.eval_path]
     key = json.dumps([fingerprint, fields], sort_keys=True, default=str)
     return cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json.gz"
@@ -150,7 +158,7 @@ def run_jobs(
     if only_cached:
         log(f"report only: {len(out)} of {len(jobs)} runs have records, {len(todo)} not run (yet)")
         return [out[j.key] for j in jobs if j.key in out]
-    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy) for j in todo}
+    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy.options) for j in todo}
     total = sum(weight.values())
     spent = 0
     by_key = {j.key: j for j in todo}

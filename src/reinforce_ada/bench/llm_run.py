@@ -62,7 +62,7 @@ def same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def train_config(spec: RunSpec) -> Any:
-    from reinforce_ada.sampling.config import parse_arm
+    from reinforce_ada.sampling.configure import parse_arm
     from reinforce_ada.training.config import TrainConfig, apply_overrides
 
     cfg = apply_overrides(

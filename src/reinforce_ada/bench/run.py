@@ -51,7 +51,8 @@ class Job:
     phase: str = "main"
     """`sweep` or `main`: which part of the benchmark the job belongs to."""
     train: tuple[tuple[str, Any], ...] = ()
-    """The arm's learner settings (`optim.KEY`, value) beyond the lr (`bench.arms.Arm.train`); () for most arms."""
+    """The arm's learner settings (`optim.KEY` / `replay.KEY`, value) beyond the lr (`bench.arms.Arm.train`); () for
+    most arms."""
 
     @property
     def key(self) -> str:
@@ -83,7 +84,8 @@ def train_config(job: Job) -> Any:
             "model": {"path": job.model_path, "threads": job.threads},
             "task": {"name": "file", "path": job.train_path, "eval_path": job.eval_path, "verifier": "arithmetic"},
             "generation": {"max_new_tokens": job.max_new_tokens},
-            "optim": {"lr": job.lr, **{k.removeprefix("optim."): v for k, v in job.train}},
+            "optim": {"lr": job.lr, **{k.removeprefix("optim."): v for k, v in job.train if k.startswith("optim.")}},
+            "replay": {k.removeprefix("replay."): v for k, v in job.train if k.startswith("replay.")},
             "run": {
                 "steps": job.steps,
                 "batch_size": job.batch_size,

@@ -30,6 +30,8 @@ from reinforce_ada.cli.checks import (
 )
 from reinforce_ada.cli.flags import strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.configure import arm_label
+from reinforce_ada.sampling.strategies import strategy_class
 
 
 def read_rates_file(path: Path) -> list[float]:
@@ -76,7 +78,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             raise ConfigError(f"--pass-rates must be comma-separated numbers, got {args.pass_rates!r}") from None
     else:
         raise ConfigError("give --pass-rates 0.05,0.1,0.5 or --pass-rates-file FILE")
-    check_monte_carlo(args.monte_carlo, len(rates), cfg.max_samples)
+    check_monte_carlo(args.monte_carlo, len(rates), int(strategy_class(cfg.name).cost_hint(cfg.options)))
     rows = plan_monte_carlo(cfg, rates, reps=args.monte_carlo) if args.monte_carlo else plan(cfg, rates)
     if args.json:
         out: Any = rows_as_dicts(rows)
@@ -84,7 +86,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             out = {"rows": out, "totals": totals(rows)}
         print(json.dumps(out, indent=1))
         return 0
-    print(f"strategy {cfg.name}  " + " ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k != "name"))
+    print(
+        f"strategy {cfg.name}  " + " ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k not in ("name", "seed"))
+    )
     print(f"{'p':>8} {'zero_signal':>12} {'expected_samples':>17} {'unresolved':>11}  method")
     for r in rows:
         unres = "-" if r.unresolved is None else f"{r.unresolved:.4f}"
@@ -169,7 +173,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if not existed:
             _remove_if_empty_run(run_dir)
         raise
-    report = make_report(run_dir, title=f"{cfg.strategy.name} ({cfg.strategy.exit})")
+    report = make_report(run_dir, title=arm_label(cfg.strategy))
     for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
         print(line)
     print(f"wrote {cfg.run.run_dir}/metrics.jsonl, samples.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")

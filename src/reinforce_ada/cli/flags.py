@@ -1,8 +1,11 @@
 """Command-line flags generated from the config dataclasses: every field gets a flag with its help text.
 
-Strategy options are flags with dashes (`--samples-per-round`); training fields are `--section.field`
-(`--optim.lr`), and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`,
-`--rollout-workers`, `--rollout-address`).
+Strategy options are flags with dashes (`--samples-per-round`), generated from the chosen strategy's options class
+(`--strategy NAME`; its own options first, then the shared groups), so `--help` lists that strategy's options and a
+strategy registered from outside the package brings its own flags. Every other registered strategy's options are
+accepted too (hidden), so that `--strategy uniform --k-pos 2` is refused naming the strategies that have `k_pos`.
+Training fields are `--section.field` (`--optim.lr`), and the common run fields also have short forms (`--steps`,
+`--seed`, `--run-dir`, `--rollout-workers`, `--rollout-address`).
 """
 
 from __future__ import annotations
@@ -14,44 +17,73 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, coerce_value, strategy_names
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config, switch, user_set
+from reinforce_ada.sampling.options import GROUPS, coerce_value, option_specs, type_name
+from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, option_types, strategy_class, strategy_names
 from reinforce_ada.training.config import SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
-PLAN_OPTIONS = tuple(f.name for f in fields(StrategyConfig) if f.name != "name" and f.metadata.get("plan", True))
-"""The strategy options that change `plan`'s answer (closed forms or --monte-carlo); the others (marked `plan=False`
-on the field: downsampling, baselines, weights, trackers across steps) shape what a step teaches, not how many
-samples it draws."""
+DEFAULT_STRATEGY = "seq"
+GROUP_TITLES = {"common": "what counts as correct, group size", **{g: g for g in GROUPS}}
+
+
+def strategy_in(argv: list[str] | None) -> str:
+    """The strategy named on a command line (`--strategy X` or `--strategy=X`), else the default: which options
+    `--help` lists."""
+    argv = argv or []
+    for i, a in enumerate(argv):
+        if a == "--strategy" and i + 1 < len(argv):
+            name = argv[i + 1]
+        elif a.startswith("--strategy="):
+            name = a.split("=", 1)[1]
+        else:
+            continue
+        name = AUTO if name == "auto" else name
+        return name if name in STRATEGIES else DEFAULT_STRATEGY
+    return DEFAULT_STRATEGY
 
 
 def add_strategy_flags(
-    p: argparse.ArgumentParser, skip: tuple[str, ...] = (), only: tuple[str, ...] | None = None
+    p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY, skip: tuple[str, ...] = (), plan_only: bool = False
 ) -> None:
-    """One flag per StrategyConfig field (`only`: just those, e.g. PLAN_OPTIONS for `plan`)."""
-    title = "strategy options (same names as the config fields; each help says which strategies read it)"
-    g = p.add_argument_group(title)
+    """`--strategy` and one flag per option of strategy `name` (`plan_only`: just those that change `plan`'s
+    answer); the other strategies' options are accepted but hidden (module docstring)."""
+    g = p.add_argument_group("strategy")
     g.add_argument(
         "--strategy",
         dest="name",
         default=None,
         choices=strategy_names(),
         metavar="NAME",
-        help=f"one of {', '.join(strategy_names())} (default seq)",
+        help=f"one of {', '.join(strategy_names())} (default {DEFAULT_STRATEGY}); `--strategy NAME --help` lists "
+        "that strategy's options",
     )
-    for f in fields(StrategyConfig):
-        if f.name == "name" or f.name in skip or (only is not None and f.name not in only):
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    shown = set()
+    for spec in option_specs(strategy_class(name).Options):
+        if spec.name in skip or (plan_only and not spec.plan):
             continue
-        flag = "--" + f.name.replace("_", "-")
-        g.add_argument(flag, dest=f.name, default=None, metavar=metavar(str(f.type)), help=help_text(f, f.default))
+        title = f"{name} options" if spec.group == "own" else GROUP_TITLES[spec.group]
+        grp = groups.setdefault(title, p.add_argument_group(title))
+        flag = "--" + spec.name.replace("_", "-")
+        help = _escape(spec.help if "default" in spec.help else f"{spec.help} (default {spec.default})")
+        grp.add_argument(flag, dest=spec.name, default=None, metavar=metavar(spec.type), help=help)
+        shown.add(spec.name)
+    for other in sorted(set(option_types(STRATEGIES.values())) - shown - set(skip)):
+        p.add_argument("--" + other.replace("_", "-"), dest=other, default=None, help=argparse.SUPPRESS)
 
 
 def strategy_from_args(args: argparse.Namespace, base: StrategyConfig | None = None) -> StrategyConfig:
-    base = base or StrategyConfig()
-    changes: dict[str, Any] = {}
-    for f in fields(StrategyConfig):
-        raw = getattr(args, f.name, None)
-        if raw is not None:
-            changes[f.name] = coerce_value(f.name, str(raw), str(f.type)) if f.name != "name" else raw
-    return base.replace(**changes)
+    """The strategy the flags describe, on `base` (a preset's or a resumed run's; default: the default strategy)."""
+    values = {k: getattr(args, k) for k in option_types(STRATEGIES.values()) if getattr(args, k, None) is not None}
+    name = getattr(args, "name", None)
+    if base is None:
+        base = strategy_config(name or DEFAULT_STRATEGY)
+    target = strategy_class(AUTO if name == "auto" else name or base.name).Options.__dataclass_fields__
+    changes = {k: coerce_value(k, str(v), type_name(target[k].type)) if k in target else v for k, v in values.items()}
+    if name is not None and (AUTO if name == "auto" else name) != base.name:
+        return switch(base, name, **changes)
+    return strategy_config(base.name, seed=base.seed, **{**user_set(base), **changes})
 
 
 RUN_FLAGS = ("steps", "batch_size", "seed", "run_dir", "eval_every", "eval_samples", "save_every")
@@ -75,12 +107,10 @@ def table_help() -> dict[str, str]:
     }
 
 
-def add_train_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--config", help="TOML preset (sections [strategy], [model], [task], [generation], [optim], [run], [rollout])"
-    )
+def add_train_flags(p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY) -> None:
+    p.add_argument("--config", help=f"TOML preset (sections {', '.join(f'[{s}]' for s in SECTIONS)})")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
-    add_strategy_flags(p, skip=("seed",))  # the run's --seed seeds the strategy too
+    add_strategy_flags(p, name)
     for sec, factory in SECTIONS.items():
         if sec == "strategy":
             continue
@@ -98,7 +128,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                 *flags,
                 dest=f"{sec}.{f.name}",
                 default=None,
-                metavar=metavar(str(f.type)),
+                metavar=metavar(type_name(f.type)),
                 help=generated.get(f"{sec}.{f.name}") or help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
 

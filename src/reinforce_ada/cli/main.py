@@ -1,7 +1,9 @@
 """`reinforce-ada` command line: train | eval | filter | compare | models | plan | simulate.
 
-Strategy flags are generated from `StrategyConfig`, so they carry the same names as the config fields
-(`--samples-per-round`, `--k-pos`, ...). Bad values exit with status 2 and a message naming the flag.
+Strategy flags are generated from the chosen strategy's options class (`--strategy NAME`), so they carry the same
+names as the config fields (`--samples-per-round`, `--k-pos`, ...). `--plugin FILE.py` (or a module name, repeatable,
+anywhere on the line) imports code that registers strategies, tasks, engines or admission rules before the flags
+are built. Bad values exit with status 2 and a message naming the flag.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from reinforce_ada.cli.commands import (
 )
 from reinforce_ada.cli.compare import cmd_compare
 from reinforce_ada.cli.features import cmd_features
-from reinforce_ada.cli.flags import PLAN_OPTIONS, add_strategy_flags, add_train_flags, verifier_names
+from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags, strategy_in, verifier_names
+from reinforce_ada.cli.plugins import load_plugins, split_plugins
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names, help_lines
 
@@ -70,8 +73,18 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; `argv` decides which strategy's options the strategy flags and `--help` list (`--strategy`)."""
+    name = strategy_in(argv)
     p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE.py|MODULE",
+        help="import this first (repeatable, allowed anywhere on the line): code that registers a strategy, task, "
+        "engine or admission rule with one line, e.g. register_strategy('mine', Mine)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     pl = sub.add_parser("plan", help="zero-signal probability, expected samples and unresolved rate per pass rate")
@@ -79,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--pass-rates-file", help="JSONL or CSV of pass rates (one step's batch); prints per-step totals")
     pl.add_argument("--monte-carlo", type=int, default=0, metavar="REPS", help="estimate by simulation instead")
     pl.add_argument("--json", action="store_true", help="print JSON: a list of {p, zero_signal, expected_samples, ...}")
-    add_strategy_flags(pl, only=PLAN_OPTIONS)
+    add_strategy_flags(pl, name, plan_only=True)
     pl.set_defaults(fn=cmd_plan)
 
     si = sub.add_parser("simulate", help="run strategies on the simulated policy; write curves (JSON + PNG)")
@@ -100,11 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="output path without suffix (.json and .png); default runs/simulate, or runs/simulate-N when that is "
         "taken (an earlier run's results are never overwritten unless --out names them)",
     )
-    add_strategy_flags(si)
+    add_strategy_flags(si, name)
     si.set_defaults(fn=cmd_simulate)
 
     tr = sub.add_parser("train", help="RL-train a policy (default: the embedded tiny model on built-in arithmetic)")
-    add_train_flags(tr)
+    add_train_flags(tr, name)
     tr.set_defaults(fn=cmd_train)
 
     ev = sub.add_parser(
@@ -298,12 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from reinforce_ada.sampling.strategies import load_strategy_plugins
 
-    try:  # strategies other packages declare (entry points `reinforce_ada.strategies`), before the flags are built
+    argv, plugins = split_plugins(sys.argv[1:] if argv is None else list(argv))
+    try:  # what other packages declare (entry points) and --plugin files, before the flags are built
         load_strategy_plugins()
+        load_plugins(plugins)
     except ConfigError as e:
         print(f"reinforce-ada: error: {e}", file=sys.stderr)
         return 2
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -140,7 +140,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         if not isinstance(config, AdaGRPOConfig):
             raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
         refuse_oracle(config.estimator, "AdaGRPOTrainer")
-        refuse_replay(config, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
+        refuse_replay(config.replay, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
         check_trl()
         super().__init__(*args, **kwargs)
         for name in USED_ATTRIBUTES:
@@ -210,10 +210,10 @@ class AdaGRPOTrainer(GRPOTrainer):
             raise
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
-        if c.resolved_scale_std:  # the same advantages with TRL's std floor (only the floor differs)
+        if c.scale_std:  # the same advantages with TRL's std floor (only the floor differs)
             advs, weights = compute_advantages(
                 batch.groups,
-                estimator=c.resolved_advantage,
+                estimator=c.advantage,
                 std=True,
                 correction=c.correction,
                 objective=c.objective,

@@ -1,12 +1,16 @@
 """`AdaGRPOConfig`: TRL's `GRPOConfig` plus our strategy options, under the names they have everywhere else.
 
-1) The strategy fields are generated from `sampling.config.StrategyConfig` (one vocabulary, one help text each):
-   every field but `name` (here `strategy`), `n` (here TRL's `num_generations`, the group size trained on) and `seed`
-   (TRL's `seed`; each process's strategy draws from `seed + process index`).
+1) The strategy fields are generated from the registered strategies' options classes (`sampling.options`; one
+   vocabulary, one help text each), the union over every strategy registered when this module is imported: every
+   option but `n` (here TRL's `num_generations`, the group size trained on); the strategy's name is `strategy` and its
+   seed TRL's `seed` (each process's strategy draws from `seed + process index`). An option whose default differs
+   between strategies (the baseline, `select`, `evict`) defaults to None here: the chosen strategy's own. A strategy
+   registered later brings its options through an arm spec: `strategy="mine:my_option=3"`.
 2) `__post_init__` checks each strategy field's type against its annotation (`k_pos="2"`, `max_samples=2.5` fail
    naming the field; the command line converts for you), then builds the `StrategyConfig`, so a bad value fails at
-   config time with `StrategyConfig`'s message, the field named as the user wrote it (`strategy=`,
-   `num_generations=`). `reward_weights` must be finite real numbers, `max_verifier_error_share` in [0, 1].
+   config time with the options class's message, the field named as the user wrote it (`strategy=`,
+   `num_generations=`); a field set away from its default that the chosen strategy does not have is an error naming
+   it. `reward_weights` must be finite real numbers, `max_verifier_error_share` in [0, 1].
 3) Options of TRL's that would silently change what our strategy decides are rejected or mapped here:
    `scale_rewards="none"` means `scale_std=False` unless `scale_std` is set; `scale_rewards="batch"` and
    `multi_objective_aggregation="normalize_then_sum"` are refused (the strategy's baseline is the advantage).
@@ -25,21 +29,50 @@ from trl import GRPOConfig
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import parse_arm, strategy_config, user_set
+from reinforce_ada.sampling.options import type_name
+from reinforce_ada.sampling.strategies import STRATEGIES
 
 RENAMED = {"name": "strategy", "n": "num_generations"}
-"""StrategyConfig field -> the AdaGRPOConfig field that holds it."""
-NOT_COPIED = (*RENAMED, "seed")
-STRATEGY_HELP = {f.name: f.metadata.get("help", "") for f in fields(StrategyConfig)}
+"""Our option name -> the AdaGRPOConfig field that holds it."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One strategy option as an AdaGRPOConfig field: its type, its default (None: the strategy's own) and help."""
+
+    type: str
+    default: Any
+    help: str
+
+
+def strategy_options() -> dict[str, Option]:
+    """The union of the registered strategies' options (module docstring, 1)."""
+    seen: dict[str, list[Any]] = {}
+    for cls in STRATEGIES.values():
+        for f in fields(cls.Options):
+            if f.name != "n":
+                seen.setdefault(f.name, []).append(f)
+    out = {}
+    for name, fs in seen.items():
+        f = fs[0]
+        agree = all(g.default == f.default for g in fs)
+        typ = type_name(f.type) if agree or "None" in type_name(f.type) else f"{type_name(f.type)} | None"
+        text = f.metadata.get("help", "") + ("" if agree else " (default: the strategy's own)")
+        out[name] = Option(typ, f.default if agree else None, text)
+    return out
+
+
+OPTIONS = strategy_options()
+STRATEGY_HELP = {name: o.help for name, o in OPTIONS.items()}
 
 
 def _with_strategy_fields(cls: type) -> type:
-    """Add StrategyConfig's fields (same names, types, defaults and help) to a GRPOConfig subclass, then make it a
+    """Add the strategy options (same names, types, defaults and help) to a GRPOConfig subclass, then make it a
     dataclass."""
-    for f in fields(StrategyConfig):
-        if f.name in NOT_COPIED:
-            continue
-        cls.__annotations__[f.name] = f.type
-        setattr(cls, f.name, field(default=f.default, metadata={"help": f"reinforce-ada: {STRATEGY_HELP[f.name]}"}))
+    for name, o in OPTIONS.items():
+        cls.__annotations__[name] = o.type
+        setattr(cls, name, field(default=o.default, metadata={"help": f"reinforce-ada: {o.help}"}))
     return dataclass(cls)
 
 
@@ -57,7 +90,7 @@ def _has_type(value: Any, name: str) -> bool:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
     if name == "str":
         return isinstance(value, str)
-    return True  # an annotation we do not check (StrategyConfig has none today)
+    return True  # an annotation we do not check (no option has one today)
 
 
 def _type_names(annotation: Any) -> list[str]:
@@ -74,7 +107,7 @@ def _type_names(annotation: Any) -> list[str]:
 
 def check_types(config: Any, names: list[str], annotations: dict[str, Any]) -> None:
     """Each strategy field's value has its annotated type (`"int | None"`, ...), else a ConfigError naming the field,
-    the value and what would be valid. Dataclasses do not check types; `StrategyConfig`'s comparisons would fail with a
+    the value and what would be valid. Dataclasses do not check types; the options' comparisons would fail with a
     bare TypeError (`k_pos="2"`) or accept a wrong number silently (`max_samples=2.5`)."""
     for name in names:
         value, allowed = getattr(config, name), _type_names(annotations[name])
@@ -84,7 +117,7 @@ def check_types(config: Any, names: list[str], annotations: dict[str, Any]) -> N
 
 
 def _user_names(message: str) -> str:
-    """Rewrite StrategyConfig's field names in an error message to the ones an AdaGRPOConfig user wrote."""
+    """Rewrite our option names in an error message to the ones an AdaGRPOConfig user wrote."""
     for ours, theirs in RENAMED.items():
         message = re.sub(rf"(?<![\w.]){ours}=", f"{theirs}=", message)
     return message
@@ -92,14 +125,24 @@ def _user_names(message: str) -> str:
 
 @_with_strategy_fields
 class AdaGRPOConfig(GRPOConfig):
-    """TRL's `GRPOConfig` plus reinforce-ada's strategy options (see `sampling.config.StrategyConfig` for each).
+    """TRL's `GRPOConfig` plus reinforce-ada's strategy options (see each strategy's `Options` for each).
 
     `num_generations` is the group size n trained on per prompt (uniform/dynamic: samples per prompt; seq: the
     downsampled group; est draws and trains on its own allocation). Each process runs the strategy on its share of
     the step's prompts, so `budget` (est) is per process.
     """
 
-    strategy: str = field(default="seq", metadata={"help": f"reinforce-ada: {STRATEGY_HELP['name']}"})
+    strategy: str = field(
+        default="seq",
+        metadata={
+            "help": "reinforce-ada: the sampling strategy, a registered name "
+            f"({', '.join(STRATEGIES)}) or an arm spec such as 'seq:exit=positive'"
+        },
+    )
+    replay: bool = field(
+        default=False,
+        metadata={"help": "reinforce-ada: replay is our own trainer's ([replay] enabled); AdaGRPOTrainer refuses it"},
+    )
     max_verifier_error_share: float = field(
         default=0.5,
         metadata={
@@ -129,7 +172,7 @@ class AdaGRPOConfig(GRPOConfig):
                 f"per_device_train_batch_size * steps_per_generation = {local} must be a multiple of "
                 f"num_generations={self.num_generations}: each process must hold whole prompt groups"
             )
-        types = {RENAMED.get(f.name, f.name): f.type for f in fields(StrategyConfig) if f.name not in ("n", "seed")}
+        types = {name: o.type for name, o in OPTIONS.items()}
         check_types(self, list(types), types)
         share = self.max_verifier_error_share
         if not (_has_type(share, "float") and 0 <= share <= 1):
@@ -145,11 +188,23 @@ class AdaGRPOConfig(GRPOConfig):
 
     def strategy_config(self, seed: int = 0) -> StrategyConfig:
         """The StrategyConfig these options describe (`seed` is the strategy's own: TRL's seed + process index)."""
-        values: dict[str, Any] = {
-            f.name: getattr(self, f.name) for f in fields(StrategyConfig) if f.name not in NOT_COPIED
-        }
         try:
-            return StrategyConfig(name=self.strategy, n=self.num_generations, seed=seed, **values)
+            base = parse_arm(self.strategy)
+            own = base.options.__dataclass_fields__
+            values, foreign = {"n": self.num_generations}, []
+            for name, o in OPTIONS.items():
+                value = getattr(self, name)
+                if name in own and value is not None:
+                    values[name] = value
+                elif name not in own and value != o.default:
+                    foreign.append(name)
+            if foreign:
+                raise ConfigError(
+                    f"{', '.join(sorted(foreign))}: not an option of strategy {base.name!r}; leave "
+                    f"{'it' if len(foreign) == 1 else 'them'} at the default or choose a strategy that has "
+                    f"{'it' if len(foreign) == 1 else 'them'}"
+                )
+            return strategy_config(base.name, seed=seed, **{**user_set(base), **values})
         except ConfigError as e:
             raise ConfigError(_user_names(str(e))) from None
 

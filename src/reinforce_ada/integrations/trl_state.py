@@ -22,6 +22,7 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import changed_options
 
 KEYS = ("strategy", "order", "config")
 FIX = "resume from an earlier checkpoint, or delete the file to start the strategy fresh"
@@ -77,7 +78,7 @@ def read_state(checkpoint: Path, rank: int, config: StrategyConfig) -> tuple[Pat
             f"strategy={saved!r}, or start the strategy fresh from a checkpoint without reinforce_ada/"
         )
     mine = config.to_dict()
-    changed = sorted(k for k, v in state["config"].items() if k != "seed" and k in mine and mine[k] != v)
+    changed = changed_options(state["config"], config)
     if changed:
         was = ", ".join(f"{k}={state['config'][k]!r} -> {mine[k]!r}" for k in changed)
         warnings.warn(f"{path}: resuming with changed strategy options: {was}", stacklevel=3)

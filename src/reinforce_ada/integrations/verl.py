@@ -40,11 +40,14 @@ from verl.workers.utils.padding import response_to_nested
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.verl_driver import Session, StepDriver, Trained
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
+from reinforce_ada.sampling.strategies import AUTO, strategy_class
+from reinforce_ada.training.replay import refuse as refuse_replay
 
 TRAINER_NAME = "reinforce_ada"
 TESTED_VERL = ">=0.9.1,<0.10"
 STATE_FILE = "reinforce_ada.json"
-DRIVER_KEYS = {"strategy": "the strategy name (StrategyConfig.name)", "poll_interval_s": "TransferQueue poll period"}
+DRIVER_KEYS = {"strategy": "the strategy name (a registered name)", "poll_interval_s": "TransferQueue poll period"}
 USED = {
     PPOTrainerSync: ("_fetch_one_gen_batch", "_submit_batch_to_rollout", "prepare_step", "_compute_advantage"),
     ReplayBuffer: ("_sync_metadata_from_transfer_queue",),
@@ -79,13 +82,17 @@ def strategy_config_from(config: DictConfig) -> tuple[StrategyConfig, float]:
         if "name" in section:
             raise ConfigError("give ada.strategy or ada.name, not both")
         section["name"] = section.pop("strategy")
-    valid = set(StrategyConfig.__dataclass_fields__)
+    name = section.pop("name", "seq")
+    refuse_replay(section.pop("replay", False), "the verl plugin", option="ada.replay")
+    valid = set(strategy_class(name if name != "auto" else AUTO).Options.__dataclass_fields__) | {"seed"}
     unknown = sorted(set(section) - valid)
     if unknown:
-        raise ConfigError(f"unknown ada.* keys {unknown}; valid: {sorted(valid - {'name'}) + sorted(DRIVER_KEYS)}")
+        raise ConfigError(
+            f"unknown ada.* keys {unknown} for strategy {name!r}; valid: {sorted(valid) + sorted(DRIVER_KEYS)}"
+        )
     if poll <= 0:
         raise ConfigError(f"ada.poll_interval_s={poll} must be > 0")
-    return StrategyConfig(**section), poll
+    return strategy_config(name, **section), poll
 
 
 def check_config(config: DictConfig, cfg: StrategyConfig) -> None:

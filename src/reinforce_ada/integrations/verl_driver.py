@@ -36,10 +36,10 @@ from tensordict import TensorDict
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import changed_options
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish
 from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.strategies import build_strategy
-from reinforce_ada.training.replay import refuse as refuse_replay
 from reinforce_ada.types import Prompt, Request, Sample
 
 ROLLOUT_N = "__rollout_n__"
@@ -112,7 +112,6 @@ class StepDriver:
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ):
         refuse_oracle(cfg.estimator, "the verl plugin", option="ada.estimator")
-        refuse_replay(cfg, "the verl plugin", option="ada.replay")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid
@@ -241,8 +240,8 @@ class StepDriver:
         return {"steps": self.steps, "config": self.cfg.to_dict(), "strategy": self.strategy.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["config"] != self.cfg.to_dict():
-            changed = sorted(k for k, v in state["config"].items() if self.cfg.to_dict().get(k) != v)
+        changed = changed_options(state["config"], self.cfg)
+        if changed:
             raise ConfigError(f"the checkpoint's strategy differs from ada.* in fields {changed}; keep them equal")
         self.steps = int(state["steps"])
         self.strategy.load_state_dict(json.loads(json.dumps(state["strategy"])))

@@ -3,7 +3,8 @@
 Ours, not a published method (docs/allocators.md, "select=iw"; the design is issue 23's allocator memo, section 3).
 1) Utility. For a candidate x with pass-rate belief p ~ Beta(a, b) (`PromptMemory.posterior` under `estimator`,
    `oracle` included), u(x) = sqrt(E_p[P(signal | p)]), P(signal | p) from the planner's exact per-visit law of the
-   sampler behind the selection (`sampling.value.value_table(cfg).expect`; for uniform n it is 1 - p^n - (1 - p)^n).
+   sampler behind the selection (`sampling.value.value_table(cls, opts).expect`; for uniform n it is
+   1 - p^n - (1 - p)^n).
 2) Proposal. The defensive mixture q(x) = (1 - lam) u(x) / sum(u) + lam / N over the N candidates (N = C x k when the
    source fills the candidate list), lam = `iw_mix`; when every u is 0, q is uniform.
 3) Draw. Inclusion probabilities pi(x) = k q(x), capped at 1 with the excess redistributed over the others in
@@ -113,7 +114,7 @@ def self_normalise(w: np.ndarray) -> np.ndarray:
 
 
 def iw_choose(
-    candidates: list[Prompt], k: int, memory: Any, rng: np.random.Generator, table: ValueTable, cfg: Any
+    candidates: list[Prompt], k: int, memory: Any, rng: np.random.Generator, table: ValueTable, opts: Any
 ) -> tuple[list[Prompt], list[float]]:
     """Admit k of `candidates` (module docstring, 1-4); return them in candidate order with their clipped,
     not yet self-normalised weights (1 each with `iw_weights=false`, or when there are no more than k candidates)."""
@@ -123,10 +124,10 @@ def iw_choose(
     if np.all(u == u[0]):  # uniform admission: pi = k / N and w = 1 exactly (no rounding through the mixture)
         pi, exact = np.full(len(candidates), k / len(candidates)), True
     else:
-        pi, exact = inclusion_probabilities(proposal(u, cfg.iw_mix), k), False
+        pi, exact = inclusion_probabilities(proposal(u, opts.iw_mix), k), False
     picked = systematic_draw(pi, rng)
-    weighted = cfg.iw_weights and not exact
-    w = ht_weights(pi[picked], len(candidates), k, cfg.iw_clip) if weighted else np.ones(len(picked))
+    weighted = opts.iw_weights and not exact
+    w = ht_weights(pi[picked], len(candidates), k, opts.iw_clip) if weighted else np.ones(len(picked))
     return [candidates[i] for i in picked], [float(x) for x in w]
 
 

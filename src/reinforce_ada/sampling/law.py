@@ -1,28 +1,28 @@
 """The exact law of one visit of a sampler, per prompt pass rate: the planner's closed forms, in the sampling core.
 
-`visit_law(cfg, rates)` gives, for each rate, the probability that one visit yields no signal, its expected samples,
-its chance to end unresolved and its chance to be all correct / all wrong (GRESO's streak moves), by the strategy
-class's declared `traits.planner`: `group` and `allocation` (one batch of n or of the allocated count), `pilot`
-(Pilot-Commit: pilot X ~ Bin(pilot, p), committed iff X / pilot is in the band) and `sequential` (any seq rule, give_up
-included: a dynamic programme over the number of correct samples after each round); None for `monte_carlo`.
+`visit_law(cls, opts, rates)` gives, for each rate, the probability that one visit yields no signal, its expected
+samples, its chance to end unresolved and its chance to be all correct / all wrong (GRESO's streak moves), by the
+strategy class `cls`'s declared `traits.planner`: `group` and `allocation` (one batch of n or of the allocated
+count), `pilot` (Pilot-Commit: pilot X ~ Bin(pilot, p), committed iff X / pilot is in the band) and `sequential` (any
+seq rule, give_up included: a dynamic programme over the number of correct samples after each round); None for
+`monte_carlo`.
 `simulation.plan` builds the user-facing planner on it (selection, GRESO's stationary skip share, Monte Carlo), and
 `sampling.value` prices candidates with it -- which is why it lives here: the core never imports the simulator.
+`exit_holds` and `resolve_chance` are Seq's exit rule and give-up chance (`strategies.seq` decides with them, the law
+enumerates them). Pure: a strategy class and its options in, numbers out; this module imports no strategy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import comb
+from math import comb, exp, lgamma
+from typing import Any
 
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import oracle_prior
-from reinforce_ada.sampling.strategies import strategy_class
-from reinforce_ada.sampling.strategies.select import Greso
-from reinforce_ada.sampling.strategies.seq import exit_holds, resolve_chance
 
 MAX_PLAN_SAMPLES = 1024
 """Largest max_samples the planner answers for (module docstring); the paper's caps are 32 to 256."""
@@ -52,13 +52,37 @@ class Visit:
     all_wrong: float
 
 
-def check_size(cfg: StrategyConfig) -> None:
-    """Refuse a max_samples the planner cannot answer for (`MAX_PLAN_SAMPLES`, module docstring)."""
-    if cfg.max_samples > MAX_PLAN_SAMPLES:
+def check_size(cls: Any, opts: Any) -> None:
+    """Refuse a sampler whose visits can draw more than the planner answers for (`MAX_PLAN_SAMPLES`): the most
+    samples a prompt can cost (`cls.cost_hint`), named by the option that sets it."""
+    if cls.cost_hint(opts) > MAX_PLAN_SAMPLES:
+        name = "max_samples" if hasattr(opts, "max_samples") else "n"
         raise ConfigError(
-            f"max_samples={cfg.max_samples} is past the planner's limit: its binomial laws overflow a float past "
+            f"{name}={getattr(opts, name)} is past the planner's limit: its binomial laws overflow a float past "
             f"about 1,029 draws; the largest allowed value is {MAX_PLAN_SAMPLES}"
         )
+
+
+def exit_holds(n_pos: int, n_neg: int, *, exit: str, k_pos: int, k_neg: int) -> bool:
+    """Seq's exit rule: `positive` needs k_pos correct samples, `balanced` k_pos correct and k_neg wrong."""
+    if exit == "positive":
+        return n_pos >= k_pos
+    return n_pos >= k_pos and n_neg >= k_neg
+
+
+def resolve_chance(n_pos: int, n_neg: int, remaining: int, a: float, b: float, *, k_pos: int, k_neg: int) -> float:
+    """P(the next `remaining` samples bring >= k_pos - n_pos correct and >= k_neg - n_neg wrong) when the pass rate
+    is Beta(a + n_pos, b + n_neg) distributed (a Beta-binomial tail; k_neg = 0 for the positive exit)."""
+    need_pos, need_neg = max(0, k_pos - n_pos), max(0, k_neg - n_neg)
+    if need_pos + need_neg > remaining:
+        return 0.0
+    a, b, r = a + n_pos, b + n_neg, remaining
+    log_beta_ab = lgamma(a) + lgamma(b) - lgamma(a + b)
+    total = 0.0
+    for j in range(need_pos, r - need_neg + 1):
+        log_comb = lgamma(r + 1) - lgamma(j + 1) - lgamma(r - j + 1)
+        total += exp(log_comb + lgamma(j + a) + lgamma(r - j + b) - lgamma(r + a + b) - log_beta_ab)
+    return min(1.0, total)
 
 
 def check_rates(rates: Sequence[float]) -> np.ndarray:
@@ -83,7 +107,7 @@ def _binom(k: int, p: float) -> list[float]:
     return [comb(k, j) * p**j * (1 - p) ** (k - j) for j in range(k + 1)]
 
 
-def _seq_exact(p: float, c: StrategyConfig) -> Visit:
+def _seq_exact(p: float, c: Any) -> Visit:
     k_pos, k_neg = c.resolved_k_pos, c.resolved_k_neg
     # give_up's prior on a first visit; estimator=oracle knows p (the memory's Beta concentrated on it)
     a0, b0 = oracle_prior(p) if c.estimator == "oracle" else (c.prior_alpha, c.prior_beta)
@@ -126,13 +150,13 @@ def _seq_exact(p: float, c: StrategyConfig) -> Visit:
         unresolved = (1 - p) ** (rounds * m)
         expected = m * sum((1 - p) ** (r * m) for r in range(rounds))
         zero = min(1.0, p**m + unresolved)
-    if c.resolved_advantage in ("group", "maxrl") and c.n < 2:
+    if c.advantage in ("group", "maxrl") and c.n < 2:
         zero = 1.0  # a kept group of one sample is its own baseline
     method = "closed_form" if closed else "exact_enumeration"
     return Visit(PlanRow(p, float(zero), float(expected), float(unresolved), method), right, wrong)
 
 
-def _pilot_commit(p: float, c: StrategyConfig) -> Visit:
+def _pilot_commit(p: float, c: Any) -> Visit:
     k, extra, evict = c.pilot, c.max_samples - c.pilot, c.resolved_evict
     zero = right = wrong = committed = evicted = 0.0
     more = _binom(extra, p)  # the commit batch's correct count (a single 1.0 when there is none)
@@ -158,49 +182,18 @@ def _pilot_commit(p: float, c: StrategyConfig) -> Visit:
     return Visit(row, right, wrong)
 
 
-def visit_law(cfg: StrategyConfig, r: np.ndarray) -> list[Visit] | None:
-    """The base sampler's law for one visit at each rate (no selection), by the class's declared planner; None for
-    planner="monte_carlo" (no closed form)."""
-    cls = strategy_class(cfg.name)
+def visit_law(cls: Any, opts: Any, r: np.ndarray) -> list[Visit] | None:
+    """The sampler `cls`'s law for one visit at each rate (no selection) under its options `opts`, by the class's
+    declared planner; None for planner="monte_carlo" (no closed form)."""
     planner = cls.traits.planner
     if planner == "group":
-        return [_one_batch(float(p), cfg.n) for p in r]
+        return [_one_batch(float(p), opts.n) for p in r]
     if planner == "allocation":
-        budget = cfg.budget if cfg.budget is not None else 8 * len(r)
-        counts = cls.plan_counts(r, cfg, budget)
+        budget = opts.budget if opts.budget is not None else 8 * len(r)
+        counts = cls.plan_counts(r, opts, budget)
         return [_one_batch(float(p), int(k)) for p, k in zip(r, counts, strict=True)]
     if planner == "pilot":
-        return [_pilot_commit(float(p), cfg) for p in r]
+        return [_pilot_commit(float(p), opts) for p in r]
     if planner == "sequential":
-        return [_seq_exact(float(p), cfg) for p in r]
+        return [_seq_exact(float(p), opts) for p in r]
     return None
-
-
-def greso_skip_share(all_correct: float, all_wrong: float, *, p_easy: float = 0.5, p_hard: float = 0.5) -> float:
-    """Long-run share of a prompt's offers that GRESO skips, with fixed exploration probabilities.
-
-    The state is the zero-variance streak s (+c: c all-correct visits in a row, -c: all wrong, 0: the last visit
-    had both); an offer keeps the prompt with probability max(p^|s|, 0.01) and a kept visit moves s by the visit's
-    outcome. Streaks beyond the floor behave alike, so they are merged.
-    """
-    depth = 1
-    while max(p_easy, p_hard) ** depth > Greso.FLOOR:
-        depth += 1
-    states = list(range(-depth, depth + 1))
-    at = {s: i for i, s in enumerate(states)}
-
-    def keep(s: int) -> float:
-        return 1.0 if s == 0 else max((p_easy if s > 0 else p_hard) ** abs(s), Greso.FLOOR)
-
-    mixed = 1.0 - all_correct - all_wrong
-    t_SS = np.zeros((len(states), len(states)))
-    for s in states:
-        kp = keep(s)
-        t_SS[at[s], at[s]] += 1 - kp
-        t_SS[at[s], at[min(s + 1, depth) if s > 0 else 1]] += kp * all_correct
-        t_SS[at[s], at[max(s - 1, -depth) if s < 0 else -1]] += kp * all_wrong
-        t_SS[at[s], at[0]] += kp * mixed
-    # stationary distribution: pi (T - I) = 0, sum pi = 1
-    a = np.vstack([(t_SS - np.eye(len(states))).T, np.ones(len(states))])
-    pi = np.linalg.lstsq(a, np.r_[np.zeros(len(states)), 1.0], rcond=None)[0]
-    return float(1.0 - sum(pi[at[s]] * keep(s) for s in states))

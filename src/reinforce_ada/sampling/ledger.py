@@ -105,11 +105,11 @@ def score(
 def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
     """Build the training groups, their advantages and weights, and complete the ledger (round and streaming mode)."""
     groups = strategy.build()
-    c = strategy.cfg
+    c = strategy.opts
     advs, weights = compute_advantages(
         groups,
-        estimator=c.resolved_advantage,
-        std=c.resolved_scale_std,
+        estimator=c.advantage,
+        std=c.scale_std,
         correction=c.correction,
         objective=c.objective,
         alpha=c.alpha,

@@ -38,7 +38,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from reinforce_ada.sampling.config import ESTIMATORS, StrategyConfig
+from reinforce_ada.sampling.options import ESTIMATORS, Options
 from reinforce_ada.sampling.oracle import PassRateOracle, missing_oracle
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.types import Prompt
@@ -274,8 +274,8 @@ def _zero_stats() -> dict[str, int]:
     return {"visits": 0, "all_correct": 0, "all_wrong": 0}
 
 
-def memory_for(cfg: StrategyConfig) -> PromptMemory:
-    """The memory a `StrategyConfig` asks for (a predictor only when the estimator uses one)."""
+def memory_for(cfg: Options) -> PromptMemory:
+    """The memory a strategy's options ask for (a predictor only when the estimator uses one)."""
     predictor = None
     if cfg.estimator in _USES_PREDICTOR:
         predictor = DifficultyPredictor(dim=cfg.predictor_dim, lr=cfg.predictor_lr)

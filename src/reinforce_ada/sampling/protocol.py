@@ -23,16 +23,19 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Sequence
-from dataclasses import asdict
-from typing import Any, ClassVar, Protocol
+from dataclasses import asdict, is_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.memory import memory_for
+from reinforce_ada.sampling.options import Options
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt, Request, Sample
+
+if TYPE_CHECKING:
+    from reinforce_ada.sampling.config import StrategyConfig
 
 IN_FLIGHT = ("cancel", "keep")
 
@@ -92,39 +95,61 @@ class PoolStrategy:
     (batches merged), `early` (arrived, not yet merged). A sample's `round` is wave + the index of its batch, so round
     mode's global round counter and streaming's per-prompt batches give the same numbers.
 
-    A concrete subclass declares `traits` (`sampling.traits.Traits`: baseline, streaming default, budget, planner,
-    the fields it reads) or inherits them; `class Base(PoolStrategy, abstract=True)` opts an intermediate class out.
+    A concrete subclass declares `traits` (`sampling.traits.Traits`: streaming default, planner, predictor) and
+    `Options` (its options class, `sampling.options`: what it reads, with its defaults), or inherits them;
+    `class Base(PoolStrategy, abstract=True)` opts an intermediate class out. `self.opts` is the step's options,
+    `self.cfg` the whole `StrategyConfig` (name, options, seed).
     """
 
     traits: ClassVar[Traits]
+    Options: ClassVar[type[Options]] = Options
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if not abstract and not isinstance(getattr(cls, "traits", None), Traits):
+        if abstract:
+            return
+        if not isinstance(getattr(cls, "traits", None), Traits):
             raise TypeError(
                 f"strategy class {cls.__name__} declares no `traits = Traits(...)` (reinforce_ada.sampling.traits: "
-                "baseline, streams, spends_budget, planner, reads); subclass a concrete strategy to inherit them, or "
-                "pass abstract=True for an intermediate base"
+                "streams, planner); subclass a concrete strategy to inherit them, or pass abstract=True for an "
+                "intermediate base"
+            )
+        if not (isinstance(cls.Options, type) and issubclass(cls.Options, Options) and is_dataclass(cls.Options)):
+            raise TypeError(
+                f"strategy class {cls.__name__}: Options = {cls.Options!r} must be a dataclass subclassing "
+                "reinforce_ada.sampling.options.Options"
             )
 
     @classmethod
-    def validate(cls, cfg: StrategyConfig) -> None:
-        """Checks of this strategy's own fields beyond `StrategyConfig`'s per-field ones (raise ConfigError)."""
+    def validate(cls, opts: Any) -> None:
+        """Checks across this strategy's options beyond each option's own (raise ConfigError)."""
 
     @classmethod
-    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+    def check_training(cls, opts: Any, batch_size: int) -> None:
+        """Checks that apply when training with `batch_size` prompts per step (Est: its budget must give every
+        prompt its minimum); the trainer's config calls it (raise ConfigError)."""
+
+    @classmethod
+    def plan_counts(cls, rates: np.ndarray, opts: Any, budget: int) -> np.ndarray:
         """planner="allocation": samples per prompt for a batch at these (exact) pass rates."""
         raise NotImplementedError(f"{cls.__name__} has planner={cls.traits.planner!r}, not 'allocation'")
 
     @classmethod
-    def cost_hint(cls, cfg: StrategyConfig) -> float:
-        """Most samples a prompt can cost in one step (`compare` schedules its longest runs first with it)."""
-        return float(cfg.max_samples)
+    def cost_hint(cls, opts: Any) -> float:
+        """Most samples a prompt can cost in one step (`compare` schedules its longest runs first with it; the
+        planner refuses more than it can enumerate)."""
+        return float(opts.n)
 
     def __init__(self, cfg: StrategyConfig):
+        if not isinstance(cfg.options, self.Options):
+            raise ConfigError(
+                f"strategy {cfg.name!r} ({type(self).__name__}) takes {self.Options.__name__}, not "
+                f"{type(cfg.options).__name__}; build configs with sampling.configure.strategy_config"
+            )
         self.cfg = cfg
+        self.opts = cfg.options
         self.rng = np.random.default_rng(cfg.seed)
-        self.memory = memory_for(cfg)
+        self.memory = memory_for(self.opts)
         self._reset()
 
     # -- the algorithm (subclasses) ------------------------------------------------------------------------------
@@ -256,7 +281,7 @@ class PoolStrategy:
             self.checks[pid] += 1
             if self.on_batch(pid):
                 del self.live[pid]
-                outcomes = [float(x.reward) > self.cfg.threshold for x in pool]  # type: ignore[arg-type]
+                outcomes = [float(x.reward) > self.opts.threshold for x in pool]  # type: ignore[arg-type]
                 self.memory.record(self.prompts[pid], outcomes, tokens=[x.num_tokens for x in pool])
                 return True
 

@@ -10,14 +10,14 @@ data the value is signal per sample):
 
 1) The law. P(signal | p) = 1 - zero_signal and E[samples | p] = expected_samples are the planner's exact rows
    (`sampling.law.visit_law`) for the strategy the selection sits in front of, on `GRID` pass rates 0, 1/(GRID-1),
-   .., 1, computed once per StrategyConfig (cached; the seed aside): planner `group` (uniform, dynamic: one batch of n,
+   .., 1, computed once per strategy class and options (cached): planner `group` (uniform, dynamic: one batch of n,
    P(signal) = 1 - p^n - (1 - p)^n), `sequential` (seq, give_up included: the exact enumeration) and `pilot`
    (pilot_commit: its pilot and band). These are the planner's laws with its assumptions: seq's give_up starts from
    a first visit's prior (a revisited prompt's rule reads its posterior). The table is built when the strategy is
    (seq with give_up at max_samples 256: about 3 s; the planner refuses max_samples > 1024).
    Fallback: a planner whose law depends on the whole batch (`allocation`: est and knapsack give a prompt samples
    according to every other prompt's estimate) or has no closed form (`monte_carlo`) is valued with the uniform law
-   at n = cfg.n -- the right ranking when the allocator's spend does not depend much on p, an approximation
+   at n = opts.n -- the right ranking when the allocator's spend does not depend much on p, an approximation
    otherwise (`ValueTable.law` says which law is in use).
 2) Integration over the Beta, per candidate, vectorised: a posterior narrower than `NARROW` grid cells (standard
    deviation) is valued by the delta method at its mean, f(m) + f''(m) var / 2, f linear between grid points (a
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.law import check_size, visit_law
 from reinforce_ada.types import Prompt
 
 GRID = 513
@@ -58,7 +59,7 @@ EXACT_PLANNERS = ("group", "sequential", "pilot")
 
 @dataclass(frozen=True)
 class ValueTable:
-    """The per-visit law of one StrategyConfig on the grid `p` (module docstring, 1)."""
+    """The per-visit law of one sampler and options on the grid `p` (module docstring, 1)."""
 
     p: np.ndarray
     signal: np.ndarray
@@ -119,26 +120,23 @@ def _second(f: np.ndarray, h: float) -> np.ndarray:
     return d2
 
 
-def value_table(cfg: Any) -> ValueTable:
-    """The value table of `cfg` (a StrategyConfig), built once per configuration (the seed does not enter the law)."""
-    return _table(cfg.replace(seed=0, select_explore=0.0))
+def value_table(cls: Any, opts: Any) -> ValueTable:
+    """The value table of the sampler `cls` under its options `opts`, built once per configuration."""
+    return _table(cls, opts.replace(select_explore=0.0))
 
 
 @lru_cache(maxsize=64)
-def _table(cfg: Any) -> ValueTable:
-    from reinforce_ada.sampling.law import check_size, visit_law  # law imports the strategies, which import us
-    from reinforce_ada.sampling.strategies import strategy_class
-
+def _table(cls: Any, opts: Any) -> ValueTable:
     p = np.linspace(0.0, 1.0, GRID)
-    planner = strategy_class(cfg.name).traits.planner
+    planner = cls.traits.planner
     if planner in EXACT_PLANNERS:
-        check_size(cfg)
-        rows = [v.row for v in visit_law(cfg, p)]
+        check_size(cls, opts)
+        rows = [v.row for v in visit_law(cls, opts, p)]
         signal = np.array([1.0 - r.zero_signal for r in rows])
         samples = np.array([r.expected_samples for r in rows])
         law = f"plan:{planner}"
     else:  # allocation / monte_carlo: the uniform law at n (module docstring, 1)
-        n = cfg.n
+        n = opts.n
         signal = np.zeros_like(p) if n < 2 else 1.0 - p**n - (1.0 - p) ** n
         samples = np.full_like(p, float(n))
         law = f"uniform:n={n}"

@@ -20,7 +20,8 @@ batch; `estimator=oracle` is that assumption made true (seq's give_up then start
 Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
 that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
 
-Sizes are checked before anything is allocated (issue 21): `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
+Sizes are checked before anything is allocated: the most samples a visit can draw (`max_samples`, or `n`) is at
+most `MAX_PLAN_SAMPLES` (the exact
 methods weigh binomial laws with integer coefficients, which overflow a float past about 1,029 draws; knapsack
 allocates a row of max_samples gains per prompt; and the seq enumeration runs max_samples / samples_per_round
 rounds, forever in effect at max_samples 10**9 and p near 0). At the cap the slowest seq enumeration measured (give_up
@@ -36,13 +37,13 @@ from dataclasses import asdict
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission import greso_skip_share
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.law import (  # noqa: F401  (re-exported: the planner's public names)
     MAX_PLAN_SAMPLES,
     PlanRow,
     check_rates,
     check_size,
-    greso_skip_share,
     visit_law,
 )
 from reinforce_ada.sampling.rounds import collect
@@ -58,19 +59,20 @@ MC_BYTES_PER_SAMPLE = 600
 
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     """Exact answers per pass rate (see the module docstring for which method applies)."""
-    check_size(cfg)
+    cls = strategy_class(cfg.name)
+    check_size(cls, cfg.options)
     r = check_rates(rates)
-    visits = visit_law(cfg, r)
+    visits = visit_law(cls, cfg.options, r)
     if visits is None:  # no closed form: the strategy itself, run on a frozen simulated policy
         return plan_monte_carlo(cfg, r, reps=MONTE_CARLO_REPS)
     rows = []
     for v in visits:
         row = v.row
-        if cfg.resolved_select == "greso":
+        if cfg.select == "greso":
             row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
             row.expected_samples *= 1.0 - row.skipped
             row.method = "stationary_markov"
-        elif cfg.resolved_select in ("mopps", "value", "iw"):
+        elif cfg.select != "none":
             row.method = "given_selected"
         rows.append(row)
     return rows
@@ -80,14 +82,15 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
     """Run the real strategy `reps` times per pass rate on a frozen simulated policy."""
     if reps < 1:
         raise ConfigError(f"reps (--monte-carlo) must be >= 1, got {reps}")
-    check_size(cfg)
+    cls = strategy_class(cfg.name)
+    check_size(cls, cfg.options)
     r = check_rates(rates)
-    if cfg.resolved_select != "none":
+    if cfg.select != "none":
         raise ConfigError(
-            f"select={cfg.resolved_select!r}: its effect depends on the prompts' history and the candidate pool, not "
+            f"select={cfg.select!r}: its effect depends on the prompts' history and the candidate pool, not "
             "on one visit; use the exact plan (without --monte-carlo) or `reinforce-ada simulate`"
         )
-    if strategy_class(cfg.name).traits.planner == "allocation":
+    if cls.traits.planner == "allocation":
         return _est_monte_carlo(cfg, r, reps=reps, seed=seed)
     rows = []
     for i, p in enumerate(r):
@@ -98,7 +101,7 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
             strategy.memory.attach_oracle(engine.oracle())
         led = collect(strategy, engine, prompts).ledger
         z = led.no_signal_prompt_share
-        unresolved = led.unresolved_prompts / reps if strategy_class(cfg.name).traits.planner == "sequential" else None
+        unresolved = led.unresolved_prompts / reps if cls.traits.planner == "sequential" else None
         se = float(np.sqrt(z * (1 - z) / reps))
         rows.append(PlanRow(float(p), z, led.samples_generated / reps, unresolved, "monte_carlo", se))
     return rows

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, arm_label, parse_arm
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import arm_label, parse_arm, strategy_config
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -113,7 +114,7 @@ def simulate(
 ) -> dict[str, Any]:
     """Every arm for `seeds` seeds on one simulated hard pool; `progress` shows a bar over the arm x seed runs (with
     an ETA: a run is milliseconds per step, but 5 arms x 5 seeds x 200 steps is minutes on 2 cores)."""
-    base = base or StrategyConfig()
+    base = base or strategy_config()
     sim = sim or SimConfig()
     if not arms:
         raise ConfigError("no arms to simulate: give at least one strategy, e.g. 'uniform,seq'")
@@ -157,7 +158,12 @@ def simulate(
             "zero_signal_share": float(np.median([np.mean(r["zero_signal"]) for r in runs])),
             "samples_per_step": float(np.median([np.mean(r["samples_per_step"]) for r in runs])),
         }
-        results["arms"][arm_label(cfg, base)] = {"config": asdict(cfg), "summary": summary, "median": med, "runs": runs}
+        results["arms"][arm_label(cfg, base)] = {
+            "config": cfg.to_dict(),
+            "summary": summary,
+            "median": med,
+            "runs": runs,
+        }
     bar.close()
     return results
 

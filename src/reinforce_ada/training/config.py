@@ -1,9 +1,11 @@
 """The training config tree: one frozen dataclass per concern, a docstring under every field.
 
-`TrainConfig` nests the strategy (`sampling.config.StrategyConfig`), the model (`models.config`), the task
-(`tasks.config`), generation and rollout workers (`engines.config`), the optimiser and the run (both here). TOML
-presets under `configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI flags override single fields.
-Defaults are the embedded CPU testbed: a warm-started tiny Llama on built-in arithmetic, trained with Ada-Seq-balance.
+`TrainConfig` nests the strategy (`sampling.config.StrategyConfig`: a name and that strategy's own options), the
+model (`models.config`), the task (`tasks.config`), generation and rollout workers (`engines.config`), the optimiser,
+replay and the run (here). TOML presets under `configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI
+flags override single fields. `[strategy]` is flat: `name` and the named strategy's options
+(`sampling.configure.config_from_table`). Defaults are the embedded CPU testbed: a warm-started tiny Llama on built-in
+arithmetic, trained with Ada-Seq-balance.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -19,8 +22,10 @@ from typing import Any
 from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
-from reinforce_ada.sampling.config import StrategyConfig, coerce_value
-from reinforce_ada.sampling.strategies import strategy_class
+from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import config_from_table, strategy_config
+from reinforce_ada.sampling.options import coerce_value
+from reinforce_ada.sampling.strategies import strategy_class, validate
 from reinforce_ada.tasks.config import TaskConfig
 
 MAX_LR = 1.0
@@ -172,14 +177,47 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class ReplayConfig:
+    enabled: bool = False
+    """Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's
+    most recent earlier correct completion in place of one wrong sample, off-policy corrected (training.replay,
+    docs/replay.md)."""
+    max_age: int | None = None
+    """Use a stored answer only if generated at most this many steps ago (None: no limit)."""
+    clip: float = 2.0
+    """Truncate the replayed tokens' importance weight pi_old / pi_behaviour at this (>= 1)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"replay.enabled={self.enabled!r} must be true or false")
+        age = self.max_age
+        if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 1):
+            raise ConfigError(
+                f"replay.max_age={age!r} must be a whole number of steps >= 1 (a stored answer is at least one step "
+                "old when it is replayed), or none for no age limit"
+            )
+        clip = self.clip
+        if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
+            raise ConfigError(
+                f"replay.clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
+                "pi_old / pi_behaviour, pi_old the learner before the update; 2 is the usual truncated-IS cap)"
+            )
+
+
+REPLAY_MOVED = {"replay": "enabled", "replay_max_age": "max_age", "replay_clip": "clip"}
+"""0.3's `[strategy]` replay keys -> their `[replay]` names (replay is a training setting, any strategy)."""
+
+
+@dataclass(frozen=True)
 class TrainConfig:
-    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    strategy: StrategyConfig = field(default_factory=strategy_config)
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
 
     @property
     def old_logprobs(self) -> str:
@@ -224,18 +262,9 @@ class TrainConfig:
                 f"generation.temperature={t} must be a finite number > 0 (at inf every token is equally likely: "
                 "the run would train on uniform noise)"
             )
-        traits = strategy_class(s.name).traits
-        if "samples_per_round" in traits.reads and s.samples_per_round > s.max_samples:
-            raise ConfigError(
-                f"strategy.samples_per_round={s.samples_per_round} is larger than strategy.max_samples="
-                f"{s.max_samples}: {s.name} could never draw a full round; lower samples_per_round or raise "
-                "max_samples"
-            )
-        if s.budget is not None and traits.spends_budget and s.budget < self.run.batch_size * s.min_samples:
-            raise ConfigError(
-                f"strategy.budget={s.budget} is below run.batch_size x strategy.min_samples = "
-                f"{self.run.batch_size} x {s.min_samples}: not every prompt of a step could get its minimum"
-            )
+        cls = strategy_class(s.name)
+        validate(cls, s)
+        cls.check_training(s.options, self.run.batch_size)
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]
@@ -257,12 +286,15 @@ def field_docs(cls: type) -> dict[str, str]:
 def apply_overrides(cfg: TrainConfig, overrides: dict[str, dict[str, Any]], source: str) -> TrainConfig:
     """`{"section": {"field": value}}` -> a new validated config; unknown names are errors naming them."""
     sections = {}
-    for sec, values in overrides.items():
+    for sec, values in _moved(overrides, source).items():
         if sec not in SECTIONS:
             raise ConfigError(f"{source}: unknown section [{sec}]; valid sections are {sorted(SECTIONS)}")
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: [{sec}] must be a table of key = value")
         current = getattr(cfg, sec)
+        if sec == "strategy":
+            sections[sec] = config_from_table(values, current, source)
+            continue
         known = {f.name: f for f in fields(current)}
         changes = {}
         for key, value in values.items():
@@ -271,6 +303,22 @@ def apply_overrides(cfg: TrainConfig, overrides: dict[str, dict[str, Any]], sour
             changes[key] = coerce_value(f"{sec}.{key}", value, str(known[key].type))
         sections[sec] = replace(current, **changes)
     return replace(cfg, **sections)
+
+
+def _moved(overrides: dict[str, Any], source: str) -> dict[str, Any]:
+    """0.3's `[strategy] replay*` keys read as `[replay]` (a note on stderr when one changes anything)."""
+    table = overrides.get("strategy")
+    if not isinstance(table, dict) or not set(table) & set(REPLAY_MOVED):
+        return overrides
+    out = {**overrides, "strategy": dict(table), "replay": dict(overrides.get("replay") or {})}
+    default = ReplayConfig()
+    for old, new in REPLAY_MOVED.items():
+        if old in out["strategy"]:
+            value = out["strategy"].pop(old)
+            out["replay"].setdefault(new, value)
+            if value != getattr(default, new):
+                print(f"{source}: strategy.{old} is now replay.{new}; read as replay.{new}", file=sys.stderr)
+    return out
 
 
 def load_toml(path: str | Path, cfg: TrainConfig | None = None) -> TrainConfig:
@@ -296,6 +344,8 @@ def load_toml(path: str | Path, cfg: TrainConfig | None = None) -> TrainConfig:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
+    if isinstance(cfg, StrategyConfig):  # flat: name, seed and the strategy's options, as `[strategy]` reads them
+        return cfg.to_dict()
     if is_dataclass(cfg):
         return {f.name: to_dict(getattr(cfg, f.name)) for f in fields(cfg)}
     if isinstance(cfg, tuple):
@@ -336,6 +386,7 @@ __all__ = [
     "GenerationConfig",
     "ModelConfig",
     "OptimConfig",
+    "ReplayConfig",
     "RolloutConfig",
     "RunConfig",
     "TaskConfig",

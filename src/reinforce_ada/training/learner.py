@@ -84,8 +84,8 @@ def accumulate(
         is_weight = None
         if cfg.is_correction != "none":
             is_weight, _ = importance_weights(old, sampler, mask, mode=cfg.is_correction, cap=o.is_cap)
-        if replay:  # replayed rows: min(pi_old / pi_behaviour, replay_clip)
-            is_weight = replay_weights(micro, old, sampler, mask, cfg.strategy.replay_clip, is_weight)
+        if replay:  # replayed rows: min(pi_old / pi_behaviour, replay.clip)
+            is_weight = replay_weights(micro, old, sampler, mask, cfg.replay.clip, is_weight)
         res = policy_loss(
             logp,
             old,

@@ -1,20 +1,20 @@
 """Replay of earlier correct answers for hard prompts (AR3PO's response reuse, arXiv 2509.25808), off-policy corrected.
 
-The rule (`strategy.replay = true`, any strategy; our trainer only):
+The rule (`[replay] enabled = true`, any strategy; our trainer only):
 1) A per-prompt buffer, keyed by the stable `Prompt.id`, holds the most recent correct completion (reward >
    `strategy.threshold`) generated for that prompt: its token ids, the behaviour policy's log-prob of each token at
    generation time, its reward and the step it was generated at. One entry per prompt (a fresher correct answer
    overwrites it), so memory is bounded by the prompt pool. Only freshly generated samples are stored (from every
    sample of the step's pools, not just the trained ones); a replayed answer keeps its original step.
 2) After the strategy has built the step's groups and before the learner sees them, every trained group with no
-   correct sample (every reward <= threshold) whose prompt has an entry no older than `replay_max_age` steps gets
+   correct sample (every reward <= threshold) whose prompt has an entry no older than `replay.max_age` steps gets
    that entry in place of ONE of its wrong samples (the last one): the group size is unchanged. The replaced sample's
    reward is swapped for the replayed one in the group's pool rewards too, so `global` and `corrected` baselines see
    the replay as one of the pool's draws. Advantages and weights are then recomputed exactly as `sampling.ledger.finish`
    does (`compute_advantages` with the strategy's estimator), so the group now carries signal.
 3) Off-policy correction. A replayed row's PPO "old" policy is the learner's log-probs before the update (one no-grad
    forward over the replayed rows only), and each of its tokens' loss is multiplied by the truncated importance
-   weight min(pi_old / pi_behaviour, `replay_clip`), pi_behaviour being the stored log-probs: the decomposition the
+   weight min(pi_old / pi_behaviour, `replay.clip`), pi_behaviour being the stored log-probs: the decomposition the
    trainer already uses for the sampler/learner mismatch (`losses.importance_weights`, mode token_truncate). At the
    first optimizer step pi_theta = pi_old, so the gradient is A * min(pi_theta / pi_behaviour, clip) * grad log
    pi_theta: truncated importance sampling (Yao et al.; IMPALA's rho-bar). PPO's clip on pi_theta / pi_old still
@@ -32,7 +32,7 @@ replay buffer when a prompt's current rollouts yield no correct one, to restore 
 with adaptive rollout (more rollouts, in stages, for prompts not yet solved) -- the latter is not part of this
 module; compose `replay` with `seq:exit=positive` for something close. NOT verified, so chosen here and stated:
 replace rather than append (keeps the learner's batch, its cost and `n` fixed, the GRPO group statistics over n
-samples); the last wrong sample is the one replaced (deterministic, no extra RNG state); `replay_max_age` (off by
+samples); the last wrong sample is the one replaced (deterministic, no extra RNG state); `replay.max_age` (off by
 default: no age limit was mentioned in what we could read); and the off-policy correction (a truncated IS weight
 against the stored behaviour log-probs; AR3PO's exact ratio, clip and any weighting of the reused response are
 unknown to us). The prompt's PromptOrder still decides when it is revisited, so with a pool larger than a few
@@ -56,9 +56,9 @@ from reinforce_ada.training.losses import importance_weights
 from reinforce_ada.types import Group, Sample
 
 
-def refuse(c: Any, where: str, option: str = "replay") -> None:
-    """An integration without the replay hooks refuses `replay=true` at start, naming its own option."""
-    if getattr(c, "replay", False):
+def refuse(enabled: Any, where: str, option: str = "replay") -> None:
+    """An integration without the replay hooks refuses replay at start, naming its own option."""
+    if enabled:
         raise ConfigError(
             f"{option}=true is not supported by {where}: replaying stored answers needs reinforce_ada's own trainer "
             "(`reinforce-ada train` / `compare`), which keeps the behaviour log-probs and applies the truncated "
@@ -98,9 +98,10 @@ class ReplayBuffer:
         self.entries: dict[str, Entry] = {}
 
     @classmethod
-    def for_config(cls, c: Any) -> ReplayBuffer | None:
-        """The buffer a StrategyConfig asks for (its replay fields checked when it was built), or None when off."""
-        return cls(c.threshold, c.replay_max_age) if c.replay else None
+    def for_config(cls, replay: Any, threshold: float) -> ReplayBuffer | None:
+        """The buffer a `ReplayConfig` asks for (checked when it was built), or None when off; `threshold` is the
+        strategy's (what counts as correct)."""
+        return cls(threshold, replay.max_age) if replay.enabled else None
 
     def usable(self, prompt_id: str, step: int) -> Entry | None:
         e = self.entries.get(prompt_id)
@@ -162,11 +163,11 @@ def replay_step(buffer: ReplayBuffer, batch: StepBatch, strategy: Any, step: int
     Returns the flat indices (in `rows.batch_rows` order) of the replayed samples."""
     done = buffer.apply(batch.groups, step)
     if done:
-        c = strategy.cfg
+        c = strategy.opts
         batch.advantages, batch.weights = compute_advantages(
             batch.groups,
-            estimator=c.resolved_advantage,
-            std=c.resolved_scale_std,
+            estimator=c.advantage,
+            std=c.scale_std,
             correction=c.correction,
             objective=c.objective,
             alpha=c.alpha,

@@ -54,12 +54,16 @@ def changed_run_fields(saved: Any, new: Any) -> list[str]:
         a, b = getattr(saved, sec.name), getattr(new, sec.name)
         if not dataclasses.is_dataclass(a):
             continue
-        for f in dataclasses.fields(a):
-            if f.name in RESUME_MAY_CHANGE.get(sec.name, ()) or (sec.name == "strategy" and f.name == "seed"):
+        if sec.name == "strategy":  # flat, as config.toml holds it: the name, then the strategy's options
+            va_, vb_ = a.to_dict(), b.to_dict()
+            pairs = [(k, va_.get(k), vb_.get(k)) for k in dict.fromkeys([*va_, *vb_]) if k != "seed"]
+        else:
+            pairs = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)]
+        for name, va, vb in pairs:
+            if name in RESUME_MAY_CHANGE.get(sec.name, ()):
                 continue
-            va, vb = getattr(a, f.name), getattr(b, f.name)
             if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
-                out.append(f"{sec.name}.{f.name}: {va!r} -> {vb!r}")
+                out.append(f"{sec.name}.{name}: {va!r} -> {vb!r}")
     return out
 
 

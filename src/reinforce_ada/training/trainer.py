@@ -11,7 +11,7 @@
    sampler and learner compute the same numbers: fp32, our engines) or the learner's, recomputed in one no-grad
    forward before the update (`"recompute"`, the default with bf16 or vLLM; `learner.old_logprobs`), with an
    importance weight sampler -> learner on each token (`optim.is_correction`). The mismatch is reported every step
-   (`mismatch_logp_abs_mean`, `mismatch_logp_abs_max`, `is_affected_token_share`). With `strategy.replay`, an
+   (`mismatch_logp_abs_mean`, `mismatch_logp_abs_max`, `is_affected_token_share`). With `replay.enabled`, an
    all-wrong group first gets the prompt's stored earlier correct answer in place of one wrong sample, its tokens
    weighted by the truncated ratio to their behaviour log-probs (`training.replay`).
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
@@ -95,7 +95,7 @@ class Trainer:
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         if self.oracle is not None:
             self.strategy.memory.attach_oracle(self.oracle)
-        self.replay = ReplayBuffer.for_config(cfg.strategy)  # None unless strategy.replay (training.replay)
+        self.replay = ReplayBuffer.for_config(cfg.replay, cfg.strategy.threshold)  # None unless replay.enabled
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)

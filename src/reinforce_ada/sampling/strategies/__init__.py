@@ -1,14 +1,14 @@
 """Sampling strategies in one registry, all built as `cls(cfg)`; each implements `sampling.protocol` once.
 
-The registry is the only list of names. Everything else about a strategy -- its baseline, streaming default, budget,
-planner, the fields it reads, its own validation -- is declared on its class (`sampling.traits.Traits`) and asked of
-the class through `strategy_class(name)`. Adding a strategy: one file (a `PoolStrategy` subclass with `traits`) and
-one line, here or from outside the package with `register_strategy("foo", Foo)` (or a `reinforce_ada.strategies`
-entry point, which the CLI loads).
+The registry is the only list of names. Everything else about a strategy -- its options and their defaults (its
+`Options` class: baseline included), streaming default, planner, its own validation -- is declared on its class and
+asked of the class through `strategy_class(name)`. Adding a strategy: one file (a `PoolStrategy` subclass with
+`traits` and `Options`) and one line, here or from outside the package with `register_strategy("foo", Foo)` (or a
+`reinforce_ada.strategies` entry point, or `--plugin FILE.py` on the command line).
 
 `auto` names the strategy we recommend (`AUTO`, with the measurements behind it); a config resolves it at once.
 
-`greso` and `mopps` are prompt-admission rules over a base sampler (`strategies.select`): the names build DAPO
+`greso` and `mopps` are prompt-admission rules over a base sampler (`sampling.admission`): the names build DAPO
 dynamic sampling + GRESO (as the GRESO paper) and GRPO + MoPPS (as the MoPPS paper); `select=greso|mopps|value|iw`
 puts such a rule in front of any other strategy, and `evict` (on by default for pilot_commit) adds eviction.
 """
@@ -16,9 +16,12 @@ puts such a rule in front of any other strategy, and `evict` (on by default for 
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission import admission_rule, needs_admission, with_admission
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.options import type_name
 from reinforce_ada.sampling.protocol import PoolStrategy, Strategy, downsample
 from reinforce_ada.sampling.strategies.conformal import Conformal
 from reinforce_ada.sampling.strategies.dynamic import Dynamic
@@ -27,7 +30,6 @@ from reinforce_ada.sampling.strategies.greso import GresoDynamic
 from reinforce_ada.sampling.strategies.knapsack import Knapsack, knapsack_budget
 from reinforce_ada.sampling.strategies.mopps import MoppsUniform
 from reinforce_ada.sampling.strategies.pilot_commit import PilotCommit
-from reinforce_ada.sampling.strategies.select import needs_admission, with_admission
 from reinforce_ada.sampling.strategies.seq import Seq
 from reinforce_ada.sampling.strategies.uniform import Uniform
 from reinforce_ada.sampling.traits import Traits
@@ -52,7 +54,7 @@ pre-registration it is the best uniform arm per token, and no adaptive arm beats
 is level (1.03 [0.89, 1.19]); on `small` MoPPS is worse (0.77 [0.72, 0.84]) and so is every other adaptive arm
 (the oracle allocation alone is better, 1.29, with information no deployable rule has). Until an allocator beats it
 under a pre-registration (issue 23: `select=iw`, `alloc`), the honest recommendation is the baseline.
-`StrategyConfig(name="auto")` resolves to this name at construction, so a run's config.toml, metrics and checkpoints
+`strategy_config("auto")` resolves to this name at construction, so a run's config.toml, metrics and checkpoints
 name what ran, and resuming it never switches algorithm when the recommendation changes."""
 STRATEGIES["auto"] = STRATEGIES[AUTO]  # a CLI choice and a registry entry; configs resolve it (above)
 
@@ -62,7 +64,8 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 def register_strategy(name: str, cls: type[PoolStrategy], *, replace: bool = False) -> type[PoolStrategy]:
     """Make `cls` known as `name` everywhere (config, CLI, trainer, TRL, planner, simulate, compare).
 
-    The class must be a `PoolStrategy` subclass with `traits`; registering a taken name is an error unless
+    The class must be a `PoolStrategy` subclass with `traits` and `Options`; an option that another registered
+    strategy also has must keep that option's type (one vocabulary); registering a taken name is an error unless
     `replace=True`. Returns `cls`, so it also works as `register_strategy("foo", Foo)` right after the class.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -73,8 +76,20 @@ def register_strategy(name: str, cls: type[PoolStrategy], *, replace: bool = Fal
         raise ConfigError(f"strategy {name!r}: {cls.__name__} declares no traits (reinforce_ada.sampling.traits)")
     if name in STRATEGIES and STRATEGIES[name] is not cls and not replace:
         raise ConfigError(f"strategy name {name!r} is taken by {STRATEGIES[name].__name__}; pass replace=True")
+    theirs = option_types(c for n, c in STRATEGIES.items() if n != name)
+    for f in fields(cls.Options):
+        if f.name in theirs and theirs[f.name] != type_name(f.type):
+            raise ConfigError(
+                f"strategy {name!r}: option {f.name!r} is declared {f.type}, but other strategies declare it "
+                f"{theirs[f.name]} (one name, one type: rename the option)"
+            )
     STRATEGIES[name] = cls
     return cls
+
+
+def option_types(classes) -> dict[str, str]:
+    """Option name -> its declared type over the given strategy classes (the union of their vocabularies)."""
+    return {f.name: type_name(f.type) for cls in classes for f in fields(cls.Options)}
 
 
 def strategy_class(name: str) -> type[PoolStrategy]:
@@ -108,15 +123,35 @@ def load_strategy_plugins() -> list[str]:
 
 
 def build_strategy(cfg: StrategyConfig, **kwargs) -> PoolStrategy:
-    """Build the strategy named by `cfg.name`. `predictor=` (prompt -> p_hat) is passed through to strategies whose
-    traits say `takes_predictor` (est, knapsack)."""
+    """Build the strategy named by `cfg.name` (`sampling.configure.strategy_config` makes a config from flat names).
+    `predictor=` (prompt -> p_hat) is passed through to strategies whose traits say `takes_predictor` (est,
+    knapsack)."""
     cls = strategy_class(cfg.name)
+    validate(cls, cfg)
     if kwargs and not cls.traits.takes_predictor:
         takers = [n for n, c in STRATEGIES.items() if c.traits.takes_predictor]
         raise ConfigError(f"strategy {cfg.name!r} takes no {sorted(kwargs)} (only {', '.join(takers)} take predictor=)")
-    if needs_admission(cfg):
+    if needs_admission(cfg.options):
         cls = with_admission(cls)
     return cls(cfg, **kwargs)
+
+
+def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
+    """The checks that need the registries: the options are the class's, `select` names an admission rule and does
+    not contradict one built into the name (greso, mopps), then the class's own `validate`."""
+    opts = cfg.options
+    if not isinstance(opts, cls.Options):
+        raise ConfigError(
+            f"strategy {cfg.name!r} takes {cls.Options.__name__} options, not {type(opts).__name__} (build the config "
+            "with sampling.configure.strategy_config)"
+        )
+    admission_rule(opts.select)
+    built_in = cls.Options.__dataclass_fields__["select"].default
+    if built_in != "none" and opts.select != built_in:
+        raise ConfigError(
+            f"select={opts.select!r} contradicts name={cfg.name!r} (which is select={built_in!r} built in)"
+        )
+    cls.validate(opts)
 
 
 __all__ = [

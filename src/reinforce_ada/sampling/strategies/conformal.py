@@ -42,15 +42,85 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig, parse_budget_grid
+from reinforce_ada.sampling.options import Options, at_least, boolean, check_group, choice, option, unit
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
+
+CONFORMAL_SCORES = ("first_success", "pass_rate")
+
+
+def parse_budget_grid(text: str) -> tuple[int, ...]:
+    """`"2/4/8/16/32"` -> (2, 4, 8, 16, 32), sorted (as trl-cgrpo sorts its grid); the error names `budget_grid`."""
+    hint = "write distinct positive integers separated by '/', e.g. 2/4/8/16/32 (a comma separates arm-spec options)"
+    if not isinstance(text, str):
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}")
+    try:
+        grid = [int(x) for x in text.split("/")]
+    except ValueError:
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}") from None
+    if any(k < 1 for k in grid) or len(set(grid)) != len(grid):
+        raise ConfigError(f"budget_grid={text!r} is not valid; {hint}")
+    return tuple(sorted(grid))
+
+
+@dataclass(frozen=True)
+class ConformalOptions(Options):
+    """C-GRPO's options, in our names (trl-cgrpo 0.2.0's CGRPOConfig defaults); GRPO's group baseline."""
+
+    max_samples: int = option(32, "cap on samples per prompt per step: budgets above it are dropped")
+    budget_grid: str = option(
+        "2/4/8/16/32",
+        "ascending per-prompt budgets, '/'-separated; a prompt stops at the first whose conformal set is a singleton "
+        "(trl-cgrpo 0.2.0 budget_grid, default 2,4,8,16,32; budgets above max_samples are dropped)",
+    )
+    conformal_score: str = option(
+        "first_success",
+        "nonconformity score on pass/fail outcomes: first_success (j*/k, position of the first correct sample) or "
+        "pass_rate (1 - correct/k), trl-cgrpo's verifier scores (its answer-string 'aps' needs extracted answers, "
+        "which the sampling layer never sees)",
+    )
+    conformal_delta: float | None = option(
+        None,
+        "miscoverage level delta in (0, 1); default (trl-cgrpo's delta=None): at each calibration, (1 - solve rate "
+        "within the largest budget) + delta_margin, clipped to [0.05, 0.95]",
+    )
+    delta_margin: float = option(0.05, "margin added to the miss rate when conformal_delta is unset (trl-cgrpo 0.05)")
+    split_delta: bool = option(
+        False, "choose delta on the first half of the calibration set, thresholds on the second (trl-cgrpo)"
+    )
+    recalibrate_every: int = option(
+        50, "refit the thresholds every this many steps (trl-cgrpo 50); 0 calibrates once, at the first step"
+    )
+    calibration_prompts: int = option(
+        200,
+        "prompts per calibration, drawn from the prompt source, sampled max(budget_grid) times each and not trained "
+        "on (trl-cgrpo: its whole held-out calibration set; its README example holds 200)",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_group(self.n, self.max_samples)
+        parse_budget_grid(self.budget_grid)
+        if self.conformal_score == "aps":
+            raise ConfigError(
+                "conformal_score='aps' is not available: trl-cgrpo's APS score ranks extracted answer strings against "
+                f"a reference answer, and a strategy sees rewards only; choose one of {list(CONFORMAL_SCORES)}"
+            )
+        choice("conformal_score", self.conformal_score, CONFORMAL_SCORES)
+        if self.conformal_delta is not None:
+            unit("conformal_delta", self.conformal_delta, open_lo=True, open_hi=True)
+        unit("delta_margin", self.delta_margin, open_hi=True)
+        boolean("split_delta", self.split_delta)
+        at_least("recalibrate_every", self.recalibrate_every, 0)
+        at_least("calibration_prompts", self.calibration_prompts, 0)
+
 
 DELTA_CLIP = (0.05, 0.95)
 """trl-cgrpo's `select_delta_auto` bounds on the automatic delta."""
@@ -115,44 +185,30 @@ def first_success_law(p: float, grid: Sequence[int], qhat: Sequence[float]) -> t
     return zero, expected, unresolved
 
 
-def effective_grid(cfg: StrategyConfig) -> tuple[int, ...]:
+def effective_grid(opts: ConformalOptions) -> tuple[int, ...]:
     """The budgets in force: `budget_grid` cut at `max_samples`."""
-    return tuple(k for k in parse_budget_grid(cfg.budget_grid) if k <= cfg.max_samples)
+    return tuple(k for k in parse_budget_grid(opts.budget_grid) if k <= opts.max_samples)
 
 
 class Conformal(PoolStrategy):
-    traits = Traits(
-        baseline="group",
-        streams=False,
-        spends_budget=False,
-        planner="monte_carlo",
-        reads=(
-            "max_samples",
-            "threshold",
-            "budget_grid",
-            "conformal_score",
-            "conformal_delta",
-            "delta_margin",
-            "split_delta",
-            "recalibrate_every",
-            "calibration_prompts",
-        ),
-    )
+    traits = Traits(streams=False, planner="monte_carlo")
+    Options = ConformalOptions
+    opts: ConformalOptions
 
     @classmethod
-    def validate(cls, cfg: StrategyConfig) -> None:
-        if not effective_grid(cfg):
+    def validate(cls, opts: ConformalOptions) -> None:
+        if not effective_grid(opts):
             raise ConfigError(
-                f"budget_grid={cfg.budget_grid!r} has no budget <= max_samples={cfg.max_samples}; lower a budget or "
+                f"budget_grid={opts.budget_grid!r} has no budget <= max_samples={opts.max_samples}; lower a budget or "
                 "raise max_samples"
             )
 
     @classmethod
-    def cost_hint(cls, cfg: StrategyConfig) -> float:
-        return float(effective_grid(cfg)[-1])
+    def cost_hint(cls, opts: ConformalOptions) -> float:
+        return float(effective_grid(opts)[-1])
 
-    def __init__(self, cfg: StrategyConfig):
-        self.grid = effective_grid(cfg)
+    def __init__(self, cfg: Any):
+        self.grid = effective_grid(cfg.options)
         super().__init__(cfg)
         # across steps (checkpointed): the step counter and the thresholds with the calibration they came from
         self.steps = 0
@@ -173,7 +229,7 @@ class Conformal(PoolStrategy):
     def _due(self) -> bool:
         if self.last_calibration is None:
             return True
-        every = self.cfg.recalibrate_every
+        every = self.opts.recalibrate_every
         return every > 0 and self.steps - self.last_calibration >= every
 
     def begin(self, prompts: Sequence[Prompt], **opts: Any) -> None:
@@ -195,7 +251,7 @@ class Conformal(PoolStrategy):
     def wanted_prompts(self) -> int:
         if not self.calibrating or self.fitted or self.exhausted:
             return 0
-        return max(0, self.cfg.calibration_prompts - len(self.calibration))
+        return max(0, self.opts.calibration_prompts - len(self.calibration))
 
     def _maybe_fit(self) -> None:
         """Fit the thresholds once every calibration prompt is drawn and sampled; then release the training prompts."""
@@ -213,7 +269,7 @@ class Conformal(PoolStrategy):
                 self.dirty[pid] = None
 
     def _fit(self, rows: list[list[float]]) -> None:
-        c = self.cfg
+        c = self.opts
         delta_rows = quantile_rows = rows
         if c.conformal_delta is None and c.split_delta:
             delta_rows, quantile_rows = rows[: len(rows) // 2], rows[len(rows) // 2 :]
@@ -225,7 +281,7 @@ class Conformal(PoolStrategy):
         self.cal_scores = [list(r) for r in rows]
 
     def _passes(self, pid: str) -> list[bool]:
-        return [float(s.reward) > self.cfg.threshold for s in self.pools[pid]]  # type: ignore[arg-type]
+        return [float(s.reward) > self.opts.threshold for s in self.pools[pid]]  # type: ignore[arg-type]
 
     def batch_end(self, pid: str) -> int:
         drawn = len(self.pools[pid])
@@ -238,7 +294,7 @@ class Conformal(PoolStrategy):
     def on_batch(self, pid: str) -> bool:
         passes, k = self._passes(pid), len(self.pools[pid])
         if pid in self.calibration:
-            score = SCORES[self.cfg.conformal_score]
+            score = SCORES[self.opts.conformal_score]
             self.calibration[pid] = [score(passes, b) for b in self.grid]
             self._maybe_fit()
             return True
@@ -248,7 +304,7 @@ class Conformal(PoolStrategy):
         k = len(self.pools[pid])
         if k not in self.grid:
             return False
-        return resolves(self._passes(pid), k, self.qhat[self.grid.index(k)], self.cfg.conformal_score)
+        return resolves(self._passes(pid), k, self.qhat[self.grid.index(k)], self.opts.conformal_score)
 
     def training_ids(self) -> list[str]:
         return [pid for pid in self.prompts if pid not in self.calibration and self.pools[pid]]
@@ -296,8 +352,8 @@ class Conformal(PoolStrategy):
     def _load_extra_state(self, extra: dict[str, Any]) -> None:
         if len(extra["qhat"]) != len(self.grid):
             raise ConfigError(
-                f"checkpoint has {len(extra['qhat'])} conformal thresholds but budget_grid={self.cfg.budget_grid!r} "
-                f"with max_samples={self.cfg.max_samples} has {len(self.grid)} budgets; resume with the same grid"
+                f"checkpoint has {len(extra['qhat'])} conformal thresholds but budget_grid={self.opts.budget_grid!r} "
+                f"with max_samples={self.opts.max_samples} has {len(self.grid)} budgets; resume with the same grid"
             )
         self.calibrating, self.fitted = bool(extra["calibrating"]), bool(extra["fitted"])
         self.calibration = {pid: [float(x) for x in s] for pid, s in extra["calibration"].items()}

@@ -15,28 +15,36 @@ and the batches drawn, so the statistics, are the same.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.options import Options, at_least, option
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 
+@dataclass(frozen=True)
+class DynamicOptions(Options):
+    max_gen_batches: int = option(3, "most generation batches per step before training on a partial batch")
+    variance_tol: float = option(1e-8, "a group with reward variance <= tol is dropped", plan=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least("max_gen_batches", self.max_gen_batches, 1)
+        at_least("variance_tol", self.variance_tol, 0.0)
+
+
 class Dynamic(PoolStrategy):
-    traits = Traits(
-        baseline="group",
-        streams=False,
-        spends_budget=False,
-        planner="group",
-        reads=("n", "max_gen_batches", "variance_tol"),
-    )
+    traits = Traits(streams=False, planner="group")
+    Options = DynamicOptions
+    opts: DynamicOptions
 
     @classmethod
-    def cost_hint(cls, cfg: StrategyConfig) -> float:
-        return float(cfg.n * cfg.max_gen_batches)
+    def cost_hint(cls, opts: DynamicOptions) -> float:
+        return float(opts.n * opts.max_gen_batches)
 
     def _reset(self) -> None:
         super()._reset()
@@ -47,11 +55,11 @@ class Dynamic(PoolStrategy):
         self.batch_size = len(prompts)
 
     def batch_end(self, pid: str) -> int:
-        return self.cfg.n
+        return self.opts.n
 
     def on_batch(self, pid: str) -> bool:
         rewards = np.array([float(s.reward) for s in self.pools[pid]])  # type: ignore[arg-type]
-        (self.kept if rewards.var() > self.cfg.variance_tol else self.dropped).append(pid)
+        (self.kept if rewards.var() > self.opts.variance_tol else self.dropped).append(pid)
         return True
 
     @property
@@ -59,7 +67,7 @@ class Dynamic(PoolStrategy):
         return self.waves + 1 if self.prompts else 0
 
     def wanted_prompts(self) -> int:
-        if self.exhausted or self.gen_batches >= self.cfg.max_gen_batches:
+        if self.exhausted or self.gen_batches >= self.opts.max_gen_batches:
             return 0
         return self.batch_size if len(self.prompts) - len(self.dropped) < self.batch_size else 0
 

@@ -30,34 +30,85 @@ so sampling weight x residual weight stays ~ 1/p_hat (the hybrid scheme) and a p
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
+from reinforce_ada.sampling.options import Options, at_least, check_group, choice, option, same_as
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 Predictor = Callable[[Prompt], float]
+ALLOCATIONS = ("inv_sqrt", "variance", "objective", "knapsack", "remainder", "signal")
+RESIDUALS = ("inv_sqrt", "none")
+KNAPSACK_VALUES = ("total", "reference")
 
 
-def allocation_weights(p_hat: np.ndarray, cfg: StrategyConfig) -> np.ndarray:
-    if cfg.allocation == "remainder":  # the objective's weight, split as the released code does
-        return get_objective(cfg.objective)(
-            np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0), alpha=cfg.alpha, eps=cfg.eps
+@dataclass(frozen=True)
+class BudgetOptions(Options):
+    """A step's total budget split over its prompts within [min_samples, max_samples] (est, knapsack)."""
+
+    budget: int | None = option(None, "total samples per step (default 8 per prompt, the paper's setting)")
+    min_samples: int = option(4, "lower clip on samples per prompt (N_min; knapsack paper 2)")
+    max_samples: int = option(32, "cap on samples per prompt per step (N_max)")
+    knapsack_value: str = option(
+        "total",
+        "knapsack (and est allocation=knapsack): total (the paper's objective, sum of each prompt's value) or "
+        "reference (the released code's DP: a prompt given nothing beyond min_samples scores 0)",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least("min_samples", self.min_samples, 1)
+        check_group(self.n, self.max_samples)
+        if self.min_samples > self.max_samples:
+            raise ConfigError(f"min_samples={self.min_samples} must be <= max_samples={self.max_samples}")
+        if self.budget is not None:
+            at_least("budget", self.budget, 2)  # a budget below 2 samples cannot give any prompt a group
+        choice("knapsack_value", self.knapsack_value, KNAPSACK_VALUES)
+
+
+@dataclass(frozen=True)
+class EstOptions(BudgetOptions):
+    """Ada-Est's options (module docstring): the paper's 1/sqrt(p_hat) allocation and residual weight."""
+
+    allocation: str = option(
+        "inv_sqrt",
+        f"allocation rule: one of {', '.join(ALLOCATIONS)} (remainder: the authors' released Ada-Est -- min_samples "
+        "each, the rest split in proportion to the objective's weight f'(p_hat), largest remainders; signal: maximise "
+        "the expected number of prompts with signal, sum 1 - p^N - (1-p)^N, exactly)",
+    )
+    residual: str = option(
+        "inv_sqrt", "residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none", plan=False
+    )
+    advantage: str = same_as(Options, "advantage", "global")
+    scale_std: bool = same_as(Options, "scale_std", False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        choice("allocation", self.allocation, ALLOCATIONS)
+        choice("residual", self.residual, RESIDUALS)
+
+
+def allocation_weights(p_hat: np.ndarray, opts: Any) -> np.ndarray:
+    if opts.allocation == "remainder":  # the objective's weight, split as the released code does
+        return get_objective(opts.objective)(
+            np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0), alpha=opts.alpha, eps=opts.eps
         )
-    if cfg.allocation in ("knapsack", "signal"):
-        raise ValueError(f"allocation={cfg.allocation!r} is not a weight rule: use allocate_counts")
+    if opts.allocation in ("knapsack", "signal"):
+        raise ValueError(f"allocation={opts.allocation!r} is not a weight rule: use allocate_counts")
     p = np.clip(np.asarray(p_hat, dtype=float), 0.0, 1.0)
-    if cfg.allocation == "inv_sqrt":
-        return 1.0 / np.sqrt(p + cfg.eps)
-    if cfg.allocation == "variance":
-        q = np.clip(p, cfg.eps, 1.0)
-        return np.sqrt(np.clip(1.0 - q, cfg.eps, 1.0) / q)
-    return get_objective(cfg.objective)(p, alpha=cfg.alpha, eps=cfg.eps)
+    if opts.allocation == "inv_sqrt":
+        return 1.0 / np.sqrt(p + opts.eps)
+    if opts.allocation == "variance":
+        q = np.clip(p, opts.eps, 1.0)
+        return np.sqrt(np.clip(1.0 - q, opts.eps, 1.0) / q)
+    return get_objective(opts.objective)(p, alpha=opts.alpha, eps=opts.eps)
 
 
 def allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np.ndarray:
@@ -95,9 +146,6 @@ def knapsack_value(p: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Knapsack RL's value of N samples on a prompt with pass rate p: P(non-zero gradient) x p (1 - p)^2."""
     p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
     return (1.0 - p**n - (1.0 - p) ** n) * p * (1.0 - p) ** 2
-
-
-KNAPSACK_VALUES = ("total", "reference")
 
 
 def knapsack_allocate(p_hat: np.ndarray, budget: int, lo: int, hi: int, value: str = "total") -> np.ndarray:
@@ -178,32 +226,39 @@ def remainder_allocate(weights: np.ndarray, budget: int, lo: int, hi: int) -> np
     return n
 
 
-def allocate_counts(p_hat: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
+def allocate_counts(p_hat: np.ndarray, opts: Any, budget: int) -> np.ndarray:
     """Est's samples per prompt for one batch: the weight rules of `allocation_weights` or the knapsack."""
-    if cfg.allocation == "remainder":
-        return remainder_allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
-    if cfg.allocation == "knapsack":
-        return knapsack_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
-    if cfg.allocation == "signal":
-        return signal_allocate(p_hat, budget, cfg.min_samples, cfg.max_samples)
-    return allocate(allocation_weights(p_hat, cfg), budget, cfg.min_samples, cfg.max_samples)
+    if opts.allocation == "remainder":
+        return remainder_allocate(allocation_weights(p_hat, opts), budget, opts.min_samples, opts.max_samples)
+    if opts.allocation == "knapsack":
+        return knapsack_allocate(p_hat, budget, opts.min_samples, opts.max_samples, opts.knapsack_value)
+    if opts.allocation == "signal":
+        return signal_allocate(p_hat, budget, opts.min_samples, opts.max_samples)
+    return allocate(allocation_weights(p_hat, opts), budget, opts.min_samples, opts.max_samples)
 
 
 class Est(PoolStrategy):
-    traits = Traits(
-        baseline="global",
-        streams=True,
-        spends_budget=True,
-        planner="allocation",
-        reads=("budget", "min_samples", "max_samples", "allocation", "residual", "knapsack_value"),
-        takes_predictor=True,
-    )
+    traits = Traits(streams=True, planner="allocation", takes_predictor=True)
+    Options = EstOptions
+    opts: EstOptions
 
     @classmethod
-    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
-        return allocate_counts(rates, cfg, budget)
+    def plan_counts(cls, rates: np.ndarray, opts: EstOptions, budget: int) -> np.ndarray:
+        return allocate_counts(rates, opts, budget)
 
-    def __init__(self, cfg: StrategyConfig, predictor: Predictor | None = None):
+    @classmethod
+    def cost_hint(cls, opts: BudgetOptions) -> float:
+        return float(opts.max_samples)
+
+    @classmethod
+    def check_training(cls, opts: BudgetOptions, batch_size: int) -> None:
+        if opts.budget is not None and opts.budget < batch_size * opts.min_samples:
+            raise ConfigError(
+                f"strategy.budget={opts.budget} is below run.batch_size x strategy.min_samples = "
+                f"{batch_size} x {opts.min_samples}: not every prompt of a step could get its minimum"
+            )
+
+    def __init__(self, cfg: Any, predictor: Predictor | None = None):
         self.predictor = predictor
         super().__init__(cfg)
 
@@ -230,8 +285,8 @@ class Est(PoolStrategy):
         if self.predictor is None:
             self.memory.prefetch([self.prompts[pid] for pid in ids])  # an oracle's rates: one batched call
         p_hat = np.array([self.estimate(self.prompts[pid]) for pid in ids])
-        budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
-        counts = allocate_counts(p_hat, self.cfg, budget)
+        budget = self.opts.budget if self.opts.budget is not None else 8 * len(ids)
+        counts = allocate_counts(p_hat, self.opts, budget)
         self.p_hat.update(zip(ids, p_hat.tolist(), strict=True))
         self.alloc.update(zip(ids, counts.tolist(), strict=True))
 
@@ -246,7 +301,7 @@ class Est(PoolStrategy):
         for pid, pool in self.pools.items():
             if not pool:
                 continue
-            weight = 1.0 / np.sqrt(self.p_hat[pid] + self.cfg.eps) if self.cfg.residual == "inv_sqrt" else 1.0
+            weight = 1.0 / np.sqrt(self.p_hat[pid] + self.opts.eps) if self.opts.residual == "inv_sqrt" else 1.0
             groups.append(Group(self.prompts[pid], list(pool), [float(s.reward) for s in pool], weight=float(weight)))
         return groups
 

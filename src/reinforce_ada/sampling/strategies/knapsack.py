@@ -32,14 +32,34 @@ and residual weight, and this knapsack as its allocation rule.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.sampling.strategies.est import Est, knapsack_allocate
+from reinforce_ada.sampling.options import choice, option
+from reinforce_ada.sampling.strategies.est import BudgetOptions, Est, knapsack_allocate
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
+
+KNAPSACK_ESTIMATES = ("recent", "last_visit")
+
+
+@dataclass(frozen=True)
+class KnapsackOptions(BudgetOptions):
+    """Knapsack RL's options (module docstring); GRPO's group baseline with std, the paper's."""
+
+    knapsack_estimate: str = option(
+        "recent",
+        "p_hat: recent (mean of the last `history` outcomes, the paper) or last_visit (the released code: the latest "
+        "visit alone once it has >= history samples)",
+        plan=False,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        choice("knapsack_estimate", self.knapsack_estimate, KNAPSACK_ESTIMATES)
+
 
 CONFIDENCE = 0.9
 """The paper's alpha: the fallback's cost of a prompt is the samples for this chance of a non-zero gradient."""
@@ -86,22 +106,19 @@ def knapsack_budget(p_hat: list[float | None], budget: int, lo: int, hi: int, va
 
 
 class Knapsack(Est):
-    traits = Traits(
-        baseline="group",
-        streams=False,
-        spends_budget=True,
-        planner="allocation",
-        reads=("budget", "min_samples", "max_samples", "history", "knapsack_value", "knapsack_estimate", "estimator"),
-        takes_predictor=True,
-    )
+    traits = Traits(streams=False, planner="allocation", takes_predictor=True)
+    Options = KnapsackOptions
+    opts: KnapsackOptions
 
     @classmethod
-    def plan_counts(cls, rates: np.ndarray, cfg: StrategyConfig, budget: int) -> np.ndarray:
-        return knapsack_budget([float(p) for p in rates], budget, cfg.min_samples, cfg.max_samples, cfg.knapsack_value)
+    def plan_counts(cls, rates: np.ndarray, opts: KnapsackOptions, budget: int) -> np.ndarray:
+        return knapsack_budget(
+            [float(p) for p in rates], budget, opts.min_samples, opts.max_samples, opts.knapsack_value
+        )
 
     def on_add(self, ids: list[str]) -> None:
         p_hat: list[float | None] = []
-        oracle = self.predictor is None and self.cfg.estimator == "oracle"
+        oracle = self.predictor is None and self.opts.estimator == "oracle"
         if oracle:  # the exact rate replaces the reward buffer: one batched call for the batch
             self.memory.prefetch([self.prompts[pid] for pid in ids])
         for pid in ids:
@@ -110,10 +127,10 @@ class Knapsack(Est):
             elif oracle:
                 p = self.memory.estimate(self.prompts[pid])
             else:
-                p = self.memory.recent_rate(pid, rule=self.cfg.knapsack_estimate)
+                p = self.memory.recent_rate(pid, rule=self.opts.knapsack_estimate)
             p_hat.append(p)
-        budget = self.cfg.budget if self.cfg.budget is not None else 8 * len(ids)
-        counts = knapsack_budget(p_hat, budget, self.cfg.min_samples, self.cfg.max_samples, self.cfg.knapsack_value)
+        budget = self.opts.budget if self.opts.budget is not None else 8 * len(ids)
+        counts = knapsack_budget(p_hat, budget, self.opts.min_samples, self.opts.max_samples, self.opts.knapsack_value)
         self.p_hat.update({pid: p for pid, p in zip(ids, p_hat, strict=True) if p is not None})
         self.alloc.update(zip(ids, counts.tolist(), strict=True))
 

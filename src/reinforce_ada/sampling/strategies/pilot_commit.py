@@ -26,22 +26,52 @@ Departures from the paper's code:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.options import Options, at_least, check_group, option, same_as, unit
 from reinforce_ada.sampling.protocol import PoolStrategy, split_correct
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
 
+@dataclass(frozen=True)
+class PilotCommitOptions(Options):
+    """Pilot-Commit's options (module docstring), at the paper's settings where our sizes allow; GRPO's baseline."""
+
+    pilot: int = option(8, "pilot samples per prompt (paper 32 of 128: a quarter of max_samples)")
+    commit_lo: float = option(0.125, "commit when the pilot pass rate is >= commit_lo (paper 0.125)")
+    commit_hi: float = option(0.75, "... and <= commit_hi (paper 1 - 0.25)")
+    max_samples: int = option(32, "samples a committed prompt draws in all, pilot included")
+    max_gen_batches: int = option(3, "candidate prompts per step <= this x batch size (paper 10)")
+    evict: float | None = same_as(Options, "evict", 1.0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_group(self.n, self.max_samples)
+        at_least("max_gen_batches", self.max_gen_batches, 1)
+        at_least("pilot", self.pilot, 1)
+        if self.pilot > self.max_samples:
+            raise ConfigError(
+                f"pilot={self.pilot} must be <= max_samples={self.max_samples} (the pilot is part of the cap)"
+            )
+        unit("commit_lo", self.commit_lo)
+        unit("commit_hi", self.commit_hi)
+        if self.commit_lo > self.commit_hi:
+            raise ConfigError(
+                f"commit_lo={self.commit_lo} must be <= commit_hi={self.commit_hi} (the commit band is empty)"
+            )
+
+
 class PilotCommit(PoolStrategy):
-    traits = Traits(
-        baseline="group",
-        streams=False,
-        spends_budget=False,
-        planner="pilot",
-        reads=("pilot", "commit_lo", "commit_hi", "max_samples", "max_gen_batches"),
-        default_evict=1.0,
-    )
+    traits = Traits(streams=False, planner="pilot")
+    Options = PilotCommitOptions
+    opts: PilotCommitOptions
+
+    @classmethod
+    def cost_hint(cls, opts: PilotCommitOptions) -> float:
+        return float(opts.max_samples)
 
     def _reset(self) -> None:
         super()._reset()
@@ -55,12 +85,12 @@ class PilotCommit(PoolStrategy):
         self.batch_size = len(prompts)
 
     def batch_end(self, pid: str) -> int:
-        return self.cfg.max_samples if pid in self.committed else self.cfg.pilot
+        return self.opts.max_samples if pid in self.committed else self.opts.pilot
 
     def on_batch(self, pid: str) -> bool:
         if pid in self.committed:
             return True
-        pool, c = self.pools[pid], self.cfg
+        pool, c = self.pools[pid], self.opts
         rate = len(split_correct(pool, c.threshold)[0]) / len(pool)
         if c.commit_lo <= rate <= c.commit_hi:
             self.committed[pid] = None
@@ -71,7 +101,7 @@ class PilotCommit(PoolStrategy):
     def wanted_prompts(self) -> int:
         if self.exhausted or not self.prompts:
             return 0
-        drawn, cap = len(self.prompts), self.cfg.max_gen_batches * self.batch_size
+        drawn, cap = len(self.prompts), self.opts.max_gen_batches * self.batch_size
         return max(0, min(self.batch_size - (drawn - len(self.failed)), cap - drawn))
 
     def build(self) -> list[Group]:
@@ -83,7 +113,7 @@ class PilotCommit(PoolStrategy):
 
     def metrics(self) -> dict[str, Any]:
         failed = list(self.failed.values())
-        pilot = sum(min(len(pool), self.cfg.pilot) for pool in self.pools.values())
+        pilot = sum(min(len(pool), self.opts.pilot) for pool in self.pools.values())
         return {
             **super().metrics(),
             "gen_batches": self.waves + 1 if self.prompts else 0,

@@ -36,33 +36,82 @@ see `sampling.streaming`).
 
 from __future__ import annotations
 
-from math import exp, lgamma
+from dataclasses import dataclass
 from typing import Any
 
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.law import exit_holds, resolve_chance
+from reinforce_ada.sampling.options import Options, at_least, check_group, choice, option, same_as, unit
 from reinforce_ada.sampling.protocol import PoolStrategy, downsample, split_correct
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group
 
-
-def exit_holds(n_pos: int, n_neg: int, *, exit: str, k_pos: int, k_neg: int) -> bool:
-    if exit == "positive":
-        return n_pos >= k_pos
-    return n_pos >= k_pos and n_neg >= k_neg
+EXITS = ("positive", "balanced")
+SELECTIONS = ("random", "earliest")
+UNRESOLVED = ("keep", "drop")
 
 
-def resolve_chance(n_pos: int, n_neg: int, remaining: int, a: float, b: float, *, k_pos: int, k_neg: int) -> float:
-    """P(the next `remaining` samples bring >= k_pos - n_pos correct and >= k_neg - n_neg wrong) when the pass rate
-    is Beta(a + n_pos, b + n_neg) distributed (a Beta-binomial tail; k_neg = 0 for the positive exit)."""
-    need_pos, need_neg = max(0, k_pos - n_pos), max(0, k_neg - n_neg)
-    if need_pos + need_neg > remaining:
-        return 0.0
-    a, b, r = a + n_pos, b + n_neg, remaining
-    log_beta_ab = lgamma(a) + lgamma(b) - lgamma(a + b)
-    total = 0.0
-    for j in range(need_pos, r - need_neg + 1):
-        log_comb = lgamma(r + 1) - lgamma(j + 1) - lgamma(r - j + 1)
-        total += exp(log_comb + lgamma(j + a) + lgamma(r - j + b) - lgamma(r + a + b) - log_beta_ab)
-    return min(1.0, total)
+@dataclass(frozen=True)
+class SeqOptions(Options):
+    """Ada-Seq's options (module docstring); the defaults are the paper's experiments (Ada-Seq-balance, M=8,
+    N_max=32, n=4, K_pos=K_neg=n/2, the whole pool's mean as baseline, no std)."""
+
+    samples_per_round: int = option(8, "samples drawn per active prompt per round (M)")
+    max_samples: int = option(32, "cap on samples per prompt per step (N_max)")
+    exit: str = option(
+        "balanced", "exit rule: positive (>= k_pos correct) or balanced (>= k_pos correct and >= k_neg wrong)"
+    )
+    k_pos: int | None = option(
+        None, "correct samples needed to retire (default: n//2 balanced, 1 positive as in the official code)"
+    )
+    k_neg: int | None = option(None, "balanced: wrong samples needed to retire (default: n - n//2)")
+    selection: str = option(
+        "random", "downsampling: random (seeded) or earliest (arrival order, as the official code)", plan=False
+    )
+    unresolved: str = option("keep", "prompts that hit the cap unresolved: keep (official) or drop (no loss dilution)")
+    give_up: float = option(
+        0.0,
+        "stop sampling a prompt once its posterior chance of meeting the exit rule within max_samples falls below "
+        "this (0 = off, the paper)",
+    )
+    advantage: str = same_as(Options, "advantage", "global")
+    scale_std: bool = same_as(Options, "scale_std", False)
+
+    @property
+    def resolved_k_pos(self) -> int:
+        if self.k_pos is not None:
+            return self.k_pos
+        return self.n // 2 if self.exit == "balanced" else 1
+
+    @property
+    def resolved_k_neg(self) -> int:
+        if self.exit == "positive":
+            return 0
+        return self.k_neg if self.k_neg is not None else self.n - self.n // 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        choice("exit", self.exit, EXITS)
+        choice("selection", self.selection, SELECTIONS)
+        choice("unresolved", self.unresolved, UNRESOLVED)
+        at_least("samples_per_round", self.samples_per_round, 1)
+        at_least("max_samples", self.max_samples, 1)
+        check_group(self.n, self.max_samples)
+        if self.k_pos is not None:
+            at_least("k_pos", self.k_pos, 0)
+        if self.k_neg is not None:
+            at_least("k_neg", self.k_neg, 0)
+        need = self.resolved_k_pos + self.resolved_k_neg
+        if need < 1:
+            raise ConfigError(
+                f"k_pos + k_neg = 0 (exit={self.exit!r}): every prompt would retire before its first sample; "
+                "set k_pos >= 1 (or k_neg >= 1)"
+            )
+        if need > self.max_samples:
+            raise ConfigError(
+                f"k_pos + k_neg = {need} exceeds max_samples={self.max_samples}: no prompt could ever retire"
+            )
+        unit("give_up", self.give_up, open_hi=True)
 
 
 def give_up_point(
@@ -80,13 +129,21 @@ def give_up_point(
 
 
 class Seq(PoolStrategy):
-    traits = Traits(
-        baseline="global",
-        streams=True,
-        spends_budget=False,
-        planner="sequential",
-        reads=("n", "samples_per_round", "max_samples", "exit", "k_pos", "k_neg", "selection", "unresolved", "give_up"),
-    )
+    traits = Traits(streams=True, planner="sequential")
+    Options = SeqOptions
+    opts: SeqOptions
+
+    @classmethod
+    def cost_hint(cls, opts: SeqOptions) -> float:
+        return float(opts.max_samples)
+
+    @classmethod
+    def check_training(cls, opts: SeqOptions, batch_size: int) -> None:
+        if opts.samples_per_round > opts.max_samples:
+            raise ConfigError(
+                f"strategy.samples_per_round={opts.samples_per_round} is larger than strategy.max_samples="
+                f"{opts.max_samples}: seq could never draw a full round; lower samples_per_round or raise max_samples"
+            )
 
     def _reset(self) -> None:
         super()._reset()
@@ -94,44 +151,44 @@ class Seq(PoolStrategy):
         self.given_up: dict[str, None] = {}
 
     def on_add(self, ids: list[str]) -> None:
-        if self.cfg.give_up > 0:  # frozen for the step: every check of the prompt sees the same prior
+        if self.opts.give_up > 0:  # frozen for the step: every check of the prompt sees the same prior
             self.memory.prefetch([self.prompts[pid] for pid in ids])
             self.prior.update({pid: self.memory.posterior(self.prompts[pid]) for pid in ids})
 
     def batch_end(self, pid: str) -> int:
-        return min(len(self.pools[pid]) + self.cfg.samples_per_round, self.cfg.max_samples)
+        return min(len(self.pools[pid]) + self.opts.samples_per_round, self.opts.max_samples)
 
     def to_submit(self, pid: str) -> int:
         if not self.prefetch:
             return super().to_submit(pid)
-        c, sent = self.cfg, self.submitted[pid]
+        c, sent = self.opts, self.submitted[pid]
         return max(0, min(c.samples_per_round - (sent - self.arrived[pid]), c.max_samples - sent))
 
     def on_batch(self, pid: str) -> bool:
-        if self.retired(pid) or len(self.pools[pid]) >= self.cfg.max_samples:
+        if self.retired(pid) or len(self.pools[pid]) >= self.opts.max_samples:
             return True
-        if self.cfg.give_up > 0 and self.resolve_chance(pid) < self.cfg.give_up:
+        if self.opts.give_up > 0 and self.resolve_chance(pid) < self.opts.give_up:
             self.given_up[pid] = None
             return True
         return False
 
     def resolve_chance(self, pid: str) -> float:
-        c = self.cfg
+        c = self.opts
         pos, neg = split_correct(self.pools[pid], c.threshold)
         a, b = self.prior[pid]
         left = c.max_samples - len(self.pools[pid])
         return resolve_chance(len(pos), len(neg), left, a, b, k_pos=c.resolved_k_pos, k_neg=c.resolved_k_neg)
 
     def retired(self, pid: str) -> bool:
-        pos, neg = split_correct(self.pools[pid], self.cfg.threshold)
-        c = self.cfg
+        pos, neg = split_correct(self.pools[pid], self.opts.threshold)
+        c = self.opts
         return exit_holds(len(pos), len(neg), exit=c.exit, k_pos=c.resolved_k_pos, k_neg=c.resolved_k_neg)
 
     def unresolved_ids(self) -> list[str]:
         return [pid for pid, pool in self.pools.items() if pool and not self.retired(pid)]
 
     def build(self) -> list[Group]:
-        c = self.cfg
+        c = self.opts
         groups = []
         for pid, pool in self.pools.items():
             resolved = self.retired(pid)
@@ -146,9 +203,9 @@ class Seq(PoolStrategy):
         out = {
             **super().metrics(),
             "unresolved_prompts": len(unresolved),
-            "dropped_prompts": len(unresolved) if self.cfg.unresolved == "drop" else 0,
+            "dropped_prompts": len(unresolved) if self.opts.unresolved == "drop" else 0,
         }
-        if self.cfg.give_up > 0:
+        if self.opts.give_up > 0:
             out["given_up_prompts"] = len(self.given_up)
             out["given_up_samples"] = sum(len(self.pools[pid]) for pid in self.given_up)
         return out

@@ -1,0 +1,67 @@
+"""The one signature of an admission rule: `Rule(opts, ctx)`, asked per step which offered prompts to hand over.
+
+A rule is one class (`select=NAME` names it in `sampling.admission.registry.ADMISSIONS`):
+1) `ranks`: False -- the rule only skips (`keep(prompt)`), and the collector asks the source for exactly the
+   deficit; True -- it collects `candidates` x k candidates and `choose`s k of them (MoPPS, value, iw).
+2) `reset_step()` as every step begins (per-step counters); `start_step()` as a step with prompts starts (GRESO
+   adapts to the last step's visits);
+   `keep(prompt)` before a candidate is collected; `choose(candidates, k)` -> (the chosen, in candidate order, and
+   a raw weight per chosen prompt, or None); `group_weights()` -> prompt id -> the factor its trained group's weight
+   is multiplied by (select=iw's self-normalised Horvitz-Thompson weights; empty for the others).
+3) `metrics()`, and `state_dict()` / `load_state_dict(state)`: the rule's keys inside the admission state (JSON).
+The context carries what a rule may read: the strategy's prompt memory, the admission stage's own generator and the
+sampler's per-visit law on a grid of pass rates (`sampling.value.ValueTable`, built on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from reinforce_ada.sampling.memory import PromptMemory
+from reinforce_ada.sampling.value import ValueTable
+from reinforce_ada.types import Prompt
+
+
+@dataclass
+class RuleContext:
+    memory: PromptMemory
+    rng: np.random.Generator
+    law: Callable[[], ValueTable]
+    """The sampler's value table (`sampling.value.value_table`), computed when first asked for."""
+
+
+class AdmissionRule:
+    """No selection: every offered prompt is admitted, in the order offered (`select=none`)."""
+
+    ranks: ClassVar[bool] = False
+
+    def __init__(self, opts: Any, ctx: RuleContext):
+        self.opts, self.ctx = opts, ctx
+
+    def reset_step(self) -> None:
+        pass
+
+    def start_step(self) -> None:
+        pass
+
+    def keep(self, prompt: Prompt) -> bool:
+        return True
+
+    def choose(self, candidates: list[Prompt], k: int) -> tuple[list[Prompt], list[float] | None]:
+        return candidates[:k], None
+
+    def group_weights(self) -> dict[str, float]:
+        return {}
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
