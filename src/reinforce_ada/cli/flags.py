@@ -98,9 +98,11 @@ def verifier_names() -> str:
 
 def table_help() -> dict[str, str]:
     """Help texts generated from the registries (task table, verifiers), so they never go stale."""
+    from reinforce_ada.engines.config import engine_help
     from reinforce_ada.tasks.registry import help_lines
 
     return {
+        **engine_help(field_docs),
         "task.name": f"one of: {help_lines(trainable=True)} (default arithmetic)",
         "task.verifier": f"{verifier_names()}, or a function of yours as module:function or path/to/file.py:function "
         "(default: the task's own, listed under --task.name)",

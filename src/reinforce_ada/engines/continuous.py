@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import torch
 
 from reinforce_ada.engines.hf import HFEngine, sample_next
-from reinforce_ada.engines.protocol import Capabilities
+from reinforce_ada.engines.protocol import Capabilities, EngineSpec
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import left_pad, model_forward, position_ids_from_mask
 from reinforce_ada.sampling.over_stream import generate_over_stream
@@ -75,6 +75,11 @@ class ContinuousEngine(HFEngine):
     """
 
     capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
+
+    @classmethod
+    def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> ContinuousEngine:
+        """This layout over the in-process model, `spec.slots` decode slots (`HFEngine.build`, with slots)."""
+        return cls(model, tokenizer, slots=spec.slots, **spec.sampling())
 
     def __init__(
         self,

@@ -129,24 +129,15 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float, top
 class HFEngine:
     """Sample completions from a local HF causal LM; see the module docstring for padding, EOS and log-probs.
 
-    Registered as "hf" (`engines.factory`): `build` picks the layout -- this class for rounds, a continuous-batching
-    subclass for streaming or the fused decode (`local_engine`)."""
+    `build` makes this class (round mode) over the in-process model, so a subclass is an engine with one registry
+    line. The registered "hf" engine is `engines.local.LocalEngine`, which picks this class or a continuous-batching
+    layout (streaming, or the fused decode)."""
 
     capabilities: ClassVar[Capabilities] = Capabilities()
 
     @classmethod
     def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> HFEngine:
-        from reinforce_ada.engines.factory import local_engine
-
-        return local_engine(
-            model,
-            tokenizer,
-            decode=spec.decode,
-            streaming=spec.streaming,
-            slots=spec.slots,
-            batch_size=spec.batch_size,
-            **spec.sampling(),
-        )
+        return cls(model, tokenizer, batch_size=spec.batch_size, **spec.sampling())
 
     def __init__(
         self,

@@ -31,8 +31,11 @@ from safetensors import SafetensorError
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.config import load_toml
+from reinforce_ada.training.run_dir import MANIFEST, checkpoint_dir, write_file
+from reinforce_ada.training.run_dir import complete as complete  # the listing is the run folder's rule (run_dir)
+from reinforce_ada.training.run_dir import latest as latest  # kept importable here: checkpoint.latest(run)
 
-STATE_JSON, STATE_TENSORS, MANIFEST = "state.json", "state.safetensors", "manifest.json"
+STATE_JSON, STATE_TENSORS = "state.json", "state.safetensors"
 
 
 class CheckpointError(ConfigError):
@@ -151,13 +154,7 @@ def inside(ckpt: Path, rel: Any) -> Path:
     return f
 
 
-def checkpoint_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "checkpoints"
-
-
 def write_atomic(path: Path, text: str) -> None:
-    from reinforce_ada.training.run_dir import write_file
-
     write_file(path, text)
 
 
@@ -222,27 +219,6 @@ def clean_partial(root: Path) -> None:
             p.unlink()
         else:
             shutil.rmtree(p, ignore_errors=True)
-
-
-def complete(run_dir: Path) -> list[Path]:
-    """The run's checkpoints that were written to the end, newest first (`latest` first when it names one)."""
-    root = checkpoint_dir(run_dir)
-    done = sorted(
-        (p for p in root.glob("step_*") if p.is_dir() and ((p / MANIFEST).exists() or (p / "state.pt").exists())),
-        reverse=True,
-    )
-    marker = root / "latest"
-    if marker.exists():
-        named = root / marker.read_text().strip()
-        if named in done:
-            done.remove(named)
-            done.insert(0, named)
-    return done
-
-
-def latest(run_dir: Path) -> Path | None:
-    found = complete(run_dir)
-    return found[0] if found else None
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:

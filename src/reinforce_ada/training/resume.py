@@ -1,6 +1,6 @@
 """Resuming a trainer: the newest good checkpoint of its run folder, loaded all or nothing.
 
-1) `resume` tries the run folder's complete checkpoints newest first (`checkpoint.complete`). One that fails its
+1) `resume` tries the run folder's complete checkpoints newest first (`run_dir.complete`). One that fails its
    checksums, cannot be read, does not fit the model, holds non-finite weights or a state that does not match its
    own step is skipped with a warning and the one before it is tried; when none is good, a CheckpointError names
    why each failed. Metrics of steps after the loaded checkpoint are dropped (resuming repeats them); a run killed
@@ -18,11 +18,12 @@ from typing import Any
 import torch
 
 from reinforce_ada.training import checkpoint
+from reinforce_ada.training import run_dir as run_folder
 
 
 def resume(trainer: Any) -> bool:
     """Load the newest good checkpoint of `trainer.run_dir` into `trainer`; returns whether one was loaded."""
-    found = checkpoint.complete(trainer.run_dir)
+    found = run_folder.complete(trainer.run_dir)
     if not found:
         trainer.tracker.truncate_after(-1)  # a run killed before its first checkpoint starts over, lines and all
         return False

@@ -11,6 +11,9 @@
    the folder gets an error naming the folder and the holder's pid.
 5) A folder that cannot be written (read-only file system, permissions) is an error up front, not a TensorBoard
    traceback mid-run.
+6) Which checkpoints the folder holds is its rule too: `checkpoint_dir`, `complete` (written to the end, newest
+   first), `latest` and `reached_step` live here; `training.checkpoint` writes, verifies and loads them (it imports
+   this module, never the reverse).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 from reinforce_ada.errors import ConfigError
 
 LOCK = ".lock"
+MANIFEST = "manifest.json"
+"""A checkpoint's list of its files' sha256 and its step: written last, so a checkpoint without one is incomplete."""
 
 RESUME_MAY_CHANGE = {
     "run": (
@@ -72,7 +77,7 @@ def holds_steps(run_dir: Path) -> bool:
     run_dir = Path(run_dir)
     metrics = run_dir / "metrics.jsonl"
     has_lines = metrics.is_file() and metrics.stat().st_size > 0
-    return has_lines or any((run_dir / "checkpoints").glob("step_*"))
+    return has_lines or any(checkpoint_dir(run_dir).glob("step_*"))
 
 
 def check_no_links(run_dir: Path) -> None:
@@ -141,15 +146,38 @@ def used(run_dir: Path, cfg: Any) -> bool:
     return False
 
 
+def checkpoint_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "checkpoints"
+
+
+def complete(run_dir: Path) -> list[Path]:
+    """The run's checkpoints that were written to the end, newest first (`latest` first when it names one)."""
+    root = checkpoint_dir(run_dir)
+    done = sorted(
+        (p for p in root.glob("step_*") if p.is_dir() and ((p / MANIFEST).exists() or (p / "state.pt").exists())),
+        reverse=True,
+    )
+    marker = root / "latest"
+    if marker.exists():
+        named = root / marker.read_text().strip()
+        if named in done:
+            done.remove(named)
+            done.insert(0, named)
+    return done
+
+
+def latest(run_dir: Path) -> Path | None:
+    found = complete(run_dir)
+    return found[0] if found else None
+
+
 def reached_step(run_dir: Path) -> int | None:
     """The step of the folder's newest complete checkpoint (as its manifest records it), else None."""
-    from reinforce_ada.training import checkpoint
-
-    ckpt = checkpoint.latest(run_dir)
+    ckpt = latest(run_dir)
     if ckpt is None:
         return None
     try:
-        return int(json.loads((ckpt / checkpoint.MANIFEST).read_text())["step"])
+        return int(json.loads((ckpt / MANIFEST).read_text())["step"])
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
