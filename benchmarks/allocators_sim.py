@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.simulation.policy import SimConfig, hard_pool
 from reinforce_ada.simulation.simulate import run_arm
 

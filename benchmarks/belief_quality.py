@@ -45,7 +45,7 @@ from reinforce_ada.bench.belief import gain_share, replay_draw, within_level_pro
 from reinforce_ada.bench.curves import T_95
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, build_pool, parse_pool
 from reinforce_ada.models.features import first_token_confidence, prompt_hidden_states, standardise
-from reinforce_ada.sampling.config import parse_arm
+from reinforce_ada.sampling.configure import parse_arm
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BELIEFS = (

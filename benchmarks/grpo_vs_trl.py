@@ -15,7 +15,7 @@ import torch
 
 from benchmarks.harness import OtherCpu, median, real_tokens
 from reinforce_ada.models.load import load_policy
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.tasks import arithmetic
 from reinforce_ada.training.config import GenerationConfig, ModelConfig, RunConfig, TrainConfig
 from reinforce_ada.types import Prompt
@@ -51,7 +51,7 @@ def ours_steps(s: Settings) -> dict[str, list[float]]:
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig(
-            strategy=StrategyConfig(name="uniform", n=s.group),
+            strategy=strategy_config(name="uniform", n=s.group),
             model=ModelConfig(threads=s.threads),
             generation=GenerationConfig(max_new_tokens=s.max_new_tokens, temperature=1.0, top_k=0, top_p=1.0),
             run=RunConfig(batch_size=s.batch_prompts, steps=s.warmup_steps + s.steps, seed=s.seed, run_dir=tmp),

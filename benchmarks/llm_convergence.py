@@ -213,7 +213,7 @@ class Study:
         import numpy as np
 
         from reinforce_ada.bench.arms import ARMS, matched_n
-        from reinforce_ada.sampling.config import parse_arm
+        from reinforce_ada.sampling.configure import parse_arm
 
         if "n" in self.matched:
             return self.matched["n"]

@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.simulation.makespan import makespan_study
 from reinforce_ada.simulation.stream import Latency
 
@@ -38,8 +38,8 @@ WEIGHTS_GB = 3.0
 
 def main() -> int:
     arms = {
-        "grpo-n4": (StrategyConfig(name="uniform", n=4), {}),
-        "seq-balanced": (StrategyConfig(name="seq"), {}),
+        "grpo-n4": (strategy_config(name="uniform", n=4), {}),
+        "seq-balanced": (strategy_config(name="seq"), {}),
     }
     latency = Latency(sigma=1.0)
     gen = {

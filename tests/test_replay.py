@@ -345,3 +345,12 @@ def test_a_replayed_answer_is_flagged_in_samples_log_and_left_out_of_the_clipped
     rows = sample_rows(7, batch, 2)
     assert rows[0]["replayed_from"] == 3 and "replayed_from" not in rows[1]
     assert clipped_share(batch) == 0.0  # the replayed answer's `length` is not this step's
+
+
+def test_the_03_replay_flags_are_refused_naming_the_new_ones(capsys):
+    from reinforce_ada.cli import main
+
+    for old, new in (("--replay", "--replay.enabled"), ("--replay-clip", "--replay.clip")):
+        with pytest.raises(SystemExit) as e:
+            main(["train", old, "true" if old == "--replay" else "3"])
+        assert e.value.code == 2 and f"{old} is now {new}" in capsys.readouterr().err

@@ -250,3 +250,22 @@ def test_auto_resolves_to_the_recommended_strategy():
     assert type(build_strategy(auto)) is type(build_strategy(named))
     rates = [0.0, 0.1, 0.5, 0.9]
     assert [r.zero_signal for r in plan(auto, rates)] == [r.zero_signal for r in plan(named, rates)]
+
+
+def test_an_option_of_another_strategy_is_refused_naming_who_has_it(capsys):
+    from reinforce_ada.cli import main
+    from reinforce_ada.errors import ConfigError
+    from reinforce_ada.sampling.configure import parse_arm, strategy_config
+
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--strategy", "uniform", "--k-pos", "2", "--pass-rates", "0.5"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "k_pos (an option of seq): not an option of strategy 'uniform'" in err
+    with pytest.raises(ConfigError, match="budget .an option of est, knapsack.: not an option of strategy 'seq'"):
+        strategy_config("seq", budget=64)
+    with pytest.raises(ConfigError, match="arm 'uniform:exit=positive': exit .an option of seq"):
+        parse_arm("uniform:exit=positive")
+    # switching strategy keeps what the user set that the new one also has, and takes the rest from its defaults
+    seq = strategy_config("seq", k_pos=2, estimator="both")
+    uni = parse_arm("uniform:n=8", seq)
+    assert (uni.estimator, uni.n, uni.advantage, uni.scale_std) == ("both", 8, "group", True)

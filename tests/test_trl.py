@@ -22,9 +22,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.integrations.trl import HOOKED, AdaGRPOConfig, AdaGRPOTrainer, check_trl  # noqa: E402
 from reinforce_ada.integrations.trl_rewards import reward_table  # noqa: E402
-from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
-from reinforce_ada.sampling.strategies import STRATEGIES  # noqa: E402
+from reinforce_ada.sampling.strategies import STRATEGIES, strategy_class  # noqa: E402
 from tests.trl_fixtures import even_length, tiny_model_and_tokenizer, tiny_prompts  # noqa: E402
 
 pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
@@ -226,7 +225,9 @@ def test_dynamic_refills_from_the_dataset(tmp_path):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_registered_strategy_runs_inside_trl(tmp_path, name):
     """Admission strategies (mopps, greso, pilot_commit's eviction) draw their candidates from the dataset."""
-    trainer = make(AdaGRPOTrainer, tmp_path, max_steps=2, strategy=name, max_samples=8, samples_per_round=4, pilot=4)
+    small = {"max_samples": 8, "samples_per_round": 4, "pilot": 4}  # the sizes the strategy has
+    own = strategy_class(name).Options.__dataclass_fields__
+    trainer = make(AdaGRPOTrainer, tmp_path, max_steps=2, strategy=name, **{k: v for k, v in small.items() if k in own})
     trainer.train()
     for h in trainer.ada_history:
         t = h["total"]
@@ -321,11 +322,14 @@ def test_a_raising_reward_function_is_counted_in_the_ledger(tmp_path):
 # -- configuration ----------------------------------------------------------------------------------------------------
 def test_config_has_every_strategy_option_with_its_help(tmp_path):
     ours = {f.name: f for f in fields(AdaGRPOConfig)}
-    for f in fields(StrategyConfig):
-        if f.name in ("name", "n", "seed"):
-            continue
-        assert ours[f.name].default == f.default
-        assert f.metadata["help"] in ours[f.name].metadata["help"]
+    for cls in STRATEGIES.values():  # every registered strategy's options, n aside (TRL's num_generations)
+        for f in fields(cls.Options):
+            if f.name == "n":
+                continue
+            mine = [o.Options.__dataclass_fields__.get(f.name) for o in STRATEGIES.values()]
+            agreed = len({repr(g.default) for g in mine if g is not None}) == 1
+            assert ours[f.name].default == (f.default if agreed else None)  # None: the strategy's own
+            assert f.metadata["help"] in ours[f.name].metadata["help"]
     cfg = AdaGRPOConfig(
         output_dir=str(tmp_path),
         strategy="est",

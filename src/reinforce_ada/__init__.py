@@ -24,7 +24,7 @@ from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 __all__ = [
     "ADVANTAGES",
     "OBJECTIVES",

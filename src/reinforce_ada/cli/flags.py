@@ -21,7 +21,7 @@ from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import strategy_config, switch, user_set
 from reinforce_ada.sampling.options import GROUPS, coerce_value, option_specs, type_name
 from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, option_types, strategy_class, strategy_names
-from reinforce_ada.training.config import SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
+from reinforce_ada.training.config import REPLAY_MOVED, SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
 DEFAULT_STRATEGY = "seq"
 GROUP_TITLES = {"common": "what counts as correct, group size", **{g: g for g in GROUPS}}
@@ -113,6 +113,8 @@ def add_train_flags(p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY) ->
     p.add_argument("--config", help=f"TOML preset (sections {', '.join(f'[{s}]' for s in SECTIONS)})")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
     add_strategy_flags(p, name)
+    for old in REPLAY_MOVED:  # 0.3's flags: refused naming the new one (train_config_from_args)
+        p.add_argument("--" + old.replace("_", "-"), dest=f"moved.{old}", default=None, help=argparse.SUPPRESS)
     for sec, factory in SECTIONS.items():
         if sec == "strategy":
             continue
@@ -136,6 +138,10 @@ def add_train_flags(p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY) ->
 
 
 def train_config_from_args(args: argparse.Namespace) -> Any:
+    for old, new in REPLAY_MOVED.items():
+        if getattr(args, f"moved.{old}", None) is not None:
+            flag = "--" + old.replace("_", "-")
+            raise ConfigError(f"{flag} is now --replay.{new} (replay is a training setting: [replay] {new} = ...)")
     cfg = TrainConfig()
     if args.resume:
         saved = Path(args.resume) / "config.toml"
@@ -146,7 +152,7 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
         cfg = load_toml(args.config, cfg)
     overrides: dict[str, dict[str, Any]] = {}
     for key, value in vars(args).items():
-        if "." in key and value is not None:
+        if "." in key and value is not None and not key.startswith("moved."):
             sec, name = key.split(".", 1)
             overrides.setdefault(sec, {})[name] = value
     cfg = apply_overrides(cfg, overrides, "command line")

@@ -48,18 +48,23 @@ class Option:
 
 def strategy_options() -> dict[str, Option]:
     """The union of the registered strategies' options (module docstring, 1)."""
-    seen: dict[str, list[Any]] = {}
-    for cls in STRATEGIES.values():
+    seen: dict[str, dict[str, Any]] = {}
+    for strategy, cls in STRATEGIES.items():
         for f in fields(cls.Options):
-            if f.name != "n":
-                seen.setdefault(f.name, []).append(f)
+            if f.name != "n" and strategy != "auto":
+                seen.setdefault(f.name, {})[strategy] = f
     out = {}
-    for name, fs in seen.items():
-        f = fs[0]
-        agree = all(g.default == f.default for g in fs)
+    for name, by in seen.items():
+        f = next(iter(by.values()))
+        agree = all(g.default == f.default for g in by.values())
         typ = type_name(f.type) if agree or "None" in type_name(f.type) else f"{type_name(f.type)} | None"
-        text = f.metadata.get("help", "") + ("" if agree else " (default: the strategy's own)")
-        out[name] = Option(typ, f.default if agree else None, text)
+        helps: dict[str, list[str]] = {}
+        for strategy, g in by.items():
+            helps.setdefault(g.metadata.get("help", ""), []).append(strategy)
+        text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(s)}: {h}" for h, s in helps.items())
+        out[name] = Option(
+            typ, f.default if agree else None, text + ("" if agree else " (default: the strategy's own)")
+        )
     return out
 
 
@@ -172,7 +177,7 @@ class AdaGRPOConfig(GRPOConfig):
                 f"per_device_train_batch_size * steps_per_generation = {local} must be a multiple of "
                 f"num_generations={self.num_generations}: each process must hold whole prompt groups"
             )
-        types = {name: o.type for name, o in OPTIONS.items()}
+        types = {"strategy": "str", **{name: o.type for name, o in OPTIONS.items()}}
         check_types(self, list(types), types)
         share = self.max_verifier_error_share
         if not (_has_type(share, "float") and 0 <= share <= 1):

@@ -19,6 +19,7 @@ builds a config from flat names.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -48,7 +49,7 @@ def choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
 
 
 def at_least(name: str, value: Any, lo: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < lo:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < lo:
         raise ConfigError(f"{name}={value!r} is out of range; it must be >= {lo}")
 
 
