@@ -45,7 +45,8 @@ def test_a_03_strategy_state_loads_and_round_trips(name):
     twin.load_state_dict(saved)
     assert json.dumps(twin.state_dict(), sort_keys=True) == json.dumps(saved, sort_keys=True)
     old = state["strategy"]
-    assert saved["pools"] == old["pools"] and saved["memory"] == old["memory"] and saved["rng"] == old["rng"]
+    assert saved["pools"] == old["pools"] and saved["rng"] == old["rng"]
+    assert {k: saved["memory"][k] for k in old["memory"]} == old["memory"]  # newer keys (levels) start empty
     if "admission" in old:  # the admission stage's own state carries over, its rule's included
         a, b = saved["admission"], old["admission"]
         assert a["rng"] == b["rng"] and a["offered"] == b["offered"] and a["need"] == b["need"]

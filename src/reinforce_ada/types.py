@@ -71,6 +71,9 @@ class Group:
     """Per-prompt weight from the strategy (e.g. Ada-Est's residual 1/sqrt(p))."""
     resolved: bool = True
     """False when the prompt reached its sample cap without meeting its exit rule."""
+    baseline: float | None = None
+    """The prompt's value estimate before this step's samples, from the strategy's prompt memory (set for
+    `advantage="tracker"`): a baseline that does not depend on the samples it scores."""
 
     @property
     def rewards(self) -> list[float]:

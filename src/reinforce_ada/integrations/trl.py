@@ -57,7 +57,8 @@ from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFail
 )
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
-from reinforce_ada.sampling.advantages import compute_advantages
+from reinforce_ada.sampling.advantages import batch_normalize
+from reinforce_ada.sampling.ledger import step_advantages
 from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
@@ -211,15 +212,8 @@ class AdaGRPOTrainer(GRPOTrainer):
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
         if c.scale_std:  # the same advantages with TRL's std floor (only the floor differs)
-            advs, weights = compute_advantages(
-                batch.groups,
-                estimator=c.advantage,
-                std=True,
-                correction=c.correction,
-                objective=c.objective,
-                alpha=c.alpha,
-                eps=TRL_STD_FLOOR,
-            )
+            advs, weights = step_advantages(c.options, batch.groups, eps=TRL_STD_FLOOR)
+            advs = batch_normalize(batch.groups, advs, c.batch_normalize)
         batch.ledger.verifier_errors += engine.errors
         if log is not None:  # every process's visits, in one order on every process (trl_memory)
             share_visits(log, gather_object)

@@ -8,7 +8,14 @@
    kept group, zero when the mean is <= 0 -- about a 1/p weight on a prompt with pass rate p, an estimator of the
    truncated maximum-likelihood objective. It assumes non-negative (canonically binary) rewards; `scale_std` does not
    apply (the mean is the scale).
-4) `corrected`: the stratified-downsampling correction of the fork lemonchu/Reinforce-Ada-HM
+4) `leave_one_out` (RLOO, Ahmadian et al. 2024, arXiv 2402.14740): each sample's baseline is the mean of the kept
+   group's other samples, so it does not depend on the sample it scores and the estimate is unbiased (the group mean
+   includes the sample and shrinks the gradient by (n - 1) / n); A_i = n / (n - 1) (r_i - mean). A group of one
+   has no other sample: zero advantage. `scale_std` divides by the group's std.
+5) `tracker` (SPO, arXiv 2509.13232): the prompt's value estimate from before this step's samples
+   (`Group.baseline`, the strategy's prompt memory by `estimator`), A = r - v_hat: unbiased for the same reason, and
+   defined for a group of one. `scale_std` divides by sqrt(v_hat (1 - v_hat)), the Bernoulli std at v_hat.
+6) `corrected`: the stratified-downsampling correction of the fork lemonchu/Reinforce-Ada-HM
    (`_grpo_corrected_advantages`, its `correct_bias` option) for balanced downsampling: with p the whole pool's pass
    rate and s the kept group's positives / negatives, positives get 1 - p^2 / (1 - p) and negatives -p s when
    p <= 1/2, else 1 - p and -(1 - p) s; divided by the pool's std when `scale_std`. A sample is positive iff its
@@ -16,7 +23,13 @@
    results for it; offered as its baseline, off by default.
 Departures from the official code: the baseline is the mean of the raw rewards, not of rewards binarised at the
 positive threshold, so format bonuses or partial credit stay correct; std uses the unbiased estimator with a floor.
-Every estimator has one signature `(kept_R, pool_R, *, std, eps) -> adv_R`.
+Every estimator has one signature `(kept_R, pool_R, *, std, eps, baseline) -> adv_R` (`baseline`: the group's
+`Group.baseline`, read by `tracker` only).
+
+Batch normalisation (`batch_normalize`, SPO's): after every group's advantages, A <- (A - mean_B) / std_B over all
+the step's trained samples (`samples`: each sample counts once, torch's unbiased std as the recipe; `tokens`: each
+sample weighted by its completion tokens, the statistics of a token-mean loss, SPO++'s fix). Subtracting a batch
+constant keeps an unbiased baseline unbiased only approximately, and dividing by std_B rescales the step.
 
 Per-prompt weights come back separately (the loss multiplies them in): the strategy's own weight (Ada-Est's
 residual 1/sqrt(p_hat)) times an optional explicit correction f'(p_hat) (paper v3 §3.2, "Oversample-Downsample-
@@ -48,18 +61,24 @@ def _center(rewards_R: np.ndarray, stats_R: np.ndarray, std: bool, eps: float) -
     return adv_R
 
 
-def group_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = True, eps: float = 1e-6) -> np.ndarray:
+def group_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = True, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
     """GRPO: statistics over the kept group only."""
     kept_R = np.asarray(kept_R, dtype=float)
     return _center(kept_R, kept_R, std, eps)
 
 
-def global_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+def global_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
     """Reinforce-Ada: statistics over every sample drawn for the prompt (a lower-variance baseline)."""
     return _center(np.asarray(kept_R, dtype=float), np.asarray(pool_R, dtype=float), std, eps)
 
 
-def maxrl_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+def maxrl_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
     """MaxRL: (r - mean) / mean over the kept group; zeros when the mean is <= 0 (no correct sample, no signal).
 
     >>> maxrl_advantage(np.array([1.0, 0.0, 0.0, 0.0]), None).tolist()  # p = 1/4: the correct one gets 1/p - 1
@@ -70,7 +89,9 @@ def maxrl_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False
     return np.zeros_like(kept_R) if mean <= 0 else (kept_R - mean) / mean
 
 
-def corrected_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6) -> np.ndarray:
+def corrected_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
     """The HM fork's stratified correction (module docstring, 4).
 
     >>> corrected_advantage(np.array([1.0, 1.0, 0.0, 0.0]), np.array([1.0] * 8 + [0.0] * 24)).round(4).tolist()
@@ -92,12 +113,50 @@ def corrected_advantage(kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = F
     return adv_K
 
 
+def leave_one_out_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
+    """RLOO (module docstring, 4).
+
+    >>> leave_one_out_advantage(np.array([1.0, 0.0, 0.0, 0.0]), None).round(4).tolist()  # 1 - 0, 0 - 1/3
+    [1.0, -0.3333, -0.3333, -0.3333]
+    """
+    kept_R = np.asarray(kept_R, dtype=float)
+    n = len(kept_R)
+    if n < 2:
+        return np.zeros_like(kept_R)
+    adv_R = kept_R - (kept_R.sum() - kept_R) / (n - 1)
+    return adv_R / (kept_R.std(ddof=1) + eps) if std else adv_R
+
+
+def tracker_advantage(
+    kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
+) -> np.ndarray:
+    """SPO's baseline (module docstring, 5).
+
+    >>> tracker_advantage(np.array([1.0, 0.0]), None, baseline=0.25).tolist()
+    [0.75, -0.25]
+    """
+    if baseline is None:
+        raise ConfigError(
+            "advantage='tracker' needs the prompt's value estimate (Group.baseline), which every strategy of the "
+            "package sets from its prompt memory; a group built elsewhere must set it"
+        )
+    adv_R = np.asarray(kept_R, dtype=float) - baseline
+    return adv_R / (np.sqrt(baseline * (1.0 - baseline)) + eps) if std else adv_R
+
+
 ADVANTAGES: dict[str, AdvantageFn] = {
     "group": group_advantage,
     "global": global_advantage,
+    "leave_one_out": leave_one_out_advantage,
+    "tracker": tracker_advantage,
     "maxrl": maxrl_advantage,
     "corrected": corrected_advantage,
 }
+NEEDS_VALUE = ("tracker",)
+"""Which baselines read the strategy's per-prompt value estimate (`Group.baseline`)."""
+BATCH_NORMS = ("none", "samples", "tokens")
 CORRECTIONS = ("none", "objective")
 
 
@@ -128,7 +187,13 @@ def compute_advantages(
     if correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}; choose one of {list(CORRECTIONS)}")
     advs = [
-        fn(np.asarray(g.rewards, dtype=float), np.asarray(g.pool_rewards, dtype=float), std=std, eps=eps)
+        fn(
+            np.asarray(g.rewards, dtype=float),
+            np.asarray(g.pool_rewards, dtype=float),
+            std=std,
+            eps=eps,
+            baseline=g.baseline,
+        )
         for g in groups
     ]
     weights_G = np.array([g.weight for g in groups], dtype=float)
@@ -140,6 +205,26 @@ def compute_advantages(
         if live_G.any():
             weights_G = weights_G / weights_G[live_G].mean()
     return advs, weights_G
+
+
+def batch_normalize(groups: Sequence[Group], advs: list[np.ndarray], mode: str = "none") -> list[np.ndarray]:
+    """(A - mean_B) / std_B over every trained sample of the step (module docstring); `mode` none, samples or tokens.
+
+    >>> [a.round(4).tolist() for a in batch_normalize([], [np.array([1.0, 0.0]), np.array([0.0, -1.0])], "samples")]
+    [[1.2247, 0.0], [0.0, -1.2247]]
+    """
+    if mode not in BATCH_NORMS:
+        raise ConfigError(f"batch_normalize={mode!r} is not valid; choose one of {list(BATCH_NORMS)}")
+    flat = np.concatenate(advs) if advs else np.zeros(0)
+    if mode == "none" or len(flat) < 2:
+        return advs
+    if mode == "tokens":
+        w = np.array([max(1, int(s.num_tokens)) for g in groups for s in g.samples], dtype=float)
+        mu = float((w * flat).sum() / w.sum())
+        sigma = float(np.sqrt((w * (flat - mu) ** 2).sum() / w.sum()))
+    else:
+        mu, sigma = float(flat.mean()), float(flat.std(ddof=1))
+    return [(a - mu) / (sigma + 1e-8) for a in advs]
 
 
 def zero_advantage(adv_R: np.ndarray, tol: float = 1e-9) -> bool:

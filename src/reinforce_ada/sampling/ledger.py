@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada import timeouts
-from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
+from reinforce_ada.sampling.advantages import batch_normalize, compute_advantages, zero_advantage
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.types import Group, Prompt, Sample, as_reward
 
@@ -103,19 +103,27 @@ def score(
 
 
 def finish(strategy: PoolStrategy, ledger: Ledger) -> StepBatch:
-    """Build the training groups, their advantages and weights, and complete the ledger (round and streaming mode)."""
+    """Build the training groups, their advantages and weights, and complete the ledger (round and streaming mode).
+    The ledger counts signal before any batch normalisation (which shifts every advantage by a batch constant)."""
     groups = strategy.build()
-    c = strategy.opts
-    advs, weights = compute_advantages(
-        groups,
-        estimator=c.advantage,
-        std=c.scale_std,
-        correction=c.correction,
-        objective=c.objective,
-        alpha=c.alpha,
-    )
+    for g in groups:  # the value estimate from before this step's samples (advantage="tracker")
+        g.baseline = strategy.values.get(g.prompt.id, g.baseline)
+    advs, weights = step_advantages(strategy.opts, groups)
     fill_ledger(ledger, strategy, groups, advs)
-    return StepBatch(groups, advs, weights, ledger)
+    return StepBatch(groups, batch_normalize(groups, advs, strategy.opts.batch_normalize), weights, ledger)
+
+
+def step_advantages(opts: Any, groups: Sequence[Group], *, eps: float = 1e-6) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every group's advantages and weights under the strategy's baseline options (before batch normalisation)."""
+    return compute_advantages(
+        groups,
+        estimator=opts.advantage,
+        std=opts.scale_std,
+        correction=opts.correction,
+        objective=opts.objective,
+        alpha=opts.alpha,
+        eps=eps,
+    )
 
 
 def rows_per_round(strategy: PoolStrategy, rounds: int) -> list[int]:

@@ -16,9 +16,11 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
    at the start of the next one, so every estimate within a step comes from the same model, whatever order samples
    arrive in: the round and streaming drivers draw from the same law;
 4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
-   predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), or
-   oracle (an attached `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength
-   `ORACLE_STRENGTH` on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights).
+   predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), level
+   (the prompt's level's running pass rate as that prior mean), or oracle (an attached
+   `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
+   on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights). A `prior_file` gives the
+   prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`sampling.priors`).
    `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call;
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
@@ -41,6 +43,7 @@ from typing import Any
 from reinforce_ada.sampling.options import ESTIMATORS, Options
 from reinforce_ada.sampling.oracle import PassRateOracle, missing_oracle
 from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.sampling.priors import LevelRates, file_rate, read_prior_file
 from reinforce_ada.types import Prompt
 
 
@@ -79,6 +82,8 @@ ORACLE_STRENGTH = 1e6
 ORACLE_CLIP = 1e-9
 """Oracle rates are clipped into (ORACLE_CLIP, 1 - ORACLE_CLIP) in the Beta (numpy's beta refuses a 0 parameter)."""
 _USES_PREDICTOR = ("predictor", "both")
+PRIOR_FLOOR = 1e-6
+"""Beta parameters and prior means are kept at least this far from 0 (and means from 1): numpy's beta refuses 0."""
 LENGTH_EMA = 0.5
 """Weight of a visit's mean completion length in the prompt's length EMA (module docstring, 5)."""
 
@@ -95,6 +100,8 @@ class PromptMemory:
         predictor: DifficultyPredictor | None = None,
         evict_at: float | None = None,
         forget: float = 1.0,
+        prior_rates: dict[str, float] | None = None,
+        prior_decays: bool = False,
     ):
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
@@ -125,6 +132,10 @@ class PromptMemory:
         """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
         self.token_total = (0.0, 0)
         """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
+        self.prior_rates, self.prior_decays = prior_rates, prior_decays
+        """A pass-rate file's prior means (`sampling.priors`), and SPO's forgotten prior."""
+        self.levels = LevelRates(decay)
+        """The running pass rate of each difficulty level (`estimator=level`'s prior; kept for every estimator)."""
 
     def attach_oracle(self, oracle: PassRateOracle) -> None:
         self.oracle = oracle
@@ -147,6 +158,7 @@ class PromptMemory:
                 self.predictor.update(prompt, correct, total)
         self.pending = []
         self.last_stats, self.stats = self.stats, _zero_stats()
+        self.levels.new_step()
         self.step += 1
 
     def record(self, prompt: Prompt, outcomes: list[bool], tokens: list[int] | None = None) -> None:
@@ -157,7 +169,11 @@ class PromptMemory:
         if tokens:
             self._record_tokens(prompt.id, tokens)
         pid, k, n = prompt.id, sum(outcomes), len(outcomes)
+        if self.prior_decays and pid not in self.tracker.counts:  # SPO: the prior is the first counts
+            a0, b0 = self.posterior(prompt)
+            self.tracker.counts[pid] = (a0, a0 + b0)
         self.tracker.update(pid, k, n)
+        self.levels.add(prompt.level, k, n)
         self.visits[pid] = self.visits.get(pid, 0) + 1
         self.last_seen[pid] = self.step
         self.recent[pid] = (self.recent.get(pid, "") + "".join("1" if y else "0" for y in outcomes))[-self.history :]
@@ -203,13 +219,25 @@ class PromptMemory:
         if self.forget < 1.0 and prompt.id in self.last_seen:  # module docstring, 6
             w = self.forget ** (self.step - self.last_seen[prompt.id])
             n_pos, n_tot = w * n_pos, w * n_tot
-        if self.estimator == "tracker":
+        if self.prior_decays and prompt.id in t.counts:  # the prior is inside the counts (SPO)
+            return max(n_pos, PRIOR_FLOOR), max(n_tot - n_pos, PRIOR_FLOOR)
+        m, s = self.prior_mean(prompt), t.alpha + t.beta
+        if m is None:
             return n_pos + t.alpha, n_tot - n_pos + t.beta
-        assert self.predictor is not None
-        m, s = self.predictor.predict(prompt), t.alpha + t.beta
+        m = min(max(m, PRIOR_FLOOR), 1.0 - PRIOR_FLOOR)
         if self.estimator == "predictor":
             return m * s, (1 - m) * s
         return n_pos + m * s, n_tot - n_pos + (1 - m) * s
+
+    def prior_mean(self, prompt: Prompt) -> float | None:
+        """The mean of the prompt's prior before its own visits (`sampling.priors`), or None for the flat prior."""
+        rate = file_rate(self.prior_rates, prompt)
+        if rate is not None:
+            return rate
+        if self.estimator in _USES_PREDICTOR:
+            assert self.predictor is not None
+            return self.predictor.predict(prompt)
+        return self.levels.mean(prompt.level) if self.estimator == "level" else None
 
     def estimate(self, prompt: Prompt) -> float:
         if self.estimator == "oracle":
@@ -245,6 +273,7 @@ class PromptMemory:
             "predictor": None if self.predictor is None else self.predictor.state_dict(),
             "tokens": dict(self.tokens),
             "token_total": list(self.token_total),
+            "levels": self.levels.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -262,6 +291,8 @@ class PromptMemory:
         self.tokens = {pid: float(v) for pid, v in state.get("tokens", {}).items()}
         total, count = state.get("token_total", (0.0, 0))
         self.token_total = (float(total), int(count))
+        if "levels" in state:  # absent before the level prior
+            self.levels.load_state_dict(state["levels"])
 
 
 def oracle_prior(rate: float) -> tuple[float, float]:
@@ -288,4 +319,6 @@ def memory_for(cfg: Options) -> PromptMemory:
         predictor=predictor,
         evict_at=cfg.resolved_evict,
         forget=cfg.forget,
+        prior_rates=read_prior_file(cfg.prior_file) if cfg.prior_file else None,
+        prior_decays=cfg.prior_decays,
     )

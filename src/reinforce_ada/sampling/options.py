@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.advantages import ADVANTAGES, CORRECTIONS
+from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
 from reinforce_ada.sampling.objectives import OBJECTIVES
 
-ESTIMATORS = ("tracker", "predictor", "both", "oracle")
+ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
 """Where a pass-rate estimate comes from (`sampling.memory`): the one list."""
 
 
@@ -84,9 +84,10 @@ class BaselineOptions:
 
     advantage: str = option(
         "group",
-        "baseline: group (GRPO: the kept group's mean), global (Reinforce-Ada: the whole pool's), maxrl (MaxRL's "
-        "(r - mean) / mean over the group) or corrected (the HM fork's stratified-downsampling correction); each "
-        "strategy defaults to its paper's",
+        "baseline: group (GRPO: the kept group's mean), global (Reinforce-Ada: the whole pool's), leave_one_out "
+        "(RLOO: the group's other samples), tracker (SPO: the prompt's value estimate from before this step, by "
+        "`estimator`), maxrl (MaxRL's (r - mean) / mean over the group) or corrected (the HM fork's "
+        "stratified-downsampling correction); each strategy defaults to its paper's",
         plan=False,
     )
     scale_std: bool = option(
@@ -100,6 +101,12 @@ class BaselineOptions:
     )
     alpha: float = option(0.5, "exponent of the power objective")
     eps: float = option(1e-3, "floor added to p_hat in 1/sqrt(p_hat + eps) allocation and weights")
+    batch_normalize: str = option(
+        "none",
+        "after each group's advantages, (A - mean) / std over the step's trained samples (SPO's): none, samples (each "
+        "sample once) or tokens (weighted by completion tokens, as a token-mean loss sees them; SPO++)",
+        plan=False,
+    )
 
     @property
     def resolved_advantage(self) -> str:
@@ -120,9 +127,20 @@ class MemoryOptions:
         "tracker",
         "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps, select=value): tracker "
         "(Beta-prior EMA of its own visits), predictor (learned from prompt features over all prompts) or both (the "
-        "predictor is the tracker's prior, strength prior_alpha + prior_beta) or oracle (the exact pass rate under the "
-        "current policy, free of budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator "
-        "only)",
+        "predictor is the tracker's prior, strength prior_alpha + prior_beta), level (the running pass rate of the "
+        "prompt's difficulty level is that prior) or oracle (the exact pass rate under the current policy, free of "
+        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
+    )
+    prior_file: str | None = option(
+        None,
+        "a pass-rate file (JSONL/CSV with id or prompt, and pass_rate; e.g. `reinforce-ada filter --out`) whose rates "
+        "are the prior mean of the prompts it lists (strength prior_alpha + prior_beta); a prior measured by sampling "
+        "costs tokens a comparison must charge",
+    )
+    prior_decays: bool = option(
+        False,
+        "the prior is the prompt's first counts and is forgotten with them at `decay` per visit (SPO's rule), instead "
+        "of fixed pseudo-counts beside them (the Ada-EMA and MoPPS rule)",
     )
     prior_alpha: float = option(1.0, "pass-rate tracker: Beta prior alpha")
     prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")
@@ -156,7 +174,8 @@ class AdmissionOptions:
         "prompt selection before any rollout, on top of any strategy: a registered admission rule (none, greso, "
         "mopps, value: the candidates with the most expected signal per generated token, from the planner's law; "
         "iw: k of candidates x k drawn with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson "
-        "weights, ours)",
+        "weights, ours; priority: SPO's draw, k of candidates x k with probability ~ sqrt(v_hat (1 - v_hat)) + "
+        "priority_eps)",
     )
     candidates: int = option(
         16, "mopps, select=value and select=iw: candidate prompts considered per prompt trained (paper 16)", plan=False
@@ -193,6 +212,9 @@ class AdmissionOptions:
         "select=iw: multiply each admitted prompt's loss by its weight (false: the same draw, weights 1)",
         plan=False,
     )
+    priority_eps: float = option(
+        0.05, "select=priority (SPO's draw): the floor eps of the weight sqrt(v_hat (1 - v_hat)) + eps (paper 0.05)"
+    )
 
     @property
     def resolved_evict(self) -> float | None:
@@ -227,6 +249,7 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
         choice("advantage", self.advantage, tuple(ADVANTAGES))
         boolean("scale_std", self.scale_std)
         choice("correction", self.correction, CORRECTIONS)
+        choice("batch_normalize", self.batch_normalize, BATCH_NORMS)
         choice("objective", self.objective, tuple(OBJECTIVES))
         if not 0.0 < self.alpha <= 1.0:
             raise ConfigError(f"alpha={self.alpha} is out of range; it must be in (0, 1]")
@@ -242,6 +265,11 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
         at_least("history", self.history, 2)
         positive("predictor_lr", self.predictor_lr)
         at_least("predictor_dim", self.predictor_dim, 0)
+        boolean("prior_decays", self.prior_decays)
+        if self.prior_file is not None and (not isinstance(self.prior_file, str) or not self.prior_file.strip()):
+            raise ConfigError(f"prior_file={self.prior_file!r} must be a path to a pass-rate file, or none")
+        if self.prior_file is not None and self.estimator == "oracle":
+            raise ConfigError("prior_file does not apply to estimator='oracle' (the exact rate needs no prior)")
         # admission (`select` is checked against the admission registry by `sampling.configure`)
         at_least("candidates", self.candidates, 1)
         unit("target", self.target)
@@ -255,6 +283,10 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
                 f"iw_clip={self.iw_clip!r} is out of range; it must be >= 1 (the cap on a Horvitz-Thompson weight)"
             )
         boolean("iw_weights", self.iw_weights)
+        if not 0.0 < self.priority_eps < float("inf"):
+            raise ConfigError(
+                f"priority_eps={self.priority_eps} is out of range; it must be > 0 (every prompt drawable)"
+            )
 
     def replace(self, **changes: Any) -> Options:
         return replace(self, **changes)

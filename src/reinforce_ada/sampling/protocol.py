@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.advantages import NEEDS_VALUE
 from reinforce_ada.sampling.memory import memory_for
 from reinforce_ada.sampling.options import Options
 from reinforce_ada.sampling.traits import Traits
@@ -103,6 +104,8 @@ class PoolStrategy:
 
     traits: ClassVar[Traits]
     Options: ClassVar[type[Options]] = Options
+    select_fixed: ClassVar[bool] = False
+    """The name is its admission rule (greso, mopps): another `select` contradicts it."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -190,6 +193,8 @@ class PoolStrategy:
         self.exhausted = False
         self.discarded = 0
         """Samples that arrived after their prompt stopped and joined no pool (in_flight="cancel")."""
+        self.values: dict[str, float] = {}
+        """advantage="tracker": each prompt's value estimate when it joined the step, before its samples."""
         self.in_flight, self.prefetch = "cancel", False
 
     def begin(self, prompts: Sequence[Prompt], *, in_flight: str = "cancel", prefetch: bool = False) -> None:
@@ -220,6 +225,9 @@ class PoolStrategy:
             self.prompts[p.id], self.pools[p.id], self.early[p.id] = p, [], {}
             self.wave[p.id], self.submitted[p.id], self.arrived[p.id], self.checks[p.id] = self.waves, 0, 0, 0
             self.live[p.id] = self.dirty[p.id] = None
+        if self.opts.advantage in NEEDS_VALUE and prompts:
+            self.memory.prefetch(list(prompts))
+            self.values.update((p.id, self.memory.estimate(p)) for p in prompts)
         self.on_add([p.id for p in prompts])
 
     def on_add(self, ids: list[str]) -> None:
@@ -321,6 +329,7 @@ class PoolStrategy:
             "in_flight": self.in_flight,
             "prefetch": self.prefetch,
             "memory": self.memory.state_dict(),
+            "values": dict(self.values),
             "extra": self._extra_state(),
         }
 
@@ -336,6 +345,7 @@ class PoolStrategy:
         self.in_flight, self.prefetch = state["in_flight"], state["prefetch"]
         if "memory" in state:  # checkpoints from before the memory have none
             self.memory.load_state_dict(state["memory"])
+        self.values = {k: float(v) for k, v in state.get("values", {}).items()}  # absent before the tracker baseline
         self._load_extra_state(state["extra"])
 
     def _extra_state(self) -> dict[str, Any]:

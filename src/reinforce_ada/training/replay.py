@@ -50,8 +50,8 @@ import numpy as np
 import torch
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.advantages import compute_advantages, zero_advantage
-from reinforce_ada.sampling.ledger import StepBatch, completion_tokens
+from reinforce_ada.sampling.advantages import batch_normalize, zero_advantage
+from reinforce_ada.sampling.ledger import StepBatch, completion_tokens, step_advantages
 from reinforce_ada.training.losses import importance_weights
 from reinforce_ada.types import Group, Sample
 
@@ -163,15 +163,8 @@ def replay_step(buffer: ReplayBuffer, batch: StepBatch, strategy: Any, step: int
     Returns the flat indices (in `rows.batch_rows` order) of the replayed samples."""
     done = buffer.apply(batch.groups, step)
     if done:
-        c = strategy.opts
-        batch.advantages, batch.weights = compute_advantages(
-            batch.groups,
-            estimator=c.advantage,
-            std=c.scale_std,
-            correction=c.correction,
-            objective=c.objective,
-            alpha=c.alpha,
-        )
+        advs, batch.weights = step_advantages(strategy.opts, batch.groups)
+        batch.advantages = batch_normalize(batch.groups, advs, strategy.opts.batch_normalize)
         _refresh_ledger(batch)
     pools = getattr(strategy, "pools", None)
     if pools is None:  # a strategy without pools: its trained samples (replayed ones excluded)

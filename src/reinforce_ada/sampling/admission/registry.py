@@ -7,6 +7,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission.greso import Greso
 from reinforce_ada.sampling.admission.iw import ImportanceWeighted
 from reinforce_ada.sampling.admission.mopps import Mopps
+from reinforce_ada.sampling.admission.priority import Priority
 from reinforce_ada.sampling.admission.rule import AdmissionRule
 from reinforce_ada.sampling.admission.value import Value
 
@@ -16,6 +17,7 @@ ADMISSIONS: dict[str, type[AdmissionRule]] = {
     "mopps": Mopps,
     "value": Value,
     "iw": ImportanceWeighted,
+    "priority": Priority,
 }
 
 

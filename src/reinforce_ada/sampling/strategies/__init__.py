@@ -31,6 +31,7 @@ from reinforce_ada.sampling.strategies.knapsack import Knapsack, knapsack_budget
 from reinforce_ada.sampling.strategies.mopps import MoppsUniform
 from reinforce_ada.sampling.strategies.pilot_commit import PilotCommit
 from reinforce_ada.sampling.strategies.seq import Seq
+from reinforce_ada.sampling.strategies.spo import Spo
 from reinforce_ada.sampling.strategies.uniform import Uniform
 from reinforce_ada.sampling.traits import Traits
 
@@ -44,6 +45,7 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
     "greso": GresoDynamic,
     "mopps": MoppsUniform,
     "conformal": Conformal,
+    "spo": Spo,
 }
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
 
@@ -147,7 +149,7 @@ def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
         )
     admission_rule(opts.select)
     built_in = cls.Options.__dataclass_fields__["select"].default
-    if built_in != "none" and opts.select != built_in:
+    if cls.select_fixed and opts.select != built_in:
         raise ConfigError(
             f"select={opts.select!r} contradicts name={cfg.name!r} (which is select={built_in!r} built in)"
         )
@@ -167,6 +169,7 @@ __all__ = [
     "PilotCommit",
     "PoolStrategy",
     "Seq",
+    "Spo",
     "Strategy",
     "Uniform",
     "allocate",

@@ -19,3 +19,4 @@ class GresoOptions(DynamicOptions):
 
 class GresoDynamic(Dynamic):
     Options = GresoOptions
+    select_fixed = True

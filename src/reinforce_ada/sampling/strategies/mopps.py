@@ -19,3 +19,4 @@ class MoppsOptions(Options):
 
 class MoppsUniform(Uniform):
     Options = MoppsOptions
+    select_fixed = True

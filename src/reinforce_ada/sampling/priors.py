@@ -1,0 +1,123 @@
+"""Where a prompt's pass-rate belief starts before its own visits: the tracker's prior (`sampling.memory`).
+
+The prior is a Beta of strength s = prior_alpha + prior_beta around a mean m, from the first source that knows the
+prompt:
+1) `prior_file` (any estimator but oracle): a pass-rate file, e.g. what `reinforce-ada filter` writes (JSONL or CSV
+   rows with `pass_rate` or `p`, keyed by `id`, else by the `prompt` text; an optional `samples` count turns the rate
+   into SPO's smoothed (k + 1/2) / (samples + 1)). Prompts the file lacks fall through to the estimator's prior. A
+   prior measured by sampling costs tokens: a study that compares arms charges them (the file says nothing of it).
+2) the estimator's: `both` (the learned predictor's p), `level` (the running pass rate of the prompt's difficulty
+   level, `LevelRates`: free, from the visits of every prompt at that level) or none -- `tracker` uses the flat
+   Beta(prior_alpha, prior_beta) itself (m = prior_alpha / s).
+`prior_decays` (SPO's rule; off by default, the Ada-EMA / MoPPS rule): the prior becomes the prompt's first counts
+(m s, s) and is forgotten with them at `decay` per visit, instead of staying as fixed pseudo-counts beside them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.types import Prompt
+
+PRIOR_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+class LevelRates:
+    """Per difficulty level, the decayed counts of correct and drawn samples over every prompt's visits (`level`
+    prior); a level's mean is (k + 1) / (n + 2). Prompts without a level share the level None."""
+
+    def __init__(self, decay: float = 0.9):
+        self.decay = decay
+        self.counts: dict[str, list[float]] = {}
+        """str(level) -> [correct, drawn] (a str key: JSON's)."""
+
+    def add(self, level: Any, correct: int, total: int) -> None:
+        c = self.counts.setdefault(str(level), [0.0, 0.0])
+        c[0] += correct
+        c[1] += total
+
+    def new_step(self) -> None:
+        """Forget at `decay` per step (a level is visited many times a step: per visit would forget in one)."""
+        for c in self.counts.values():
+            c[0] *= self.decay
+            c[1] *= self.decay
+
+    def mean(self, level: Any) -> float:
+        k, n = self.counts.get(str(level), (0.0, 0.0))
+        return (k + 1.0) / (n + 2.0)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"counts": {k: list(v) for k, v in self.counts.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.counts = {k: [float(v[0]), float(v[1])] for k, v in state["counts"].items()}
+
+
+def _rate(row: dict[str, Any], where: str) -> float:
+    raw = row.get("pass_rate", row.get("p"))
+    try:
+        rate = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: needs a numeric 'pass_rate' (or 'p') column, got {raw!r}") from None
+    if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):
+        raise ConfigError(f"{where}: pass_rate={rate!r} must be a number in [0, 1]")
+    samples = row.get("samples")
+    if samples not in (None, ""):
+        try:
+            n = int(samples)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: samples={samples!r} must be a whole number >= 1") from None
+        if n < 1:
+            raise ConfigError(f"{where}: samples={samples!r} must be a whole number >= 1")
+        return (rate * n + 0.5) / (n + 1)  # SPO's recipe: a smoothed mean, never exactly 0 or 1
+    return rate
+
+
+def read_prior_file(path: str | Path) -> dict[str, float]:
+    """`id` (and `prompt` text) -> prior pass rate, from a JSONL or CSV file (module docstring, 1); errors name the
+    file, the row and the value."""
+    p = Path(path)
+    if p.suffix not in PRIOR_SUFFIXES:
+        raise ConfigError(f"prior_file={str(p)!r}: give a {', '.join(PRIOR_SUFFIXES)} file of pass rates")
+    if not p.is_file():
+        raise ConfigError(f"prior_file={str(p)!r} does not exist or is not a regular file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"prior_file={str(p)!r} cannot be read as UTF-8 text ({e})") from None
+    if p.suffix == ".csv":
+        rows: list[Any] = list(csv.DictReader(text.splitlines()))
+    else:
+        rows = []
+        for i, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except (json.JSONDecodeError, RecursionError):
+                    raise ConfigError(f"{p}:{i}: not a JSON object") from None
+    out: dict[str, float] = {}
+    for i, row in enumerate(rows, start=1):
+        where = f"{p}: row {i}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where}: expected an object with 'id' or 'prompt' and 'pass_rate'")
+        keys = [str(row[k]) for k in ("id", "prompt") if row.get(k) not in (None, "")]
+        if not keys:
+            raise ConfigError(f"{where}: needs an 'id' or a 'prompt' column to match prompts by")
+        rate = _rate(row, where)
+        out.update(dict.fromkeys(keys, rate))
+    if not out:
+        raise ConfigError(f"prior_file={str(p)!r} holds no rows")
+    return out
+
+
+def file_rate(rates: dict[str, float] | None, prompt: Prompt) -> float | None:
+    """The file's rate for `prompt` (by id, then by text), or None."""
+    if not rates:
+        return None
+    rate = rates.get(prompt.id)
+    return rates.get(prompt.text) if rate is None else rate

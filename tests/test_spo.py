@@ -1,0 +1,197 @@
+"""Group-free baselines and SPO: the baselines every strategy can take (leave-one-out, the tracker), batch
+normalisation, the tracker's priors (flat, level, a pass-rate file, SPO's forgotten prior), SPO's prioritised draw,
+and the `spo` strategy through both drivers, a checkpoint and a trainer step."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission.priority import priority_weights
+from reinforce_ada.sampling.advantages import ADVANTAGES, batch_normalize, compute_advantages
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
+from reinforce_ada.sampling.memory import PromptMemory, memory_for
+from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.rounds import collect
+from reinforce_ada.sampling.strategies import build_strategy
+from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
+from reinforce_ada.types import Group, Prompt, Sample
+from tests.helpers import train_config
+
+
+# -- unbiasedness: exact expectations over every outcome of n Bernoulli(p) samples -----------------------------------
+def expected_gradient(name: str, p: float, n: int, baseline: float | None = None) -> float:
+    """E[sum_i A_i (y_i - p)] / n: the score-function estimate of d E[r] / d logit for a Bernoulli(p) policy (the true
+    gradient is p (1 - p)), enumerated exactly over the 2^n outcomes."""
+    total = 0.0
+    for ys in itertools.product([0.0, 1.0], repeat=n):
+        y = np.array(ys)
+        prob = float(np.prod(np.where(y == 1, p, 1 - p)))
+        adv = ADVANTAGES[name](y, y, std=False, baseline=baseline)
+        total += prob * float((adv * (y - p)).sum()) / n
+    return total
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_baseline_independent_of_the_sample_keeps_the_gradient_unbiased(p, n):
+    true = p * (1 - p)
+    assert expected_gradient("leave_one_out", p, n) == pytest.approx(true)
+    for v in (0.2, 0.7):  # the tracker's value is fixed before the step: any v is unbiased
+        assert expected_gradient("tracker", p, n, baseline=v) == pytest.approx(true)
+    # the group's own mean includes the sample it scores: the gradient shrinks by (n - 1) / n
+    assert expected_gradient("group", p, n) == pytest.approx(true * (n - 1) / n)
+    assert expected_gradient("tracker", p, 1, baseline=0.3) == pytest.approx(true)  # a group of one still learns
+    assert expected_gradient("leave_one_out", p, 1) == 0.0  # ... where leave-one-out has no other sample
+
+
+def test_the_tracker_baseline_needs_a_value_and_scales_by_the_bernoulli_std():
+    with pytest.raises(ConfigError, match="Group.baseline"):
+        ADVANTAGES["tracker"](np.array([1.0]), np.array([1.0]), std=False, baseline=None)
+    out = ADVANTAGES["tracker"](np.array([1.0, 0.0]), None, std=True, eps=0.0, baseline=0.2)
+    assert out.tolist() == pytest.approx([0.8 / 0.4, -0.2 / 0.4])
+
+
+def _group(pid: str, rewards: list[float], tokens: list[int]) -> Group:
+    samples = [Sample(pid, "", [], [], t, "eos", r, 0, i) for i, (r, t) in enumerate(zip(rewards, tokens, strict=True))]
+    return Group(Prompt(pid, pid), samples, rewards, baseline=0.5)
+
+
+def test_batch_normalisation_by_samples_and_by_tokens():
+    groups = [_group("a", [1.0, 0.0], [1, 9]), _group("b", [1.0], [10])]
+    advs, _ = compute_advantages(groups, estimator="tracker", std=False)
+    flat = np.concatenate(advs)  # [0.5, -0.5, 0.5]
+    by_samples = np.concatenate(batch_normalize(groups, advs, "samples"))
+    assert by_samples == pytest.approx((flat - flat.mean()) / flat.std(ddof=1), abs=1e-6)
+    w = np.array([1, 9, 10.0])
+    mu = (w * flat).sum() / w.sum()
+    by_tokens = np.concatenate(batch_normalize(groups, advs, "tokens"))
+    assert by_tokens == pytest.approx((flat - mu) / np.sqrt((w * (flat - mu) ** 2).sum() / w.sum()), abs=1e-6)
+    assert batch_normalize(groups, advs, "none") is advs
+    with pytest.raises(ConfigError, match="batch_normalize='batch' is not valid"):
+        strategy_config("uniform", batch_normalize="batch")
+
+
+# -- priors -----------------------------------------------------------------------------------------------------------
+def test_the_prior_comes_from_a_file_the_level_or_stays_flat(tmp_path):
+    f = tmp_path / "rates.jsonl"
+    f.write_text('{"id": "a", "pass_rate": 0.25}\n{"prompt": "2+2=", "pass_rate": 1.0, "samples": 8}\n')
+    m = memory_for(strategy_config("uniform", prior_file=str(f), prior_alpha=2, prior_beta=2))
+    a, b, c = Prompt("a", "x"), Prompt("z", "2+2="), Prompt("q", "y", level=3)
+    assert m.posterior(a) == pytest.approx((1.0, 3.0))  # mean 0.25 at strength 4
+    assert m.estimate(b) == pytest.approx(8.5 / 9)  # (k + 1/2) / (n0 + 1), SPO's smoothing
+    assert m.posterior(c) == pytest.approx((2.0, 2.0))  # not in the file: the flat prior
+    lv = memory_for(strategy_config("uniform", estimator="level"))
+    lv.record(Prompt("p1", "u", level=3), [True, True, True, False])
+    assert lv.estimate(c) == pytest.approx((4 / 6 * 2) / 2)  # its level's (3 + 1) / (4 + 2), strength 2
+    assert lv.estimate(Prompt("other", "v", level=1)) == pytest.approx(0.5)
+    again = memory_for(strategy_config("uniform", estimator="level"))
+    again.load_state_dict(json.loads(json.dumps(lv.state_dict())))
+    assert again.estimate(c) == lv.estimate(c)
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ('{"id": "a"}\n', "needs a numeric 'pass_rate'"),
+        ('{"id": "a", "pass_rate": 1.5}\n', r"pass_rate=1.5 must be a number in \[0, 1\]"),
+        ('{"pass_rate": 0.5}\n', "needs an 'id' or a 'prompt'"),
+        ('{"id": "a", "pass_rate": 0.5, "samples": 0}\n', "samples=0 must be a whole number"),
+        ("not json\n", "not a JSON object"),
+        ("", "holds no rows"),
+    ],
+)
+def test_a_bad_prior_file_is_refused_naming_the_row(tmp_path, content, match):
+    f = tmp_path / "rates.jsonl"
+    f.write_text(content)
+    with pytest.raises(ConfigError, match=match):
+        memory_for(strategy_config("spo", prior_file=str(f)))
+    with pytest.raises(ConfigError, match="does not exist"):
+        memory_for(strategy_config("spo", prior_file=str(tmp_path / "missing.jsonl")))
+
+
+def test_spos_prior_is_forgotten_with_the_counts():
+    keep = PromptMemory(alpha=4, beta=4, decay=0.5)
+    spo = PromptMemory(alpha=4, beta=4, decay=0.5, prior_decays=True)
+    p = Prompt("a", "x")
+    for m in (keep, spo):
+        for _ in range(6):
+            m.record(p, [True])
+    assert keep.estimate(p) == pytest.approx((2 - 2 / 64 + 4) / (2 - 2 / 64 + 8))  # fixed pseudo-counts stay
+    # SPO: alpha <- rho alpha + r, beta <- rho beta: after 6 visits beta = 4 / 64
+    assert spo.posterior(p) == pytest.approx((4 / 64 + 2 - 2 / 64, 4 / 64))
+    assert spo.estimate(p) > 0.95 > keep.estimate(p)
+
+
+# -- SPO's draw and the strategy --------------------------------------------------------------------------------------
+def test_priority_draws_prefer_uncertain_prompts_without_replacement():
+    assert priority_weights(np.array([0.0, 0.5, 1.0]), 0.05) == pytest.approx([0.05, 0.55, 0.05])
+    prompts = [Prompt(f"p{i}", "") for i in range(40)]
+    rates = [0.0] * 20 + [0.5] * 20
+    policy = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0, seed=0))
+    s = build_strategy(parse_arm("uniform:n=2,select=priority,estimator=oracle,candidates=4,seed=1"))
+    s.memory.attach_oracle(policy.oracle())
+    order = PromptOrder(prompts, 0)
+    chosen = []
+    for _ in range(10):
+        batch = collect(s, policy, order.take(8), more_prompts=lambda k: order.take(k, exclude=s.prompts))
+        ids = [g.prompt.id for g in batch.groups]
+        assert len(ids) == len(set(ids)) == 8
+        chosen += ids
+    share = np.mean([int(pid[1:]) >= 20 for pid in chosen])
+    assert share > 0.8  # weight 0.55 vs 0.05 per prompt: about 92% of draws
+
+
+def test_spo_defaults_one_sample_the_tracker_and_its_draw():
+    cfg = strategy_config("spo")
+    assert (cfg.n, cfg.advantage, cfg.batch_normalize, cfg.select, cfg.prior_decays) == (
+        1,
+        "tracker",
+        "samples",
+        "priority",
+        True,
+    )
+    assert parse_arm("spo:select=none").select == "none"  # SPO with uniform draws is a control, not a contradiction
+    with pytest.raises(ConfigError, match="contradicts"):
+        parse_arm("mopps:select=priority")
+
+
+@pytest.mark.parametrize("spec", ["spo", "spo:n=4,select=none", "uniform:n=2,advantage=tracker"])
+def test_every_sample_carries_signal_and_the_baseline_is_the_value_before_the_step(spec):
+    prompts = [Prompt(f"p{i}", "", level=1 + i % 3) for i in range(64)]
+    rates = np.random.default_rng(0).uniform(0.05, 0.95, 64)
+    policy = SimulatedPolicy(prompts, rates.tolist(), SimConfig(lr=0.0, seed=0))
+    s = build_strategy(parse_arm(spec))
+    order = PromptOrder(prompts, 0)
+    before = {}
+    for step in range(4):
+        take = order.take(16)
+        before = {p.id: s.memory.estimate(p) for p in prompts}
+        batch = collect(s, policy, take, more_prompts=lambda k: order.take(k, exclude=s.prompts))
+        for g in batch.groups:
+            assert g.baseline == pytest.approx(before[g.prompt.id])  # not yet moved by this step's samples
+        assert batch.ledger.no_signal_prompt_share == 0.0 or step == 0
+    state = json.loads(json.dumps(s.state_dict()))
+    twin = build_strategy(parse_arm(spec))
+    twin.load_state_dict(state)
+    assert twin.state_dict() == state and twin.memory.tracker.counts == s.memory.tracker.counts
+
+
+def test_spo_trains_a_step_of_one_sample_per_prompt_and_resumes_its_tracker(model_dir, tmp_path):
+    from reinforce_ada.training.trainer import Trainer
+
+    cfg = train_config(model_dir, tmp_path / "run", {"name": "spo", "candidates": 2}, run={"steps": 2, "save_every": 1})
+    tr = Trainer(cfg, tensorboard=False)
+    m = tr.train_step()
+    assert m["samples_generated"] == 4 and m["samples_trained"] == 4 and math.isfinite(m["loss"])
+    tr.save()
+    counts = dict(tr.strategy.memory.tracker.counts)
+    tr.close()
+    again = Trainer(cfg, tensorboard=False)
+    assert again.resume() and again.strategy.memory.tracker.counts == counts and again.step == 1
+    again.close()
