@@ -1,7 +1,7 @@
 """Optional packages, grouped as the pyproject extras, and the one check every command runs before slow work.
 
 A command that needs an extra calls `require(extra, purpose)` first: a missing package is a ConfigError naming the
-`pip install` to run, before any download or model load (issue 17: `models smollm2` used to fail after 55 s).
+`pip install` to run, before any download or model load (`models smollm2` used to fail after 55 s).
 """
 
 from __future__ import annotations

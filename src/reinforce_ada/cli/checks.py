@@ -131,7 +131,7 @@ def check_generation_memory(
     """`eval`/`filter`: the samples of the largest benchmark are held at once (`evaluation.metrics.sample_bytes`
     each) and the engine caches keys and values for up to `batch_size` sequences of `max_new_tokens` new tokens
     (`kv_bytes_per_token`). Refuses --samples, then --max-new-tokens (`given`: whether the user set it), past
-    physical memory, with the largest value that fits (issue 21: --samples 10**9 was a MemoryError, --max-new-tokens
+    physical memory, with the largest value that fits (--samples 10**9 was once a MemoryError, --max-new-tokens
     10**9 a 3 TB allocation, both after the model had loaded)."""
     from reinforce_ada.evaluation.metrics import sample_bytes
 

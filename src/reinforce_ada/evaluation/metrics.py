@@ -56,7 +56,7 @@ TOKEN_BYTES = 80
 
 def sample_bytes(max_new_tokens: int) -> int:
     """Upper bound on one sample's memory: `sample_correct` holds every sample of a benchmark at once, so the command
-    line refuses a --samples whose prompts x samples x this would not fit in memory (issue 21: --samples 10**9 was a
+    line refuses a --samples whose prompts x samples x this would not fit in memory (--samples 10**9 was once a
     MemoryError after the model had loaded).
 
     >>> sample_bytes(512)

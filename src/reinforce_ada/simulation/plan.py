@@ -20,7 +20,7 @@ batch; `estimator=oracle` is that assumption made true (seq's give_up then start
 Which method applies is the strategy class's declared `traits.planner` (`sampling.traits`); a strategy
 that declares `monte_carlo` is planned by running it (`MONTE_CARLO_REPS` visits per rate).
 
-Sizes are checked before anything is allocated (issue 21): `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
+Sizes are checked before anything is allocated: `max_samples` is at most `MAX_PLAN_SAMPLES` (the exact
 methods weigh binomial laws with integer coefficients, which overflow a float past about 1,029 draws; knapsack
 allocates a row of max_samples gains per prompt; and the seq enumeration runs max_samples / samples_per_round
 rounds, forever in effect at max_samples 10**9 and p near 0). At the cap the slowest seq enumeration measured (give_up

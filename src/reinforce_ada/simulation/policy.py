@@ -39,7 +39,7 @@ class SimConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        """A NaN or infinite step would turn every pass rate into NaN without an error (issue 21)."""
+        """A NaN or infinite step would turn every pass rate into NaN without an error."""
         for name in ("lr", "feature_scale", "mean_tokens"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):

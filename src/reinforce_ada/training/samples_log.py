@@ -11,7 +11,7 @@ when a run cannot learn.
 2) On the first step this process trains, if every reward drawn is 0, it prints one warning with the fix: when most
    completions were cut at the token limit, the model had no room to answer (raise `--generation.max_new_tokens`);
    otherwise the verifier or template does not fit how the model answers. SmolLM2 on a file task with the defaults
-   (8 new tokens, `exact`, `plain`) used to run to the end with reward 0 and no word (issue 25).
+   (8 new tokens, `exact`, `plain`) used to run to the end with reward 0 and no word.
 3) `python -m reinforce_ada.training.samples_log RUN [--step N] [-n K]` prints a run's samples.
 
 A resumed run first drops the rows of steps at or after the one it resumes at (its metrics.jsonl does the same).
