@@ -36,7 +36,7 @@ import numpy as np
 import psutil
 import torch
 
-from benchmarks import smollm2_run
+from benchmarks import smollm2
 from benchmarks.harness import OtherCpu, PeakRss, engine_call, generate_call, machine, wait_for_idle
 from reinforce_ada.engines import local_engine  # noqa: E402
 from reinforce_ada.engines.hf import HFEngine  # noqa: E402
@@ -84,7 +84,7 @@ class VLLMWorker:
 
 def prompts_for(tokenizer: Any, n: int) -> list[Prompt]:
     with tempfile.TemporaryDirectory() as tmp:
-        smollm2_run.make_data(Path(tmp) / "q.jsonl", n, seed=2)
+        smollm2.make_data(Path(tmp) / "q.jsonl", n, seed=2)
         rows = [json.loads(x) for x in (Path(tmp) / "q.jsonl").read_text().splitlines()]
     return [
         Prompt(
@@ -192,7 +192,7 @@ def main() -> int:
         args.repeats, args.out = 2, str(Path(tempfile.gettempdir()) / "engine_race")
     torch.set_num_threads(args.threads)
     waited, idle_reading = wait_for_idle(0 if args.quick else args.wait_idle)
-    path = smollm2_run.cached_model()
+    path = smollm2.cached_model()
     results: dict[str, Any] = {
         "command": "python -m benchmarks.engine_race " + shlex.join(sys.argv[1:]),
         "date": datetime.date.today().isoformat(),

@@ -44,94 +44,20 @@ from typing import Any
 
 import torch
 
+from benchmarks.gpu_check_report import plot, table
+from benchmarks.gpu_shapes import (  # noqa: F401 (re-exported: the tests read them here)
+    RATES,
+    SHAPES,
+    TINY,
+    TRAIN_ARMS,
+    Settings,
+    padded_char_tokenizer,
+    random_llama,
+    sync,
+)
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-SHAPES: dict[str, dict[str, Any]] = {
-    "smollm2-135m": dict(
-        hidden_size=576,
-        intermediate_size=1536,
-        num_hidden_layers=30,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        vocab_size=49152,
-        max_position_embeddings=8192,
-        rope_theta=100000.0,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=True,
-    ),
-    "smollm2-1.7b": dict(
-        hidden_size=2048,
-        intermediate_size=8192,
-        num_hidden_layers=24,
-        num_attention_heads=32,
-        num_key_value_heads=32,
-        vocab_size=49152,
-        max_position_embeddings=8192,
-        rope_theta=130000.0,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=True,
-    ),
-    "tiny": dict(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=64,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-    ),
-}
-"""Llama shapes (SmolLM2's from their config.json; `tiny` for the CPU smoke test, with grouped-query attention)."""
-RATES = (0.05, 0.1, 0.25, 0.5, 0.75)
-"""Pass rates of `synthetic_reward`'s prompts, one per answer hash bucket."""
-TRAIN_ARMS: dict[str, tuple[str, bool]] = {
-    "grpo-n4": ("grpo-n4", False),
-    "seq-bal streaming": ("seq-bal streaming", False),
-    "seq-bal round": ("seq-bal round", False),
-    "grpo-n4 bf16": ("grpo-n4", True),
-    "seq-bal streaming bf16": ("seq-bal streaming", True),
-}
-"""Arm -> (`step_time.ARMS` entry, `model.bf16`)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    shape: str = "smollm2-135m"
-    workloads: tuple[tuple[str, int, int], ...] = (("grpo-like", 64, 4), ("seq-like", 64, 8))
-    """Generation: (name, prompts, samples per prompt)."""
-    max_new_tokens: int = 64
-    """Generation: completion length (rows rarely end early, see the docstring)."""
-    repeats: int = 5
-    """Generation: timed calls per side, after one warm-up call each."""
-    dtypes: tuple[str, ...] = ("float32", "bfloat16")
-    train_batch: int = 32
-    """Training: prompts per step."""
-    train_max_new_tokens: int = 32
-    warmup_steps: int = 2
-    steps: int = 4
-    """Training: timed steps per arm (interleaved across arms)."""
-    big_shape: str = "smollm2-1.7b"
-    big_repeats: int = 3
-    threads: int = 4
-    """torch CPU threads."""
-    budget_s: float = 420.0
-    """Sections that would start after this many seconds are skipped (recorded), so the run ends in its limit."""
-
-
-TINY = Settings(
-    shape="tiny",
-    workloads=(("grpo-like", 4, 2), ("seq-like", 4, 3)),
-    max_new_tokens=6,
-    repeats=3,
-    train_batch=4,
-    train_max_new_tokens=6,
-    warmup_steps=1,
-    steps=2,
-    big_shape="tiny",
-    big_repeats=3,
-    threads=1,
-)
 
 
 def synthetic_reward(completion: str, answer: str) -> float:
@@ -149,32 +75,6 @@ def _bench(name: str) -> Any:
     import importlib
 
     return importlib.import_module(f"benchmarks.{name}")
-
-
-def padded_char_tokenizer(vocab_size: int, max_length: int) -> Any:
-    """`models.tiny`'s char-level tokenizer (same ids) with filler tokens up to `vocab_size` ids."""
-    from reinforce_ada.models.tiny import build_char_tokenizer
-
-    return build_char_tokenizer(vocab_size, max_length)
-
-
-def random_llama(shape: str, tokenizer: Any, device: torch.device, seed: int = 0) -> Any:
-    """A seeded random `LlamaForCausalLM` of `SHAPES[shape]`, built directly on `device`, fp32, eval mode."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    ids = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
-    config = LlamaConfig(**SHAPES[shape], **ids, eos_token_id=tokenizer.eos_token_id)
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model.eval()
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 # -- 1) generation ------------------------------------------------------------------------------------------------
@@ -376,77 +276,6 @@ def run_section(res: dict, key: str, deadline: float, out_path: Path, fn: Any) -
         res.setdefault("section_s", {})[key] = time.perf_counter() - t0
     out_path.write_text(json.dumps({k: v for k, v in res.items() if k != "device_obj"}, indent=1, default=str) + "\n")
     print(f"[gpu_check] {key}: {time.perf_counter() - t0:.1f} s", flush=True)
-
-
-def table(res: dict) -> str:
-    lines = []
-    for key in ("generation", "generation_big", "training"):
-        if "error" in res.get(key, {}) or "skipped" in res.get(key, {}):
-            lines.append(f"{key}: {res[key].get('error') or res[key]['skipped']}")
-    for key in ("generation", "generation_big"):
-        g = res.get(key, {})
-        for dtype in ("float32", "bfloat16"):
-            for wl, r in g.get(dtype, {}).items():
-                if "skipped" in r:
-                    lines.append(f"{key:15} {dtype:9} {wl:10} skipped: {r['skipped']}")
-                    continue
-                cells = "  ".join(
-                    f"{side} {r[side]['tokens_per_s']:8.0f}" for side in ("engine", "hf_engine", "generate")
-                )
-                lines.append(
-                    f"{key:15} {dtype:9} {wl:10} {r['prompts']}x{r['samples']}  tok/s: {cells}  "
-                    f"engine/generate {r['ratio_engine_vs_generate']:.2f}"
-                )
-    t = res.get("training", {})
-    for arm, m in t.get("median", {}).items():
-        lines.append(
-            f"train {arm:24} step {m['time_step_s']:.3f} s (gen {m['time_generate_s']:.3f}, train "
-            f"{m['time_train_s']:.3f})  samples/step {m['samples_generated']:.0f}  "
-            f"x{t['ratio_step_vs_grpo_n4'].get(arm, float('nan')):.2f} of GRPO-n4  "
-            f"|logp sampler - learner| max {m['mismatch_logp_abs_max']:.1e}"
-        )
-    for name, p in t.get("paths", {}).items():
-        lines.append(f"path {name}: {'ok' if p['ok'] else p['error']}")
-    return "\n".join(lines)
-
-
-def plot(res: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ag, at) = plt.subplots(1, 2, figsize=(12, 4.5))
-    g = res.get("generation", {})
-    labels, sides = [], ("engine", "hf_engine", "generate")
-    cells = [(d, w, r) for d in ("float32", "bfloat16") for w, r in g.get(d, {}).items() if "engine" in r]
-    for j, side in enumerate(sides):
-        ag.bar([i + (j - 1) * 0.27 for i in range(len(cells))], [r[side]["tokens_per_s"] for _, _, r in cells], 0.27)
-    labels = [f"{d}\n{w} {r['prompts']}x{r['samples']}" for d, w, r in cells]
-    ag.set_xticks(range(len(cells)), labels, fontsize=7)
-    ag.legend(["ours (SlotEngine)", "HFEngine", "model.generate"], fontsize=8)
-    ag.set_ylabel("tokens / s (median)")
-    ag.set_title(f"generation, {res['settings']['shape']} (random init)")
-    med = res.get("training", {}).get("median", {})
-    names = list(med)
-    at.barh(names, [med[a]["time_generate_s"] for a in names], label="generate")
-    at.barh(
-        names,
-        [med[a]["time_step_s"] - med[a]["time_generate_s"] for a in names],
-        left=[med[a]["time_generate_s"] for a in names],
-        label="rest of step",
-    )
-    for i, a in enumerate(names):
-        at.text(med[a]["time_step_s"], i, f" {med[a]['samples_generated']:.0f} samples", va="center", fontsize=8)
-    at.invert_yaxis()
-    at.set_xlabel("median seconds per step")
-    at.set_title("trainer step")
-    at.legend(fontsize=8)
-    gpu = res.get("env", {}).get("gpu", {}).get("name", res.get("env", {}).get("device", "?"))
-    fig.suptitle(f"{gpu}, torch {res['env']['torch']}, {res['date'][:10]}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

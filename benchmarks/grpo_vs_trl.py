@@ -21,7 +21,7 @@ from reinforce_ada.training.config import GenerationConfig, ModelConfig, RunConf
 from reinforce_ada.types import Prompt
 
 if TYPE_CHECKING:
-    from benchmarks.speed import Settings
+    from benchmarks.speed_settings import Settings
 
 P5_DIFFERENCES = (
     "decode: ours is the trainer's default engine, SlotEngine (static slot KV cache written in place, a fused decode "

@@ -56,9 +56,9 @@ def model_path(name: str) -> Path:
         from reinforce_ada.training.warm_start import resolve_model_path
 
         return resolve_model_path(ModelConfig(), TaskConfig(), progress=False)
-    from benchmarks import smollm2_run
+    from benchmarks import smollm2
 
-    return smollm2_run.cached_model()
+    return smollm2.cached_model()
 
 
 def prompts_for(name: str, tokenizer: Any, n: int) -> list[Prompt]:

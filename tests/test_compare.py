@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchmarks.harness import update_summary
-from reinforce_ada.bench import analysis, compute
+from reinforce_ada.bench import analysis
 from reinforce_ada.bench import jobs as bench_jobs
 from reinforce_ada.bench.arms import ARMS, matched_n, resolve_arms, split_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
-from reinforce_ada.bench.report import agreement, format_agreement
 from reinforce_ada.bench.run import Job, eval_steps, run_job
 from reinforce_ada.bench.testbed import build_pool, level_shares, parse_pool
 from reinforce_ada.cli import main
@@ -50,7 +48,7 @@ def record(arm, seed, k, steps, tokens_per_step, no_signal, t, lr=4e-4):
     }
 
 
-def test_goals_from_synthetic_runs_with_known_factors():
+def test_table_from_synthetic_runs_with_known_factors():
     recs = []
     for s in range(5):
         recs += [
@@ -68,24 +66,26 @@ def test_goals_from_synthetic_runs_with_known_factors():
     half = t["grpo-n4"]["targets"]["0.5"]["steps"]
     assert t["seq-bal"]["targets"]["0.5"]["steps"] == pytest.approx(half / 2, rel=0.05)
     assert t["seq-bal"]["sampled_minus_exact"]["median"] == pytest.approx(0.001)
-    goals = analysis.goals(recs, summ, "grpo-n4", "grpo-matched", "seq-bal", 200)
-    assert goals["P1"]["value"] == pytest.approx(2.0, rel=0.02)
-    assert goals["P2"]["value"] == pytest.approx(1.25, rel=0.02)
-    assert goals["P2b"]["value"] == pytest.approx(0.4, rel=0.02)
-    assert goals["P3"]["value"] == pytest.approx(0.12 / 0.62) and goals["P3"]["lo"] <= goals["P3"]["value"]
-    assert goals["P4"]["value"] == pytest.approx(2.0)
 
 
-def test_agreement_between_two_runs():
-    def res(p1, p3):
-        return {"by_pool": {"default": {"goals": {"P1": p1, "P3": p3, "P2": {"value": None}}}}}
-
-    a = res({"value": 2.0, "lo": 1.8, "hi": 2.2}, {"value": 0.5, "lo": 0.45, "hi": 0.55})
-    b = res({"value": 2.1, "lo": 1.9, "hi": 2.4}, {"value": 0.7, "lo": 0.65, "hi": 0.75})
-    agree = agreement(a, b)["default"]
-    assert set(agree) == {"P1", "P3"}
-    assert agree["P1"]["overlap"] and agree["P1"]["second_in_first"] and agree["P1"]["first_in_second"]
-    assert agree["P3"]["overlap"] is False and "DISJOINT" in format_agreement({"default": agree})
+def test_a_compact_record_reads_as_its_full_record():
+    """A study's records file keeps a run's series reduced to what the table reads (`analysis.head_stat`): the same
+    table comes out."""
+    recs = [record(a, s, k, n, 100 * k, 0.3 + 0.01 * s, 0.05 * k) for s in range(3)
+            for a, k, n in (("grpo-n4", 1.0, 400), ("seq-bal", 2.0, 200))]  # fmt: skip
+    compact = []
+    for r in recs:
+        c = {k: v for k, v in r.items() if k not in ("no_signal_share", "zero_adv_share", "samples_per_step",
+             "tokens_per_step", "time_step_s", "time_generate_s", "time_train_s")}  # fmt: skip
+        c["head"] = {"steps": 200, "mean": {k: analysis.head_stat(r, k, 200, "mean") for k in
+                     ("no_signal_share", "samples_per_step", "tokens_per_step")},
+                     "nanmean": {"zero_adv_share": analysis.head_stat(r, "zero_adv_share", 200, "nanmean")},
+                     "median": {k: analysis.head_stat(r, k, 200, "median") for k in
+                                ("time_step_s", "time_generate_s", "time_train_s")}}  # fmt: skip
+        compact.append(c)
+    assert analysis.summarize_pool(compact, "grpo-n4", None, 200) == analysis.summarize_pool(recs, "grpo-n4", None, 200)
+    with pytest.raises(KeyError, match="first 100 steps"):
+        analysis.summarize_pool(compact, "grpo-n4", None, 100)
 
 
 def test_lr_choice_by_curve_area():
@@ -246,124 +246,11 @@ def test_compare_cli_rejects_bad_input(capsys):
         (["compare", "--arms", "grpo-n4,ppo"], "ppo"),
         (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
         (["compare", "--lrs", "a,b"], "--lrs"),
-        (["compare", "--check-against", "nowhere.json"], "no such"),
-        (["compare", "--preregistration", "nowhere.toml"], "does not exist"),
         (["compare", "--extend-sweep", "-1"], "extend_sweep"),
-        (["compare", "--report-only", "--fingerprint-of", "/nonexistent"], "--fingerprint-of"),
     ):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and msg in capsys.readouterr().err
-
-
-def test_compare_writes_where_the_user_says_and_the_repository_script_guards_its_results(tmp_path):
-    # the user command has no opinion on this repository's folders; benchmarks/convergence.py keeps --quick out of
-    # the committed results
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "convergence.py"
-    spec = importlib.util.spec_from_file_location("convergence_script", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    with pytest.raises(SystemExit, match="scratch"):
-        mod.run(["--quick", "--out", str(mod.RESULTS / "x")])
-    assert CompareConfig().out.startswith("runs/")
-
-
-def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
-    from benchmarks import compute_to_target as ctt
-
-    reg = {
-        "instrument": {"seeds": [0, 1, 2], "steps": 10, "uniform": ["grpo-n4"], "oracles": ["oracle-both"]},
-        "claim": [],
-    }
-    f = ctt.config_fields(reg, ["hard"])
-    assert f["seeds"] == f["other_seeds"] == 3 and f["long_arms"] == ("grpo-n4",) and f["sweep_each_pool"]
-    with pytest.raises(SystemExit, match="consecutive"):
-        ctt.config_fields({**reg, "instrument": {**reg["instrument"], "seeds": [0, 2]}}, ["hard"])
-    prereg = tmp_path / "p.toml"
-    prereg.write_text(
-        'version = 1\n[instrument]\npools = ["hard"]\nseeds = [0, 1]\nsteps = 10\ntargets = [0.5]\n'
-        'uniform = ["grpo-n4"]\noracles = ["oracle-both"]\n[[claim]]\nfigure = "C1"\narm = "mopps"\n'
-    )
-    with pytest.raises(SystemExit, match="not registered"):
-        ctt.main(["--pools", "nowhere", "--here", "--prereg", str(prereg)])
-    from tests.test_compute import pool
-
-    comp = compute.summarize(pool({"grpo-n4": {"steps": 400}, "mopps": {"tokens": 50.0}}), [], ("grpo-n4",), ())
-    table = ctt.markdown_table({"by_pool": {"hard": {"compute": comp}}})
-    assert "| mopps | 2.00 [2.00, 2.00]" in table and "grpo-n4 (best uniform on hard)" in table
-    # the opening table: pools side by side, an arm one pool lacks is a dash, the headlines below with their arm
-    only_n4 = compute.summarize(pool({"grpo-n4": {"steps": 400}}), [], ("grpo-n4",), ())
-    c1 = {"value": 2.0, "t_lo": 1.5, "t_hi": 2.5, "arm": "mopps", "preregistration": {"preregistered": True}}
-    opening = ctt.opening_table(
-        {
-            "hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C1": c1}}}},
-            "small": {"by_pool": {"small": {"compute": only_n4}}},
-        }
-    )
-    lines = opening.splitlines()
-    assert lines[0] == "| arm | hard: tokens | hard: CPU / GPU-model | small: tokens | small: CPU / GPU-model |"
-    assert next(ln for ln in lines if ln.startswith("| mopps |")).endswith("| — | — |")
-    assert "| grpo-n4 (best uniform: hard; best uniform: small) |" in opening
-    assert "| C1 | 2.00 [1.50, 2.50] (mopps) | — |" in opening
-    # a headline with no value (no seed reached a target) is a dash, not a crash
-    c1["value"] = None
-    assert "| C1 | — |" in ctt.opening_table(
-        {"hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C1": c1}}}}}
-    )
-    # C3 is a share of the oracle's gain: where C0's interval holds 1 there is no gain to share, and the cell says so
-    c0 = {"value": 1.06, "t_lo": 0.92, "t_hi": 1.22, "arm": "oracle-alloc"}
-    c3 = {"value": 0.5, "arm": "mopps", "preregistration": {"preregistered": True}}
-    heads = {"hard": {"by_pool": {"hard": {"compute": comp}}, "compute": {"by_pool": {"hard": {"C0": c0, "C3": c3}}}}}
-    assert "| C3 | 0.50 (mopps) (C0's interval holds 1: no ceiling gain to share) |" in ctt.opening_table(heads)
-    c0["t_lo"] = 1.1
-    assert "| C3 | 0.50 (mopps) |" in ctt.opening_table(heads)
-
-
-@pytest.mark.slow
-def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path):
-    import gzip
-    import subprocess
-
-    from reinforce_ada.bench.compute import TARGETS
-
-    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
-    git("init", "-q")
-    reg = tmp_path / "prereg.toml"
-    reg.write_text(
-        f'version = 1\n[instrument]\npools = ["small"]\nseeds = [0, 1]\nsteps = 4\ntargets = {list(TARGETS)}\n'
-        'uniform = ["grpo-n2", "grpo-n4"]\noracles = ["oracle-select"]\n'
-        '[[claim]]\nfigure = "C1"\narm = "oracle-select"\n[[claim]]\nfigure = "C0"\narm = "oracle"\n'
-    )
-    git("add", "prereg.toml")
-    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "prereg")
-    argv = ["compare", "--arms", "grpo-n4,grpo-n2,oracle-select", "--pool", "small", "--steps", "4"]
-    argv += ["--seeds", "2", "--other-seeds", "2", "--sweep-seeds", "1", "--lrs", "2e-4", "--sweep-each-pool"]
-    argv += ["--preregistration", str(reg), "--records", str(tmp_path / "rec"), "--out", str(tmp_path / "out")]
-    argv += ["--long-arms", "grpo-n4,grpo-n2"]
-    assert main(argv) == 0
-    res = json.loads((tmp_path / "out.json").read_text())
-    heads = res["compute"]["by_pool"]["small"]
-    assert heads["C1"]["arm"] == "oracle-select" and heads["C1"]["preregistration"]["preregistered"]
-    assert heads["C0"]["preregistration"]["preregistered"]
-    assert not heads["C2"]["preregistration"]["preregistered"]  # registered for no arm
-    assert res["compute"]["preregistration"]["committed"]
-    runs = res["runs"]["main"]
-    assert {r["steps"] for r in runs if r["arm"] == "grpo-n2"} == {8} and "time_step_s" not in runs[0]
-    assert len(runs[0]["eval_gpu_s"]) == len(runs[0]["eval_step"])
-    records = sorted((tmp_path / "rec").glob("*.json.gz"))
-    assert len(records) == 3 + 6  # sweep: 3 arms x 1 lr x 1 seed; main: 3 arms x 2 seeds
-    with gzip.open(records[0], "rt") as f:
-        assert "accuracy" in json.load(f)
-    assert main(argv) == 0  # a second run reuses every record
-    # a report on a run not finished: run nothing, read what the records hold (here: one main run removed)
-    newest = max((tmp_path / "rec").glob("*.json.gz"), key=lambda f: f.stat().st_mtime)
-    newest.unlink()
-    src = Path(__file__).resolve().parents[1] / "src" / "reinforce_ada"
-    assert main([*argv, "--report-only", "--fingerprint-of", str(src)]) == 0
-    part = json.loads((tmp_path / "out.json").read_text())
-    assert len(part["runs"]["main"]) == 5 and not (tmp_path / "rec" / newest.name).exists()
 
 
 def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):

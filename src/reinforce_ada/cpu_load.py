@@ -1,6 +1,6 @@
 """Is this CPU oversubscribed? One warning, with the setting to change, instead of silently slow steps.
 
-Issue 17: under contention the minute-long warm start took 35 minutes and RL steps went from 0.09 s to 6 s with
+Under contention the minute-long warm start took 35 minutes and RL steps went from 0.09 s to 6 s with
 nothing on screen. torch's intra-op threads spin and wait for each other, so a run with T threads on a machine whose
 other work already keeps B cores busy slows down far more than T / (cores - B) once T + B exceeds the cores.
 """

@@ -1,14 +1,13 @@
-"""From run records to the comparison table and the goals P1-P4 (pure: records in, numbers out).
+"""From run records to the comparison table (pure: records in, numbers out).
 
 Per pool, every arm is read against the reference (GRPO-n4) of the same seed:
 1) `k_steps`: the time-scale factor on RL steps (`curves.scale_factor`), geometric mean over seeds with a 90%
    seed-bootstrap interval; `k_tokens`: the same on cumulative generated tokens; `area`: the curve-area ratio.
 2) Steps and tokens to targets fixed in advance: `TARGETS` of the reference's gain (its median fitted gain over its
    whole, longer run), interpolated on each seed's fitted curve; medians count a seed that never reached as +inf.
-3) Goals: P1 = k_steps(Seq-balanced vs GRPO-n4); P2 = k_tokens(the arm named in advance vs budget-matched GRPO);
-   P2b = k_tokens(that arm vs GRPO-n4); P3 = no-signal share Seq-balanced / GRPO-n4; P4 = step time ratio (this
-   run's; benchmarks/step_time.py owns P4 itself). The reference's shares and times cover its first `steps` only,
-   the same stretch of training as the other arms'.
+3) Per-step shares and times (no-signal share, samples, tokens, step seconds) cover the reference's first `steps`
+   only, the same stretch of training as the other arms'. A compact record (its series reduced to their statistics
+   over the first `steps`, `head_stat`) reads the same.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from reinforce_ada.bench.curves import (
     isotonic,
     median_with_misses,
     paired_factor,
-    ratio_of_means,
     scale_factor,
     to_target,
 )
@@ -45,8 +43,20 @@ def _curve(r: dict[str, Any], x: str = "eval_step") -> tuple[list[float], list[f
     return r[x], r["accuracy"]
 
 
-def _head(r: dict[str, Any], key: str, steps: int) -> list[float]:
-    return r[key][:steps]
+STATS = {"mean": np.mean, "nanmean": np.nanmean, "median": np.median}
+"""The statistics a table reads of a per-step series (a compact record keeps these, not the series)."""
+
+
+def head_stat(r: dict[str, Any], key: str, steps: int, stat: str) -> float:
+    """`stat` (one of `STATS`) of the record's series `key` over its first `steps` steps. A compact record, whose
+    series were reduced when it was stored, carries the values as `head = {"steps": H, stat: {key: value}}`, read
+    when H == steps (the same numbers: they were computed by this function from the full series)."""
+    if key in r:
+        return float(STATS[stat](r[key][:steps]))
+    head = r.get("head") or {}
+    if head.get("steps") == steps and key in head.get(stat, {}):
+        return float(head[stat][key])
+    raise KeyError(f"run {r.get('key')}: no series {key!r} and no stored {stat} of its first {steps} steps")
 
 
 def _med(xs: Sequence[float | None]) -> dict[str, Any]:
@@ -119,13 +129,13 @@ def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: s
             "final_accuracy": _med([float(np.interp(steps, *_curve(runs[s]))) for s in seeds]),
             "end_accuracy": _med([runs[s]["accuracy"][-1] for s in seeds]),
             "area_gain": _med([area_gain(*_curve(runs[s]), horizon=steps) for s in seeds]),
-            "no_signal_share": _med([float(np.mean(_head(runs[s], "no_signal_share", steps))) for s in seeds]),
-            "zero_adv_share": _med([float(np.nanmean(_head(runs[s], "zero_adv_share", steps))) for s in seeds]),
-            "samples_per_step": _med([float(np.mean(_head(runs[s], "samples_per_step", steps))) for s in seeds]),
-            "tokens_per_step": _med([float(np.mean(_head(runs[s], "tokens_per_step", steps))) for s in seeds]),
-            "time_step_s": _med([float(np.median(_head(runs[s], "time_step_s", steps))) for s in seeds]),
-            "time_generate_s": _med([float(np.median(_head(runs[s], "time_generate_s", steps))) for s in seeds]),
-            "time_train_s": _med([float(np.median(_head(runs[s], "time_train_s", steps))) for s in seeds]),
+            "no_signal_share": _med([head_stat(runs[s], "no_signal_share", steps, "mean") for s in seeds]),
+            "zero_adv_share": _med([head_stat(runs[s], "zero_adv_share", steps, "nanmean") for s in seeds]),
+            "samples_per_step": _med([head_stat(runs[s], "samples_per_step", steps, "mean") for s in seeds]),
+            "tokens_per_step": _med([head_stat(runs[s], "tokens_per_step", steps, "mean") for s in seeds]),
+            "time_step_s": _med([head_stat(runs[s], "time_step_s", steps, "median") for s in seeds]),
+            "time_generate_s": _med([head_stat(runs[s], "time_generate_s", steps, "median") for s in seeds]),
+            "time_train_s": _med([head_stat(runs[s], "time_train_s", steps, "median") for s in seeds]),
             "final_per_level": {
                 lv: float(
                     np.median([float(np.interp(steps, runs[s]["eval_step"], runs[s]["per_level"][lv])) for s in seeds])
@@ -145,59 +155,6 @@ def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: s
         row["identical_to"] = twins.get(name, [])
         table[name] = row
     return {"start_accuracy": start, "reference_gain": ref_gain, "target_levels": levels, "table": table}
-
-
-def _paired(arms: dict[str, dict[int, dict]], a: str, b: str, key: str, steps: int, agg: Any) -> dict[str, Any]:
-    seeds = sorted(set(arms.get(a, {})) & set(arms.get(b, {})))
-    if not seeds:
-        return {"value": None, "lo": None, "hi": None}
-    num = [agg(_head(arms[a][s], key, steps)) for s in seeds]
-    den = [agg(_head(arms[b][s], key, steps)) for s in seeds]
-    return ratio_of_means(num, den)
-
-
-def goals(
-    records: Sequence[dict[str, Any]], summary: dict[str, Any], reference: str, matched: str, p2_arm: str, steps: int
-) -> dict[str, Any]:
-    """P1, P2, P2b, P3 and P4's convergence-run entry for one pool, each with its 90% interval."""
-    t = summary["table"]
-    arms = _by_arm(records)
-
-    def pick(arm: str, key: str) -> dict[str, Any]:
-        row = t.get(arm, {}).get(key)
-        return {k: row.get(k) for k in ("value", "lo", "hi", "median", "per_seed")} if row else {"value": None}
-
-    seq = "seq-bal"
-    return {
-        "P1": {
-            **pick(seq, "k_steps"),
-            "goal": ">= 2.0",
-            "what": "time-scale factor on RL steps, Ada-Seq-balanced vs GRPO-n4 (Ada(t) = GRPO(k t)), "
-            "geometric mean over paired seeds, 90% bootstrap interval",
-        },
-        "P2": {
-            **pick(p2_arm, "k_tokens_vs_matched"),
-            "goal": ">= 1.5",
-            "what": f"time-scale factor on generated tokens, {p2_arm} (named in advance) vs budget-matched GRPO",
-        },
-        "P2b": {
-            **pick(p2_arm, "k_tokens"),
-            "goal": "none (context for P2)",
-            "what": f"time-scale factor on generated tokens, {p2_arm} vs GRPO-n4",
-        },
-        "P3": {
-            **_paired(arms, seq, reference, "no_signal_share", steps, np.mean),
-            "goal": "<= 0.20",
-            "what": "share of a step's prompts without gradient, Ada-Seq-balanced / GRPO-n4 (ratio of seed means)",
-            "seq_bal": t.get(seq, {}).get("no_signal_share", {}).get("median"),
-            "grpo_n4": t.get(reference, {}).get("no_signal_share", {}).get("median"),
-        },
-        "P4": {
-            **_paired(arms, seq, reference, "time_step_s", steps, np.median),
-            "goal": "<= 1.3",
-            "what": "wall-clock per step, Ada-Seq-balanced / GRPO-n4, from the convergence runs (not interleaved)",
-        },
-    }
 
 
 def choose_lrs(records: Sequence[dict[str, Any]], steps: int) -> dict[str, Any]:

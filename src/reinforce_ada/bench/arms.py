@@ -38,7 +38,7 @@ ARMS: dict[str, str] = {
     # the authors' released Ada-Est (branch hanze, ray_trainer_ema.py): 1/p_hat weights, 1 each + largest remainders,
     # Beta(1, 16) prior, EMA 0.9, every sample trained, no residual weight; max_samples = the whole budget (no cap)
     "est-released": "est:allocation=remainder,objective=log,prior_beta=16,min_samples=1,max_samples=512,residual=none",
-    # issue 16's strategies, under their tentative specs: skipped (with the parser's reason) until they parse
+    # strategies from other papers, under their tentative specs: skipped (with the parser's reason) until they parse
     "pilot-commit": "pilot_commit",
     "knapsack": "knapsack",
     "greso": "dynamic:select=greso",
@@ -50,29 +50,28 @@ ARMS: dict[str, str] = {
     # AR3PO's response reuse (training.replay, docs/replay.md): GRPO-n4 + a stored earlier correct answer in place of
     # one wrong sample of an all-wrong group, truncated-IS corrected; a baseline, in no registered list
     "replay": "uniform:n=4 | replay.enabled=true",
-    # issue 22's ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
+    # the ceilings (docs/allocators.md "Oracle arms"): the exact pass rate under the current policy, read every
     # step and not charged to the budget. Selection: GRPO-n4 on the MoPPS top-k nearest 0.5 (max P(signal) at fixed n)
     # of 16 x batch candidates; allocation: the expected number of prompts with signal, maximised exactly under
     # GRPO-n4's budget (PER_PROMPT_BUDGET), GRPO's group baseline with std; both: select, then allocate.
     "oracle-select": "uniform:n=4,select=mopps,estimator=oracle",
     "oracle-alloc": ORACLE_ALLOC,
     "oracle-both": ORACLE_ALLOC + ",select=mopps",
-    # issue 23's importance-weighted admission (sampling.iw, ours; in no registered list): 4 x batch candidates, k drawn
+    # importance-weighted admission (sampling.iw, ours): 4 x batch candidates, k drawn
     # with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson weights; the oracle ceiling, the deployable
     # belief (tracker + predictor), and the oracle draw with the weights off (w = 1: does unbiasedness matter?)
     "iw-oracle": "uniform:n=4,select=iw,estimator=oracle,candidates=4",
     "iw": "uniform:n=4,select=iw,estimator=both,candidates=4",
     "iw-noweight": "uniform:n=4,select=iw,estimator=oracle,candidates=4,iw_weights=false",
-    # issue 23's signal allocation from beliefs: oracle-alloc's rule (GRPO-n4's budget spread to maximise the expected
+    # signal allocation from beliefs: oracle-alloc's rule (GRPO-n4's budget spread to maximise the expected
     # number of prompts with signal, exact greedy) on the tracker's posterior with the predictor as its prior, instead
-    # of the exact rate: the deployable counterpart of the one oracle that found room (in no registered list)
+    # of the exact rate: the deployable counterpart of the oracle allocation
     "alloc": ORACLE_ALLOC.replace("estimator=oracle", "estimator=both"),
 }
-# issue 23, after select=iw on `mixed` (benchmarks/preregistration_signal.toml): the deployable form of the one iw
-# variant that paid there (iw-noweight, 1.43 with the oracle's rates): the same draw, from the tracker + predictor's
-# belief, with the Horvitz-Thompson weights off -- a biased selection toward prompts likely to carry signal
+# the deployable form of iw-noweight: the same draw, from the tracker + predictor's belief, with the
+# Horvitz-Thompson weights off -- a biased selection toward prompts likely to carry signal
 ARMS["signal-draw"] = "uniform:n=4,select=iw,estimator=both,candidates=4,iw_weights=false"
-# controls (issue 23's memo; in no registered list): more optimiser updates per generated token instead of another
+# learner controls: more optimiser updates per generated token instead of another
 # allocation -- two passes over each step's batch, or two optimiser steps on half-batches
 ARMS["grpo-n4-2ep"] = "uniform:n=4 | optim.epochs=2"
 ARMS["grpo-n4-2mb"] = "uniform:n=4 | optim.minibatches=2"
@@ -80,14 +79,14 @@ PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
 REFERENCE = "grpo-n4"
-"""P1's reference, and the curve every arm's speed factor is read against (it runs `ref_steps_factor` times longer)."""
+"""The reference: the curve every arm's speed factor is read against (it runs `ref_steps_factor` times longer)."""
 MATCHED, MATCHED_TO = "grpo-matched", "seq-bal"
 UNIFORM = ("grpo-n2", "grpo-n4", "grpo-n8", "grpo-n16")
 """The uniform family: the compute-to-target reference is the best of those run, per pool and cost axis."""
 ORACLES = ("oracle-select", "oracle-alloc", "oracle-both")
 """Arms that read the exact pass rate (`estimator=oracle`): the ceiling, never a headline arm."""
 HEADLINE = ("grpo-n4", "seq-bal", "grpo-matched")
-"""The arms P1-P3 are made of: they get the most seeds."""
+"""The reference, Seq-balanced and budget-matched GRPO: they get the most seeds (`CompareConfig.seeds`)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Side-by-side convergence benchmark on the embedded testbed (`reinforce-ada compare`, benchmarks/convergence.py).
+"""Side-by-side convergence benchmark on the embedded testbed (`reinforce-ada compare`).
 
 1) Testbed: the shipped warm start (the same weights on every machine; their sha256 and exact per-level pass rates
    are checked against the shipped record and written into the result) and one or more pools (`bench.testbed`):
@@ -7,12 +7,14 @@
 3) Learning rate: a sweep over `lrs` on the first pool with `sweep_seeds` seeds of their own (numbered from 1000,
    never reused by the main runs, so the choice does not flatter the reported seeds); each arm then runs at the lr
    with the largest curve area. `fixed_lrs` skips the sweep for the arms it names.
-4) Main runs: every arm on every pool, `seeds` seeds for the headline arms (P1-P3) and `other_seeds` for the rest,
+4) Main runs: every arm on every pool, `seeds` seeds for the headline arms (`bench.arms.HEADLINE`) and `other_seeds`
+   for the rest,
    odd so medians are runs; the reference GRPO-n4 runs `ref_steps_factor` times longer, so a faster arm's accuracy
    range is covered by the reference's rising part. Jobs are interleaved seed by seed (and run in `workers`
    processes), each evaluated exactly every `eval_every` steps (`bench.run`).
 5) Statistics (`bench.analysis`, `bench.curves`): per-seed time-scale factors against the same seed's reference,
-   geometric means with 90% seed-bootstrap intervals; curve-area ratios; steps/tokens to targets fixed in advance.
+   geometric means with 90% seed-bootstrap intervals; curve-area ratios; steps/tokens to targets fixed in advance;
+   compute to target against the best uniform arm (`bench.compute`), with `compute_arm`'s headline figures.
 """
 
 from __future__ import annotations
@@ -40,9 +42,7 @@ from reinforce_ada.bench.arms import (
     matched_n,
     resolve_arms,
 )
-from reinforce_ada.bench.carry import Carrier
-from reinforce_ada.bench.headlines import compute_headlines, goals_for_summary
-from reinforce_ada.bench.jobs import code_fingerprint, record_schema, run_jobs
+from reinforce_ada.bench.jobs import RecordHook, code_fingerprint, record_schema, run_jobs
 from reinforce_ada.bench.run import Job
 from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
 from reinforce_ada.errors import ConfigError
@@ -89,12 +89,10 @@ class CompareConfig:
     """Runs at a time, in worker processes (results do not depend on it; step times do)."""
     check_samples: int = 4
     """Samples per held-out prompt in each run's end-of-run sampled check of the exact evaluation (0: off)."""
-    p2_arm: str = MATCHED_TO
-    """The adaptive arm P2 reads against budget-matched GRPO, named before the run."""
     pool_size: int | None = None
     """Cap every pool at this many prompts (quick runs)."""
     sweep_each_pool: bool = False
-    """Sweep the lr on every pool (issue 22: each arm's lr per pool), not only on the first."""
+    """Sweep the lr on every pool (each arm's lr per pool), not only on the first."""
     extend_sweep: int = 0
     """Times an arm's grid may grow by one lr (x2 above or /2 below) while its best lr sits at the grid's edge."""
     long_arms: tuple[str, ...] = (REFERENCE,)
@@ -103,8 +101,6 @@ class CompareConfig:
     """The uniform family the best uniform arm is chosen from (`bench.compute`); those run are used."""
     oracles: tuple[str, ...] = ORACLES
     """Oracle arms (`estimator=oracle`): the ceiling of `bench.compute`, never a headline arm."""
-    preregistration: str | None = None
-    """A pre-registration TOML (`bench.prereg`): headline figures not named there are marked as such."""
     records: str | None = None
     """Where finished runs are kept for reuse (default RUN_ROOT/records); a committed folder lets a long benchmark
     resume in another session on another machine."""
@@ -112,12 +108,11 @@ class CompareConfig:
     """Run nothing: report on the runs the records folder already holds (a long run still going, or stopped)."""
     fingerprint_of: str | None = None
     """Key the records by the code of this package folder instead of the running one (a report on runs made by
-    another commit, e.g. a pre-registration's frozen worktree: `.../src/reinforce_ada`)."""
+    another copy of the package, e.g. a frozen worktree of another commit: `.../src/reinforce_ada`)."""
     compute_arm: str = "mopps"
-    """The adaptive arm C1-C3 are read for when no pre-registration names one (marked as not pre-registered)."""
+    """The adaptive arm whose compute-to-target figures are the headline (`bench.compute.headline`)."""
     out: str = "runs/compare/convergence"
-    """Where OUT.json and OUT.png go (the user's choice; this repository's benchmarks/convergence.py writes its
-    committed results under benchmarks/results/)."""
+    """Where OUT.json and OUT.png go."""
     run_root: str = "runs/compare"
 
     def __post_init__(self) -> None:
@@ -204,9 +199,11 @@ def _cfg(arms: list[Arm], name: str) -> Any:
     return next((a.cfg for a in arms if a.name == name), None) or parse_arm(ARMS[name])
 
 
-def run_compare(c: CompareConfig, log: Callable[[str], None] = print, carry: Carrier | None = None) -> dict[str, Any]:
-    """Run (or, with `only_cached`, report on) a comparison. `carry`: another commit's records stand in for some
-    arms' runs after a same-seed check (`bench.carry`; a pre-registration's `[carry]` table)."""
+def run_compare(
+    c: CompareConfig, log: Callable[[str], None] = print, carry: RecordHook | None = None
+) -> dict[str, Any]:
+    """Run (or, with `only_cached`, report on) a comparison. `carry`: a hook that may put records in place before
+    each lookup (`bench.jobs.RecordHook`; it is told the pools' identity once they are built)."""
     from reinforce_ada.models.config import ModelConfig
     from reinforce_ada.models.load import load_policy
     from reinforce_ada.tasks.config import TaskConfig
@@ -305,15 +302,20 @@ def run_compare(c: CompareConfig, log: Callable[[str], None] = print, carry: Car
             results["missing"][p.spec.name] = f"no {REFERENCE} run has finished on this pool yet"
             continue
         summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in spec_of else None, c.steps)
-        summ["goals"] = analysis.goals(recs, summ, REFERENCE, MATCHED, c.p2_arm, c.steps)
         sw = [r for r in sweep if r["pool"] == p.spec.name]
         summ["compute"] = compute.summarize(recs, sw, c.uniform, c.oracles)
         results["by_pool"][p.spec.name] = summ
-    results["compute"] = compute_headlines(c, results)
-    done = list(results["by_pool"])
-    if not done:
+    if not results["by_pool"]:
         raise ConfigError(f"nothing to report yet: {results['missing']} (records in {cache})")
-    results["goals"] = goals_for_summary(results, done[0]) if done else {}
+    results["compute"] = {
+        "arm": c.compute_arm,
+        "targets": list(compute.TARGETS),
+        "by_pool": {p: compute.headline(s["compute"], c.compute_arm) for p, s in results["by_pool"].items()},
+        "best_after_the_fact": {
+            p: compute.best_after_the_fact(s["compute"], (*c.uniform, *c.oracles))
+            for p, s in results["by_pool"].items()
+        },
+    }
     results["seconds"] = time.perf_counter() - t_start
     return results
 
@@ -328,7 +330,7 @@ def _sweep(
     fingerprint: str,
     identity: dict[str, str],
     schema: dict[str, Any] | None = None,
-    carry: Carrier | None = None,
+    carry: RecordHook | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """The lr sweep (on every pool or the first) and each arm's choice per pool; an arm whose best lr sits at its
     grid's edge gets one more lr beyond it, up to `extend_sweep` times (earlier runs come from the records)."""

@@ -1,6 +1,6 @@
 """Compute to target: what each arm pays for the accuracy it reaches, against the best uniform GRPO (pure numpy).
 
-The question (issue 22): *which allocator reaches a given accuracy with less compute than the best uniform GRPO, by
+The question: *which allocator reaches a given accuracy with less compute than the best uniform GRPO, by
 how much, and how far is that from the best any allocator could do?* Records are `bench.run` results of one pool.
 
 1) Cost axes. A run's curve is read against four x's (`axis_x`): RL `steps`, generated `tokens`, `cpu_s` (the run's
@@ -14,8 +14,8 @@ how much, and how far is that from the best any allocator could do?* Records are
    bootstrap and the per-seed values. Per target as well: `TARGETS` span the best uniform arm's whole reachable range
    (fractions of its median fitted gain), and each target's factor is x_ref / x_arm at that level, seed by seed; a
    seed where the arm never reaches the level counts as a miss (listed, left out of the mean).
-4) The oracle: arms that see the exact pass rate every step (`bench.arms`, `estimator=oracle`). `C0` is the largest
-   oracle factor on tokens (a ceiling for signal-maximising allocators, not for every rule); each arm's
+4) The oracle: arms that see the exact pass rate every step (`bench.arms`, `estimator=oracle`). The `ceiling` is the
+   largest oracle factor on tokens (a ceiling for signal-maximising allocators, not for every rule); each arm's
    `oracle_share` is (k_arm - 1) / (k_oracle - 1) on tokens, per seed resample (1.0 = the oracle's whole gain; the
    linear share is stricter than the log share for factors above 1).
 5) Equal-lr sensitivity: from the lr sweep's runs (their own seeds), each arm at the best uniform arm's lr against the
@@ -35,7 +35,7 @@ from reinforce_ada.bench.curves import bootstrap, geo_mean, isotonic, paired_fac
 AXES = ("steps", "tokens", "cpu_s", "gpu_s")
 TARGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """Per-target levels: fractions of the best uniform arm's median fitted gain, its whole reachable range (fixed in
-advance, benchmarks/preregistration.toml)."""
+advance)."""
 REFERENCE = "grpo-n4"
 
 
@@ -206,8 +206,14 @@ def equal_lr(sweep: Sequence[dict[str, Any]], ref_name: str | None, main: Sequen
     return rows
 
 
+FIGURES = ("ceiling", "tokens", "cpu_s", "gpu_s", "oracle_share")
+"""One pool's headline figures for an adaptive arm (`headline`)."""
+
+
 def headline(pool_summary: dict[str, Any], arm: str) -> dict[str, Any]:
-    """C0-C3 of one pool for the named (pre-registered) adaptive arm."""
+    """One pool's headline figures for `arm`, each against the best uniform arm of its axis: `ceiling` (the best
+    oracle arm's tokens factor), `tokens`, `cpu_s`, `gpu_s` (the arm's factors) and `oracle_share` (its share of the
+    oracle's gain on tokens)."""
     t = pool_summary["table"]
 
     def pick(row: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
@@ -219,14 +225,14 @@ def headline(pool_summary: dict[str, Any], arm: str) -> dict[str, Any]:
     a, ax = t.get(arm, {}), pool_summary["axes"]
     oracle = pool_summary.get("oracle")
     return {
-        "C0": pick(
+        "ceiling": pick(
             t.get(oracle, {}).get("tokens") if oracle else None,
             {"arm": oracle, "reference": ax["tokens"]["best_uniform"]},
         ),
-        "C1": pick(a.get("tokens"), {"arm": arm, "reference": ax["tokens"]["best_uniform"]}),
-        "C2": pick(a.get("cpu_s"), {"arm": arm, "reference": ax.get("cpu_s", {}).get("best_uniform")}),
-        "C2g": pick(a.get("gpu_s"), {"arm": arm, "reference": ax.get("gpu_s", {}).get("best_uniform")}),
-        "C3": pick(a.get("oracle_share"), {"arm": arm, "oracle": oracle}),
+        "tokens": pick(a.get("tokens"), {"arm": arm, "reference": ax["tokens"]["best_uniform"]}),
+        "cpu_s": pick(a.get("cpu_s"), {"arm": arm, "reference": ax.get("cpu_s", {}).get("best_uniform")}),
+        "gpu_s": pick(a.get("gpu_s"), {"arm": arm, "reference": ax.get("gpu_s", {}).get("best_uniform")}),
+        "oracle_share": pick(a.get("oracle_share"), {"arm": arm, "oracle": oracle}),
     }
 
 
@@ -240,157 +246,6 @@ def best_after_the_fact(pool_summary: dict[str, Any], exclude: Sequence[str]) ->
     return {"arm": best, "tokens": cands[best], "label": "picked after seeing the data (not pre-registered)"}
 
 
-def rerun_agreement(first: dict[str, Any], second: dict[str, Any], axes: Sequence[str] = AXES) -> dict[str, Any]:
-    """Does a re-run with other seeds agree with the first run (issue 22, 5)? Both are one pool's `summarize` output.
-    (Not `bench.report.agreement`, which compares two compare runs' goal verdicts.)
-
-    Per arm and axis: both factors with their 90% t-intervals, `overlap` (the intervals share a point) and `inside`
-    (the re-run's factor lies in the first run's interval). The re-run is read against its own best uniform arm on
-    each axis, so a change of best uniform arm is reported (`best_uniform`) rather than hidden. The summary counts
-    cells where both runs have an interval; an arm missing from either run is listed, not counted."""
-    rows: dict[str, Any] = {}
-    counts = {"cells": 0, "overlap": 0, "inside": 0}
-    missing = sorted(set(first["table"]) ^ set(second["table"]))
-    for arm in sorted(set(first["table"]) & set(second["table"])):
-        row = {}
-        for axis in axes:
-            a, b = first["table"][arm].get(axis), second["table"][arm].get(axis)
-            if not a or not b or None in (a.get("t_lo"), a.get("t_hi"), b.get("t_lo"), b.get("t_hi"), b.get("value")):
-                continue
-            overlap = a["t_lo"] <= b["t_hi"] and b["t_lo"] <= a["t_hi"]
-            inside = a["t_lo"] <= b["value"] <= a["t_hi"]
-            row[axis] = {
-                "first": [a["value"], a["t_lo"], a["t_hi"]],
-                "rerun": [b["value"], b["t_lo"], b["t_hi"]],
-                "overlap": bool(overlap),
-                "inside": bool(inside),
-                **chance_apart(a.get("per_seed") or [], b.get("per_seed") or []),
-            }
-            counts["cells"] += 1
-            counts["overlap"] += int(overlap)
-            counts["inside"] += int(inside)
-        rows[arm] = row
-    best = {
-        axis: [first["axes"].get(axis, {}).get("best_uniform"), second["axes"].get(axis, {}).get("best_uniform")]
-        for axis in axes
-    }
-    for key in ("apart", "inside"):
-        chances = [
-            c[f"p_{key}_if_same"] for r in rows.values() for c in r.values() if c[f"p_{key}_if_same"] is not None
-        ]
-        counts[f"expected_{key}_if_same"] = round(float(sum(chances)), 2) if chances else None
-    return {"arms": rows, "counts": counts, "best_uniform": best, "missing_arms": missing}
-
-
-def chance_apart(first: Sequence[float | None], second: Sequence[float | None], draws: int = 2000) -> dict[str, Any]:
-    """How often two runs' 90% t-intervals are apart (`p_apart_if_same`), and how often the re-run's factor falls
-    inside the first run's interval (`p_inside_if_same`), when both runs measure the same thing: the per-seed factors
-    of both runs pooled and split again at random into runs of the same sizes (a permutation of seed labels), `draws`
-    times (fixed generator, so deterministic). Summed over cells they are the counts to expect from seed noise alone --
-    the yardstick for a criterion that asks every one of many pairs to overlap. None without >= 2 positive factors
-    per run. (Not pre-registered: a reading added after the first re-run, issue 22.)"""
-    a = [float(v) for v in first if v is not None and v > 0]
-    b = [float(v) for v in second if v is not None and v > 0]
-    if len(a) < 2 or len(b) < 2:
-        return {"p_apart_if_same": None, "p_inside_if_same": None}
-
-    logs, n = np.log(np.asarray(a + b)), len(a)
-    perms = np.argsort(np.random.default_rng(0).random((draws, len(logs))), axis=1)
-    (lo1, hi1, _), (lo2, hi2, m2) = row_intervals(logs[perms[:, :n]]), row_intervals(logs[perms[:, n:]])
-    return {
-        "p_apart_if_same": round(float(np.mean((lo1 > hi2) | (lo2 > hi1))), 4),
-        "p_inside_if_same": round(float(np.mean((lo1 <= m2) & (m2 <= hi1))), 4),
-    }
-
-
-def row_intervals(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of log factors (NaN = a seed without one): the 90% t-interval's ends and the mean, as
-    `curves.t_interval` computes them for one row (NaN where a row has fewer than two values)."""
-    from reinforce_ada.bench.curves import T_95
-
-    n = np.sum(~np.isnan(logs), axis=1)
-    t_of = np.array([np.nan, np.nan, *T_95, *[1.645] * max(0, logs.shape[1] - len(T_95) - 1)])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nanmean(logs, axis=1) if logs.shape[1] else np.full(len(logs), np.nan)
-        sd = np.sqrt(np.nansum((logs - mean[:, None]) ** 2, axis=1) / (n - 1))
-        half = t_of[n] * sd / np.sqrt(n)
-    return mean - half, mean + half, mean
-
-
-def no_ceiling_gain(c0: dict[str, Any] | None) -> bool:
-    """C0's interval holds 1: the oracle's own gain may be zero, so C3 (a share of it) means nothing."""
-    return (c0 or {}).get("t_lo") is not None and c0["t_lo"] <= 1
-
-
-def noise_quantile(chances: Sequence[float], level: float = 0.95) -> int:
-    """The `level` quantile of how many of independent events with these chances happen (Poisson-binomial, exact by
-    dynamic programming): the most apart pairs seed noise alone explains at that level.
-
-    >>> noise_quantile([0.5, 0.5], 0.75), noise_quantile([0.5, 0.5], 0.76), noise_quantile([], 0.95)
-    (1, 2, 0)
-    """
-    dist = np.array([1.0])
-    for p in chances:
-        dist = np.append(dist * (1 - p), 0.0) + np.append(0.0, dist * p)
-    return int(np.searchsorted(np.cumsum(dist), level - 1e-12))
-
-
-def joint_null(
-    first: dict[str, Any],
-    second: dict[str, Any],
-    claimed: Sequence[str] = (),
-    shift_arms: Sequence[str] = (),
-    axes: Sequence[str] = AXES,
-    draws: int = 1000,
-    level: float = 0.95,
-) -> dict[str, Any] | None:
-    """What seed noise alone does to a re-run's agreement counts, with the links between cells kept: whole seeds (every
-    arm's and axis's factor of that seed together) are shuffled between the two runs, so the shared reference runs and
-    the near-equal axes (tokens, gpu_s) move together, as they do between real runs. `chance_apart` reads cells one
-    at a time and `noise_quantile` treats them as independent, which under-states the spread (found in review after
-    the re-runs of `hard` and `small`; not pre-registered). `first` and `second` are the runs' `table`s.
-
-    Returns the distinct cells' apart count under shuffling (mean and `level` quantile), P(no cell apart), P(the
-    registered criterion passes: no cell apart and every claimed arm's re-run tokens factor inside the first
-    interval), and per arm of `claimed` and `shift_arms` a permutation p-value for the shift of its tokens factor
-    (|difference of mean log factors| at least the observed one). None without cells that have per-seed factors of
-    equal counts."""
-    from collections import Counter
-
-    cells: dict[tuple, tuple[list[str], str, list, list]] = {}  # identical arms share one cell, every name kept
-    for arm in sorted(set(first) & set(second)):
-        for axis in axes:
-            a, b = first[arm].get(axis) or {}, second[arm].get(axis) or {}
-            pa, pb = a.get("per_seed"), b.get("per_seed")
-            if pa and pb and a.get("t_lo") is not None and b.get("t_lo") is not None:
-                cells.setdefault((axis, tuple(pa), tuple(pb)), ([], axis, list(pa), list(pb)))[0].append(arm)
-    if not cells:
-        return None
-    (n1, n2), _ = Counter((len(c[2]), len(c[3])) for c in cells.values()).most_common(1)[0]
-    cells = {k: c for k, c in cells.items() if len(c[2]) == n1 and len(c[3]) == n2}  # seeds aligned by position
-    perms = np.argsort(np.random.default_rng(0).random((draws, n1 + n2)), axis=1)
-    apart = np.zeros(draws, dtype=int)
-    inside = np.ones(draws, dtype=bool)
-    shift_p: dict[str, float] = {}
-    for names, axis, pa, pb in cells.values():
-        logs = np.array([np.log(v) if v is not None and v > 0 else np.nan for v in pa + pb])
-        x = logs[perms]
-        (lo1, hi1, m1), (lo2, hi2, m2) = row_intervals(x[:, :n1]), row_intervals(x[:, n1:])
-        with np.errstate(invalid="ignore"):
-            apart += (lo1 > hi2) | (lo2 > hi1)
-            if axis == "tokens" and set(names) & set(claimed):
-                inside &= (lo1 <= m2) & (m2 <= hi1)
-            for arm in (a for a in names if axis == "tokens" and (a in claimed or a in shift_arms)):
-                seen = abs(np.nanmean(logs[:n1]) - np.nanmean(logs[n1:]))
-                shift_p[arm] = round(float(np.mean(np.abs(m1 - m2) >= seen - 1e-12)), 4)
-    return {
-        "draws": draws,
-        "distinct_cells": len(cells),
-        "apart_mean": round(float(apart.mean()), 2),
-        "apart_quantile": int(np.quantile(apart, level, method="inverted_cdf")),
-        "level": level,
-        "p_none_apart": round(float(np.mean(apart == 0)), 3),
-        "p_registered_passes": round(float(np.mean((apart == 0) & inside)), 3),
-        "claimed_shift_p": shift_p,
-        "not_preregistered": True,
-    }
+def no_ceiling_gain(ceiling: dict[str, Any] | None) -> bool:
+    """The ceiling's interval holds 1: the oracle's own gain may be zero, so a share of it means nothing."""
+    return (ceiling or {}).get("t_lo") is not None and ceiling["t_lo"] <= 1

@@ -1,6 +1,6 @@
 """What a run's steps would cost in seconds: on this CPU (measured) and on a GPU (a model, not a measurement).
 
-Issue 22 asks for compute-to-target figures whose ranking a user can read against their own hardware. Two cost models
+Compute-to-target figures should rank arms in a way a user can read against their own hardware. Two cost models
 turn a run record of `bench.run.run_job` into one number of seconds per training step:
 1) `cpu_step_seconds(record)`: the step times the run measured on this CPU (`time_step_s`: sampling and the update,
    without the bench's evaluations). Here decode is compute-bound: a step costs about its rows x tokens.

@@ -226,7 +226,7 @@ def paired_factor(per_seed: Sequence[float | None], *, level: float = 0.9, seed:
 def ratio_of_means(
     num: Sequence[float], den: Sequence[float], *, level: float = 0.9, seed: int = 0
 ) -> dict[str, float | None]:
-    """mean(num) / mean(den) over paired seeds, with a seed-bootstrap interval (e.g. P3's no-signal shares)."""
+    """mean(num) / mean(den) over paired seeds, with a seed-bootstrap interval (e.g. two arms' no-signal shares)."""
     a, b = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     if a.shape != b.shape or len(a) == 0:
         raise ValueError(f"need paired, non-empty samples, got {a.shape} and {b.shape}")

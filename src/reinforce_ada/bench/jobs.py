@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from reinforce_ada.bench.run import Job, run_job
 from reinforce_ada.sampling.configure import strategy_config
@@ -33,6 +33,16 @@ def code_fingerprint(root: str | Path | None = None) -> str:
     for f in sorted(root.rglob("*.py")):
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+class RecordHook(Protocol):
+    """Called by `run_jobs` with each job and the path its record is kept under, before the lookup: it may put a
+    record there (e.g. another commit's run of the same job, after its own check). `set_identity` is told the pools'
+    digests once they are known (`bench.compare.run_compare`)."""
+
+    def __call__(self, job: Job, path: Path) -> None: ...
+
+    def set_identity(self, identity: dict[str, str]) -> None: ...
 
 
 MACHINE_FIELDS = ("run_dir", "model_path", "train_path", "eval_path")
@@ -132,7 +142,7 @@ def run_jobs(
     identity: dict[str, str] | None = None,
     only_cached: bool = False,
     schema: dict[str, Any] | None = None,
-    carry: Callable[[Job, Path], None] | None = None,
+    carry: RecordHook | Callable[[Job, Path], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every job (in `workers` spawned processes when > 1); results in job order, progress with an ETA.
 
@@ -140,8 +150,8 @@ def run_jobs(
     it: a crashed run resumes, and adding an arm re-runs only that arm's jobs (runs are deterministic). `identity`
     (pool name -> digest of the weights and the pool) replaces the jobs' machine paths in the key, so records made on
     another machine are reused. `only_cached`: run nothing; return the jobs that have records (a report on a run
-    still going or stopped), in job order. `carry` (`bench.carry.Carrier`): called with each job and its record's
-    path before the lookup, so records of another commit can be put in place (after a same-seed check).
+    still going or stopped), in job order. `carry` (a `RecordHook`): called with each job and its record's path
+    before the lookup, so records of another commit can be put in place.
     """
     t0, done, out = time.perf_counter(), 0, {}
     if cache is not None:

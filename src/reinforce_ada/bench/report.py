@@ -38,7 +38,7 @@ def format_pool(name: str, s: dict[str, Any]) -> str:
             f"{_f(r['time_step_s']['median'], '.3f'):>7}"
             + (f"  (identical to {', '.join(r['identical_to'])}: not ranked)" if r.get("identical_to") else "")
         )
-    for k, g in s["goals"].items():
+    for k, g in s.get("goals", {}).items():  # figures a caller added to the pool's summary
         lines.append(f"{k}: {_ci(g, '.3f')} (goal {g['goal']}) — {g['what']}")
     return "\n".join(lines)
 
@@ -74,13 +74,17 @@ def format_compute(results: dict[str, Any]) -> str:
                 + (f"  (identical to {', '.join(twin)}: not ranked)" if twin else "")
             )
         for fig, h in heads.get("by_pool", {}).get(pool, {}).items():
-            pre = h.get("preregistration", {})
-            mark = (
-                "pre-registered" if pre.get("preregistered") else "NOT pre-registered: " + "; ".join(pre.get("why", []))
-            )
+            pre = h.get("preregistration")  # a study's registration check, when it added one
+            mark = ""
+            if pre is not None:
+                mark = (
+                    "  (pre-registered)"
+                    if pre.get("preregistered")
+                    else "  (NOT pre-registered: " + "; ".join(pre.get("why", [])) + ")"
+                )
             out.append(
-                f"  {fig:<4}{h.get('arm') or '—':<15}"
-                f"{_ci({'value': h.get('value'), 'lo': h.get('t_lo'), 'hi': h.get('t_hi')}):>22}  ({mark})"
+                f"  {fig:<13}{h.get('arm') or '—':<15}"
+                f"{_ci({'value': h.get('value'), 'lo': h.get('t_lo'), 'hi': h.get('t_hi')}):>22}{mark}"
             )
         late = heads.get("best_after_the_fact", {}).get(pool, {})
         if late.get("arm"):
@@ -107,50 +111,6 @@ def format_table(results: dict[str, Any]) -> str:
     return "\n".join([*out, compute] if compute else out)
 
 
-def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Per pool and goal: both runs' figures with intervals, and whether each lies in the other's interval."""
-    out: dict[str, Any] = {}
-    for pool, s2 in second["by_pool"].items():
-        s1 = first.get("by_pool", {}).get(pool)
-        if s1 is None:
-            continue
-        rows = {}
-        figures = dict(s2["goals"])
-        firsts = dict(s1["goals"])
-        # the compute headlines (C0-C3), read with their t-intervals where they have one
-        t = lambda h: {**h, "lo": h.get("t_lo", h.get("lo")), "hi": h.get("t_hi", h.get("hi"))}  # noqa: E731
-        figures.update({k: t(h) for k, h in second.get("compute", {}).get("by_pool", {}).get(pool, {}).items()})
-        firsts.update({k: t(h) for k, h in first.get("compute", {}).get("by_pool", {}).get(pool, {}).items()})
-        for key, g2 in figures.items():
-            g1 = firsts.get(key, {})
-            if g1.get("value") is None or g2.get("value") is None:
-                continue
-            inside = lambda v, g: g.get("lo") is not None and g["lo"] <= v <= g["hi"]  # noqa: E731
-            rows[key] = {
-                "first": {k: g1.get(k) for k in ("value", "lo", "hi")},
-                "second": {k: g2.get(k) for k in ("value", "lo", "hi")},
-                "second_in_first": inside(g2["value"], g1),
-                "first_in_second": inside(g1["value"], g2),
-                "overlap": None
-                if g1.get("lo") is None or g2.get("lo") is None
-                else bool(g1["lo"] <= g2["hi"] and g2["lo"] <= g1["hi"]),
-            }
-        out[pool] = rows
-    return out
-
-
-def format_agreement(agree: dict[str, Any]) -> str:
-    lines = ["agreement with the first run (value [90% interval]):"]
-    for pool, rows in agree.items():
-        for key, r in rows.items():
-            lines.append(
-                f"  {pool:<8}{key:<5} first {_ci(r['first'], '.3f'):<24} second {_ci(r['second'], '.3f'):<24} "
-                f"{'intervals overlap' if r['overlap'] else 'intervals DISJOINT'}"
-                f"{'' if r['second_in_first'] and r['first_in_second'] else ' (a value outside the other interval)'}"
-            )
-    return "\n".join(lines)
-
-
 def compact_runs(results: dict[str, Any]) -> dict[str, Any]:
     """The results with each run's per-step series replaced by their means and the cumulative costs at each
     evaluation (`cpu_s`, `gpu_s`): what the tables and figures read, a fraction of the size. The full records stay
@@ -175,20 +135,32 @@ def compact_runs(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(results: dict[str, Any], out: str | Path, command: str, *, series: bool = True) -> tuple[Path, Path]:
+    """OUT.json (`write_json`) and OUT.png (`plot`)."""
+    results["command"] = command
+    out = Path(out)
+    js, png = out.with_suffix(".json"), out.with_suffix(".png")
+    write_json(compact_runs(results) if not series else results, js)
+    plot(results, png)
+    return js, png
+
+
+def write_json(data: dict[str, Any], js: Path) -> None:
+    """Atomically, floats to 4 significant digits (far below the seed spread)."""
+    js.parent.mkdir(parents=True, exist_ok=True)
+    tmp = js.with_name(f".{js.name}.tmp")
+    tmp.write_text(json.dumps(_rounded(data), separators=(",", ":"), default=_jsonable) + "\n")
+    tmp.replace(js)
+
+
+def plot(results: dict[str, Any], png: Path) -> None:
+    """Per pool: accuracy vs steps and vs tokens (median, band over seeds), the no-signal share, the pool's pass-rate
+    histogram and the compute-to-target factors. Reads `runs.main` (curves and the `no_signal_share` series)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results["command"] = command
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    js, png = out.with_suffix(".json"), out.with_suffix(".png")
-    tmp = js.with_name(f".{js.name}.tmp")
-    # every curve of every run, floats to 4 significant digits (far below the seed spread): about 2 MB, not 5
-    data = results if series else compact_runs(results)
-    tmp.write_text(json.dumps(_rounded(data), separators=(",", ":"), default=_jsonable) + "\n")
-    tmp.replace(js)
+    png.parent.mkdir(parents=True, exist_ok=True)
     pools = list(results["by_pool"])
     fig, ax = plt.subplots(len(pools), 5, figsize=(27, 4.6 * len(pools)), squeeze=False)
     for row, pool in enumerate(pools):
@@ -229,7 +201,6 @@ def write(results: dict[str, Any], out: str | Path, command: str, *, series: boo
     fig.savefig(tmp_png, dpi=90)
     plt.close(fig)
     tmp_png.replace(png)
-    return js, png
 
 
 def _factor_panel(axis: Any, comp: dict[str, Any] | None, pool: str) -> None:

@@ -34,7 +34,7 @@ BUILTIN_POOLS = {
     "small": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=256",
     "mixed": "arithmetic:weights=0/0.6/0.1/0.05/0.05/0/0.2,size=4096,candidates=8192,drop=0.5-0.9,filter_samples=0",
 }
-"""Fixed in advance (issue 22). Stats measured with `build_pool` on the shipped warm start (exact per-level pass
+"""Fixed in advance. Stats measured with `build_pool` on the shipped warm start (exact per-level pass
 rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass rate:
 - `default`: the pool of the first convergence runs (mostly levels 4-6). Mean p 0.145; 30% below 0.02, 0.3% above 0.9.
 - `hard`: shaped like the paper's hard set, levels 3-7 (3+3 ... 5+5 digits) kept where 0 < c/16 <= 0.375 under the

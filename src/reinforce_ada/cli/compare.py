@@ -6,14 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from reinforce_ada.cli.checks import finite, read_json_object, read_lrs
+from reinforce_ada.cli.checks import finite, read_lrs
 from reinforce_ada.errors import ConfigError
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def compare_config(args: argparse.Namespace) -> Any:
+    """The `bench.compare.CompareConfig` the parsed `compare` flags describe (every check done here)."""
     from reinforce_ada.bench.arms import ARMS, split_arms
-    from reinforce_ada.bench.compare import QUICK, CompareConfig, run_compare
-    from reinforce_ada.bench.report import agreement, format_agreement, format_table, write
+    from reinforce_ada.bench.compare import QUICK, CompareConfig
 
     out = args.out or ("runs/compare-quick/convergence" if args.quick else "runs/compare/convergence")
     fixed = read_lrs(args.lrs_from) if args.lrs_from else {}
@@ -47,33 +47,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fields["long_arms"] = tuple(split_arms(args.long_arms))
     if args.report_only:
         fields["only_cached"] = True
-    if args.fingerprint_of:
-        from reinforce_ada.bench.jobs import code_fingerprint
-
-        try:
-            code_fingerprint(args.fingerprint_of)
-        except ValueError as e:
-            raise ConfigError(f"--fingerprint-of: {e}") from None
-        fields["fingerprint_of"] = args.fingerprint_of
-    for name in ("extend_sweep", "preregistration", "compute_arm", "records"):
+    for name in ("extend_sweep", "compute_arm", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
-    if args.preregistration:
-        from reinforce_ada.bench.prereg import load
-
-        load(args.preregistration)  # a bad file fails before any run, naming the key
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
-    c = CompareConfig(**fields)
+    return CompareConfig(**fields)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.bench.compare import run_compare
+    from reinforce_ada.bench.report import format_table, write
+
+    c = compare_config(args)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
-    first = read_json_object("--check-against", args.check_against) if args.check_against else None
     results = run_compare(c)
-    if first is not None:
-        results["agreement"] = {"with": args.check_against, "pools": agreement(first, results)}
     js, png = write(results, c.out, command, series=False)  # full per-step series stay in the records
     print(format_table(results))
-    if first is not None:
-        print(format_agreement(results["agreement"]["pools"]))
     print(f"wrote {js} and {png}")
     return 0

@@ -203,9 +203,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="output path without suffix: OUT.json and OUT.png (default runs/compare/convergence; --quick: "
         "runs/compare-quick/convergence)",
     )
-    co.add_argument(
-        "--check-against", default=None, help="an earlier result JSON: report whether both runs' goals agree"
-    )
     co.add_argument("--sweep-each-pool", action="store_true", help="sweep the lr on every pool, not only the first")
     co.add_argument(
         "--extend-sweep",
@@ -215,16 +212,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="grow an arm's lr grid by one value beyond its edge while its best lr sits there, at most N times",
     )
     co.add_argument(
-        "--preregistration",
-        default=None,
-        metavar="TOML",
-        help="a committed pre-registration (bench.prereg): headline figures it does not name are marked",
-    )
-    co.add_argument(
         "--compute-arm",
         default=None,
-        help="the adaptive arm the compute-to-target figures C1-C3 are read for without a pre-registration "
-        "(default mopps)",
+        help="the adaptive arm whose compute-to-target figures are the headline (default mopps)",
     )
     co.add_argument(
         "--records",
@@ -236,13 +226,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--report-only",
         action="store_true",
         help="run nothing: report on the runs --records already holds (a long run still going, or stopped)",
-    )
-    co.add_argument(
-        "--fingerprint-of",
-        default=None,
-        metavar="DIR",
-        help="with --report-only: read the records made by the package source in DIR (another commit's "
-        "src/reinforce_ada) instead of this one's",
     )
     co.add_argument(
         "--long-arms",

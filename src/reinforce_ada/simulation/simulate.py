@@ -185,16 +185,22 @@ def _bar(enabled: bool, total: int) -> Any:
 
 def write_results(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write `<out>.json` and `<out>.png` (atomically) and return their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.parent.mkdir(parents=True, exist_ok=True)
     js, png = out.with_suffix(".json"), out.with_suffix(".png")
     tmp = js.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(results, indent=1))
     tmp.replace(js)
+    plot_results(results, png)
+    return js, png
+
+
+def plot_results(results: dict[str, Any], png: Path) -> None:
+    """Pass rate vs step (median, band over seeds) and vs samples, and the no-signal share, one line per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
     for label, arm in results["arms"].items():
         runs = arm["runs"]
@@ -213,4 +219,3 @@ def write_results(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     fig.savefig(tmp_png, dpi=110)
     plt.close(fig)
     tmp_png.replace(png)
-    return js, png

@@ -1,0 +1,1 @@
+"""Strategies and allocators on the simulated policy (README.md)."""

@@ -1,0 +1,1 @@
+"""What the belief knows before a prompt's first sample (README.md)."""

@@ -1,0 +1,90 @@
+"""`reinforce-ada compare` with the study protocol on top (protocol.compare): the three study flags."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from studies.protocol.compare import main as study_compare
+
+
+def test_the_study_flags_reject_bad_input(capsys):
+    for argv, msg in (
+        (["--check-against", "nowhere.json"], "no such"),
+        (["--preregistration", "nowhere.toml"], "does not exist"),
+        (["--report-only", "--fingerprint-of", "/nonexistent"], "--fingerprint-of"),
+        (["--arms", "grpo-n4,ppo"], "ppo"),  # the package's flags are checked as the package checks them
+    ):
+        with pytest.raises(SystemExit) as e:
+            study_compare(argv)
+        assert e.value.code == 2 and msg in capsys.readouterr().err
+
+
+def test_check_against_a_file_that_is_not_utf8_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """Moved from the package CLI's adversarial corpus (tests/adversarial/cli): --check-against a UTF-16 file was a
+    UnicodeDecodeError traceback."""
+    (tmp_path / "first.json").write_bytes("{}".encode("utf-16"))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(SystemExit) as e:
+        study_compare(["--check-against", str(tmp_path / "first.json")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    assert re.search("--check-against .*first.json: not UTF-8 text", err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # failed before writing anything
+
+
+def test_the_package_command_has_no_study_flags(capsys):
+    from reinforce_ada.cli import main
+
+    for flag in ("--check-against", "--preregistration", "--fingerprint-of"):
+        with pytest.raises(SystemExit) as e:
+            main(["compare", flag, "x"])
+        assert e.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path):
+    import gzip
+    import subprocess
+
+    from reinforce_ada.bench.compute import TARGETS
+
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    reg = tmp_path / "prereg.toml"
+    reg.write_text(
+        f'version = 1\n[instrument]\npools = ["small"]\nseeds = [0, 1]\nsteps = 4\ntargets = {list(TARGETS)}\n'
+        'uniform = ["grpo-n2", "grpo-n4"]\noracles = ["oracle-select"]\n'
+        '[[claim]]\nfigure = "C1"\narm = "oracle-select"\n[[claim]]\nfigure = "C0"\narm = "oracle"\n'
+    )
+    git("add", "prereg.toml")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "prereg")
+    argv = ["--arms", "grpo-n4,grpo-n2,oracle-select", "--pool", "small", "--steps", "4"]
+    argv += ["--seeds", "2", "--other-seeds", "2", "--sweep-seeds", "1", "--lrs", "2e-4", "--sweep-each-pool"]
+    argv += ["--preregistration", str(reg), "--records", str(tmp_path / "rec"), "--out", str(tmp_path / "out")]
+    argv += ["--long-arms", "grpo-n4,grpo-n2"]
+    assert study_compare(argv) == 0
+    res = json.loads((tmp_path / "out.json").read_text())
+    heads = res["compute"]["by_pool"]["small"]
+    assert heads["C1"]["arm"] == "oracle-select" and heads["C1"]["preregistration"]["preregistered"]
+    assert heads["C0"]["preregistration"]["preregistered"]
+    assert not heads["C2"]["preregistration"]["preregistered"]  # registered for no arm
+    assert res["compute"]["preregistration"]["committed"]
+    runs = res["runs"]["main"]
+    assert {r["steps"] for r in runs if r["arm"] == "grpo-n2"} == {8} and "time_step_s" not in runs[0]
+    assert len(runs[0]["eval_gpu_s"]) == len(runs[0]["eval_step"])
+    records = sorted((tmp_path / "rec").glob("*.json.gz"))
+    assert len(records) == 3 + 6  # sweep: 3 arms x 1 lr x 1 seed; main: 3 arms x 2 seeds
+    with gzip.open(records[0], "rt") as f:
+        assert "accuracy" in json.load(f)
+    assert study_compare(argv) == 0  # a second run reuses every record
+    # a report on a run not finished: run nothing, read what the records hold (here: one main run removed)
+    newest = max((tmp_path / "rec").glob("*.json.gz"), key=lambda f: f.stat().st_mtime)
+    newest.unlink()
+    src = Path(__file__).resolve().parents[3] / "src" / "reinforce_ada"
+    assert study_compare([*argv, "--report-only", "--fingerprint-of", str(src)]) == 0
+    part = json.loads((tmp_path / "out.json").read_text())
+    assert len(part["runs"]["main"]) == 5 and not (tmp_path / "rec" / newest.name).exists()
