@@ -214,6 +214,14 @@ NOT_RUN = {
     "(tens of minutes)",
     "python -m studies.llm_convergence.run --prereg my_prereg.toml --work runs/my_study --out "
     "runs/my_study/results/my_study --no-summary --workers 2": "a template: my_prereg.toml is yours to write",
+    # studies/fewer_samples/README.md
+    "nice -n 10 python -m studies.fewer_samples.run --workers 2": "a study's run (CPU-hours, resumable)",
+    "python -m studies.fewer_samples.run --report-only": "records the runs a running study has finished (a fresh clone "
+    "has none)",
+    "python -m studies.fewer_samples.run --quick --pools hard": "a scratch run of minutes (its pieces are tested in "
+    "tests/test_equal_tokens.py)",
+    "python -m studies.fewer_samples.regenerate": "the study has no recorded runs yet (its test regenerates a "
+    "synthetic one)",
 }
 """Commands not run here, with why: shapes to fill in, cluster or GPU set-ups, and the Benchmarks section's commands
 (each records its own result file). Every other command of `SOURCES` must be in STEPS."""

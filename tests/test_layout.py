@@ -147,3 +147,57 @@ def test_the_strategy_config_lists_no_strategy_options():
     from reinforce_ada.sampling.config import StrategyConfig
 
     assert [f.name for f in fields(StrategyConfig)] == ["name", "options", "seed"]
+
+
+def test_the_package_imports_no_study_and_the_repository_stays_small():
+    """The package holds the library; studies (`studies/`) and benchmarks live beside it and it imports neither."""
+    wrong = sorted(
+        f"{m} -> {t}"
+        for m, ts in _absolute_imports().items()
+        for t in ts
+        if t.split(".")[0] in ("studies", "benchmarks")
+    )
+    assert not wrong, f"the package imports a study or benchmark: {wrong}"
+    import shutil
+    import subprocess
+
+    root = SRC.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    assert len(files) < 600, f"{len(files)} tracked files: results belong in each study's compact records file"
+
+
+def _absolute_imports() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m, f in modules().items():
+        names = set()
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, ast.Import):
+                names |= {a.name for a in n.names}
+            elif isinstance(n, ast.ImportFrom) and not n.level and n.module:
+                names.add(n.module)
+        out[m] = names
+    return out
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_package_and_no_study(tmp_path):
+    import subprocess
+    import sys
+    import zipfile
+
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), "."],
+        cwd=SRC.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if build.returncode != 0:
+        pytest.skip(f"no wheel could be built here: {build.stderr.strip()[-200:]}")
+    (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    code = [n for n in names if n.endswith(".py")]
+    assert code and all(n.startswith("reinforce_ada/") for n in code), [n for n in code if "reinforce_ada/" not in n]
+    assert not [n for n in names if n.startswith(("studies/", "benchmarks/", "tests/"))]

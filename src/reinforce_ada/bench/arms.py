@@ -1,8 +1,9 @@
 """The arms of `reinforce-ada compare`: one line per sampling strategy, as `sampling.config.parse_arm` specs.
 
 A new strategy is a new line here (or `--arms NAME=SPEC` on the command line). A spec may end with `| optim.KEY=VALUE,
-...` (or `replay.KEY=VALUE`): the learner's settings for that arm (`TrainConfig.optim` all but the lr, which the sweep
-sets, and `TrainConfig.replay`) -- controls
+...` (or `replay.KEY=VALUE`, `run.batch_size=N`, `prior.samples=N`): the arm's own settings (`TrainConfig.optim` all
+but the lr, which the sweep sets; `TrainConfig.replay`; its prompts per step; a prior measured by N samples per
+training prompt at the start, charged to its tokens, `bench.run.prior_pass`) -- controls
 such as more PPO epochs per generated token, which no sampling strategy can express. An arm whose strategy does not
 parse yet (a strategy still being written) is skipped with the parser's reason, and the rest of the run goes on; a bad
 learner setting is an error.
@@ -98,8 +99,10 @@ class Arm:
     """The learner's settings for this arm: (`optim.KEY` or `replay.KEY`, value) pairs from the spec's `| ...` part."""
 
 
-LEARNER_SECTIONS = ("optim", "replay")
-"""The training sections an arm may set after `|` (the rest is the benchmark's, the same for every arm)."""
+LEARNER_SECTIONS = ("optim", "replay", "run", "prior")
+"""The settings an arm may have of its own after `|` (the rest is the benchmark's, the same for every arm)."""
+ARM_FIELDS = {"run": ("batch_size",), "prior": ("samples",)}
+"""Of the `run` section only the prompts per step; `prior.samples`: the prior pass (`bench.run.prior_pass`)."""
 
 
 def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
@@ -118,10 +121,20 @@ def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
             )
         if key == "optim.lr":
             raise ConfigError(f"arm {name!r}: optim.lr is set by the lr sweep (or --lr {name}=LR), not in the spec")
+        if sec in ARM_FIELDS and field not in ARM_FIELDS[sec]:
+            raise ConfigError(
+                f"arm {name!r}: {key} cannot differ between arms; an arm may set optim.KEY=VALUE, replay.KEY=VALUE, "
+                "run.batch_size=N or prior.samples=N"
+            )
         pairs.setdefault(sec, {})[field] = _literal(raw.strip())
     if not pairs:
         raise ConfigError(f"arm {name!r}: nothing after '|'; write optim.KEY=VALUE or drop the '|'")
+    prior = pairs.pop("prior", {})
+    if prior and (isinstance(prior["samples"], bool) or not isinstance(prior["samples"], int) or prior["samples"] < 1):
+        raise ConfigError(f"arm {name!r}: prior.samples={prior['samples']!r} must be a whole number >= 1")
     apply_overrides(TrainConfig(), pairs, f"arm {name!r}")  # unknown keys and bad values fail here
+    if prior:
+        pairs["prior"] = prior
     return tuple(sorted((f"{sec}.{k}", v) for sec, kv in pairs.items() for k, v in kv.items()))
 
 

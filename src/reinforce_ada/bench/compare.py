@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.bench import analysis, compute
+from reinforce_ada.bench import analysis, compute, equal_tokens
 from reinforce_ada.bench.arms import (
     ARMS,
     HEADLINE,
@@ -83,6 +83,14 @@ class CompareConfig:
     seed_offset: int = 0
     """First main seed: a second, independent run uses other seeds."""
     eval_every: int = 10
+    token_budget: int | None = None
+    """Run every arm to this many generated tokens (its prior pass included) instead of a step count; `steps` is then a
+    cap, and runs are evaluated every `token_budget / eval_points` tokens: arms of different samples per step end at
+    the same cost (`bench.compute.equal_tokens`)."""
+    eval_points: int = 20
+    """With `token_budget`: evaluations per run after the start."""
+    value_errors: bool = False
+    """Log every step's baseline errors against the exact pass rates (`bench.run.value_probe`)."""
     threads: int = 1
     """torch threads per run (1: tiny tensors, and threads fight on a shared machine)."""
     workers: int = 1
@@ -127,6 +135,10 @@ class CompareConfig:
             raise ConfigError(f"compare: extend_sweep={self.extend_sweep} must be >= 0")
         if REFERENCE not in self.uniform:
             raise ConfigError(f"compare: the uniform family {list(self.uniform)} must include {REFERENCE!r}")
+        if self.token_budget is not None and (self.token_budget < 1 or self.eval_points < 1):
+            raise ConfigError(
+                f"compare: token_budget={self.token_budget} and eval_points={self.eval_points} must be >= 1"
+            )
 
 
 def plan_jobs(
@@ -162,7 +174,8 @@ def plan_jobs(
                     if lrs[pool.spec.name].get(arm.name) is None:  # a report on a sweep that has not run this arm
                         continue
                     grid, seed, phase = (lrs[pool.spec.name][arm.name],), c.seed_offset + i, "main"
-                steps = round(c.steps * c.ref_steps_factor) if arm.name in c.long_arms else c.steps
+                long = arm.name in c.long_arms and c.token_budget is None  # a token budget ends every arm alike
+                steps = round(c.steps * c.ref_steps_factor) if long else c.steps
                 cfg = arm.cfg.replace(n=matched[pool.spec.name]) if arm.name == MATCHED else arm.cfg
                 if arm.name in PER_PROMPT_BUDGET and cfg.budget is None:
                     cfg = cfg.replace(budget=PER_PROMPT_BUDGET[arm.name] * c.batch_size)
@@ -188,6 +201,9 @@ def plan_jobs(
                             check_samples=c.check_samples if phase == "main" else 0,
                             phase=phase,
                             train=arm.train,
+                            max_tokens=c.token_budget,
+                            eval_every_tokens=-(-c.token_budget // c.eval_points) if c.token_budget else None,
+                            value_errors=c.value_errors,
                         )
                     )
     return jobs
@@ -304,6 +320,8 @@ def run_compare(
         summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in spec_of else None, c.steps)
         sw = [r for r in sweep if r["pool"] == p.spec.name]
         summ["compute"] = compute.summarize(recs, sw, c.uniform, c.oracles)
+        if c.token_budget:
+            summ["equal_tokens"] = equal_tokens.table(recs, c.uniform, c.token_budget)
         results["by_pool"][p.spec.name] = summ
     if not results["by_pool"]:
         raise ConfigError(f"nothing to report yet: {results['missing']} (records in {cache})")

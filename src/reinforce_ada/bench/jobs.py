@@ -94,8 +94,14 @@ def _record_path(
 
     fields = {k: v for k, v in dataclasses.asdict(job).items() if k not in MACHINE_FIELDS}
     fields["strategy"] = strat = job.strategy.to_dict()  # flat, as every version keyed it
-    if not fields.get("train"):  # most arms set no learner field: their keys read as before the field existed
-        fields.pop("train", None)
+    for late in (
+        "train",
+        "max_tokens",
+        "eval_every_tokens",
+        "value_errors",
+    ):  # unset, a run keys as before the field existed
+        if not fields.get(late):
+            fields.pop(late, None)
     if schema is not None:
         theirs, defaults = set(schema["job"]), schema["strategy"]
         if "train" in fields and "train" not in theirs:
@@ -168,7 +174,9 @@ def run_jobs(
     if only_cached:
         log(f"report only: {len(out)} of {len(jobs)} runs have records, {len(todo)} not run (yet)")
         return [out[j.key] for j in jobs if j.key in out]
-    weight = {j.key: j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy.options) for j in todo}
+    weight = {  # longest first: a token budget costs about the same in every arm, a step count by its samples
+        j.key: j.max_tokens or j.steps * strategy_class(j.strategy.name).cost_hint(j.strategy.options) for j in todo
+    }
     total = sum(weight.values())
     spent = 0
     by_key = {j.key: j for j in todo}

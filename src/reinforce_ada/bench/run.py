@@ -51,8 +51,21 @@ class Job:
     phase: str = "main"
     """`sweep` or `main`: which part of the benchmark the job belongs to."""
     train: tuple[tuple[str, Any], ...] = ()
-    """The arm's learner settings (`optim.KEY` / `replay.KEY`, value) beyond the lr (`bench.arms.Arm.train`); () for
-    most arms."""
+    """The arm's own settings (`optim.KEY`, `replay.KEY`, `run.batch_size`, `prior.samples`; `bench.arms.Arm.train`)
+    beyond the lr; () for most arms."""
+    max_tokens: int | None = None
+    """Run until this many generated tokens (the arm's prior pass included); `steps` is then only a cap. None: run
+    `steps` steps."""
+    eval_every_tokens: int | None = None
+    """With `max_tokens`: evaluate at every multiple of this many tokens (and at the start and the end) instead of
+    every `eval_every` steps, so arms of different samples per step are read on the same token grid."""
+    value_errors: bool = False
+    """Log each step's baseline errors against the exact pass rates of its prompts (`value_probe`)."""
+
+    @property
+    def prompts_per_step(self) -> int:
+        """The arm's prompts per step: its `run.batch_size`, else the benchmark's."""
+        return int(dict(self.train).get("run.batch_size", self.batch_size))
 
     @property
     def key(self) -> str:
@@ -88,7 +101,7 @@ def train_config(job: Job) -> Any:
             "replay": {k.removeprefix("replay."): v for k, v in job.train if k.startswith("replay.")},
             "run": {
                 "steps": job.steps,
-                "batch_size": job.batch_size,
+                "batch_size": job.prompts_per_step,
                 "seed": job.seed,
                 "eval_every": 0,
                 "eval_samples": max(1, job.check_samples),
@@ -120,6 +133,12 @@ def run_job(job: Job) -> dict[str, Any]:
     rows: list[list[int]] = []  # samples per sequential round, one list per step
     tokens = samples = 0
     eval_s = 0.0
+    if job.value_errors:
+        tr.probes.append(value_probe(job.max_new_tokens))
+    k0 = int(dict(job.train).get("prior.samples", 0))
+    if k0:  # the arm's prior is measured by sampling: its tokens and samples are charged before step 1
+        tokens, samples = prior_pass(tr, k0)
+        rec["prior"] = {"samples_per_prompt": k0, "tokens": tokens, "samples": samples}
 
     def evaluate(step: int) -> dict[str, float]:
         nonlocal eval_s
@@ -136,7 +155,8 @@ def run_job(job: Job) -> dict[str, Any]:
         eval_s += time.perf_counter() - t0
         return m
 
-    evaluate(0)
+    last = evaluate(0)
+    next_at = tokens + (job.eval_every_tokens or 0)
     for step in range(1, job.steps + 1):
         m = tr.train_step()
         tokens += m["tokens_generated"]
@@ -145,9 +165,16 @@ def run_job(job: Job) -> dict[str, Any]:
             v = m.get(src)
             series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
         rows.append([int(x) for x in m.get("samples_per_round", [])])
-        if step in at:
+        done = job.max_tokens is not None and tokens >= job.max_tokens
+        if job.max_tokens is None and step in at:
             last = evaluate(step)
-    rec.update(series, rows_per_round=rows)
+        elif job.max_tokens is not None and (done or step == job.steps or tokens >= next_at):
+            last = evaluate(step)
+            while job.eval_every_tokens and next_at <= tokens:
+                next_at += job.eval_every_tokens
+        if done:
+            break
+    rec.update(series, rows_per_round=rows, steps=len(rows))
     if job.check_samples:
         sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
         rec["sampled_check"] = {
@@ -163,6 +190,47 @@ def run_job(job: Job) -> dict[str, Any]:
     rec["cpu"] = machine()
     shutil.rmtree(job.run_dir, ignore_errors=True)
     return rec
+
+
+def value_probe(max_new_tokens: int) -> Any:
+    """A trainer probe (`Trainer.probes`): the step's prompts' exact pass rates p under the policy that drew their
+    samples (before the update), and the mean |estimate - p| over the step's trained groups of two estimates of p:
+    `value_abs_error`, the strategy's value from before the step (`Group.baseline`: the tracker, advantage=tracker;
+    nan when the arm has none), and `group_mean_abs_error`, the mean reward of what the step drew for the prompt (the
+    group's own estimate, GRPO's baseline)."""
+    from reinforce_ada.evaluation.exact import exact_pass_rates
+
+    def probe(tr: Any, batch: Any) -> dict[str, float]:
+        groups = batch.groups
+        if not groups:
+            return {"value_abs_error": float("nan"), "group_mean_abs_error": float("nan")}
+        p = exact_pass_rates(tr.model, tr.tokenizer, [g.prompt for g in groups], max_new_tokens=max_new_tokens)
+        drawn = np.array([np.mean(g.pool_rewards) for g in groups])
+        values = [(g.baseline, q) for g, q in zip(groups, p, strict=True) if g.baseline is not None]
+        return {
+            "value_abs_error": float(np.mean([abs(v - q) for v, q in values])) if values else float("nan"),
+            "group_mean_abs_error": float(np.mean(np.abs(drawn - np.asarray(p)))),
+        }
+
+    return probe
+
+
+def prior_pass(tr: Any, samples_per_prompt: int) -> tuple[int, int]:
+    """SPO's offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting
+    policy, scored, their smoothed pass rates (k + 1/2) / (n + 1) made the strategy memory's prior means
+    (`sampling.priors`); returns the (tokens, samples) it generated, which the arm is charged."""
+    from reinforce_ada.sampling.ledger import score
+    from reinforce_ada.types import Request
+
+    prompts = {p.id: p for p in tr.train_prompts}
+    drawn = tr.engine.generate([Request(p, samples_per_prompt) for p in prompts.values()])
+    score(drawn, prompts, tr.verifier)
+    correct: dict[str, int] = dict.fromkeys(prompts, 0)
+    for s in drawn:
+        correct[s.prompt_id] += float(s.reward) > tr.strategy.opts.threshold
+    rates = {pid: (k + 0.5) / (samples_per_prompt + 1) for pid, k in correct.items()}
+    tr.strategy.memory.prior_rates = rates
+    return int(sum(s.num_tokens for s in drawn)), len(drawn)
 
 
 def load_average() -> float | None:
@@ -183,5 +251,7 @@ SERIES = {
     "time_generate_s": "time_generate_s",
     "time_train_s": "time_train_s",
     "replay_share": "replay_share",
+    "value_abs_error": "value_abs_error",
+    "group_mean_abs_error": "group_mean_abs_error",
 }
 """Per-step series kept from the trainer's metrics (name in the result: metric name)."""

@@ -50,7 +50,7 @@ def compare_config(args: argparse.Namespace) -> Any:
     for name in ("extend_sweep", "compute_arm", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
-    for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds"):
+    for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds", "token_budget", "eval_points"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     return CompareConfig(**fields)

@@ -185,6 +185,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "NAME=file:path=FILE[,eval=FILE][,filter=LO-HI]; default: default and hard (the lr sweep runs on the first)",
     )
     co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
+    co.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="run every arm to this many generated tokens (--steps becomes a cap) and report held-out accuracy at "
+        "that equal budget against the best uniform arm",
+    )
+    co.add_argument("--eval-points", type=int, default=None, help="with --token-budget: evaluations per run (20)")
     co.add_argument("--batch-size", type=int, default=None, help="prompts per step (default 16)")
     co.add_argument("--seeds", type=int, default=None, help="seeds of the headline arms (default 9)")
     co.add_argument("--other-seeds", type=int, default=None, help="seeds of the other arms (default 5)")

@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,9 @@ class Trainer:
                 file=sys.stderr,
             )
         self._prompt_ids: dict[str, list[int]] = {}
+        self.probes: list[Callable[[Trainer, StepBatch], dict[str, Any]]] = []
+        """Diagnostics run on each step's batch before the update (a benchmark's exact pass rates, say); their
+        metrics join the step's, their time is left out of `time_step_s`."""
         run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))
 
     # -- one step -----------------------------------------------------------------------------------------------
@@ -141,6 +145,10 @@ class Trainer:
         replayed = replay_step(self.replay, batch, self.strategy, self.step) if self.replay is not None else []
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
+        probe_s = time.perf_counter()
+        for probe in self.probes:  # diagnostics of the batch under the policy that drew it; not part of the step
+            batch.ledger.extra.update(probe(self, batch))
+        probe_s = time.perf_counter() - probe_s
         t1 = time.perf_counter()
         stats = self.update(mark(self.rows(batch), replayed))
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
@@ -149,7 +157,7 @@ class Trainer:
         self.step += 1
         m = {"step": self.step, **batch.ledger.as_metrics(), **stats, **self.samples.record(self.step, batch)}
         m["time_train_s"] = time.perf_counter() - t1
-        m["time_step_s"] = time.perf_counter() - t0
+        m["time_step_s"] = time.perf_counter() - t0 - probe_s
         return m
 
     def sync_weights(self) -> None:

@@ -1,0 +1,1 @@
+"""Fewer samples, more prompts: SPO against a reference that varies n and prompts per step (README.md)."""
