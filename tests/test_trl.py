@@ -459,3 +459,13 @@ def test_two_processes_agree_on_rounds_and_sum_their_ledgers(tmp_path):
         assert h0["local"]["ticks"] == h1["local"]["ticks"] == 4  # rank 0 took part in every round
         assert h0["local"]["dummy_rows"] == 3 and h1["local"]["dummy_rows"] == 0
         assert h1["local"]["unresolved_prompts"] == 2
+
+
+def test_spo_runs_inside_trl_with_two_samples_and_one_is_refused_naming_why(tmp_path):
+    trainer = make(AdaGRPOTrainer, tmp_path, max_steps=2, strategy="spo", candidates=2, num_generations=2)
+    trainer.train()
+    h = trainer.ada_history[-1]["total"]
+    assert h["samples_generated"] == h["samples_trained"] > 0 and all(math.isfinite(x) for x in losses(trainer))
+    assert trainer.ada_strategy.memory.tracker.counts  # the tracker learned from the visits
+    with pytest.raises(ConfigError, match="num_generations=1: TRL's GRPOTrainer trains groups of >= 2"):
+        AdaGRPOConfig(output_dir=str(tmp_path), use_cpu=True, num_generations=1, per_device_train_batch_size=4)

@@ -157,6 +157,12 @@ class AdaGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        if isinstance(self.num_generations, int) and self.num_generations < 2:
+            raise ConfigError(
+                f"num_generations={self.num_generations}: TRL's GRPOTrainer trains groups of >= 2 completions (its "
+                "GRPOConfig refuses fewer), so one sample per prompt (SPO's n = 1) runs in reinforce-ada's own trainer "
+                "(`reinforce-ada train --strategy spo`); inside TRL, spo takes num_generations >= 2"
+            )
         super().__post_init__()
         if self.scale_rewards == "batch":
             raise ConfigError(
