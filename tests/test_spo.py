@@ -195,3 +195,64 @@ def test_spo_trains_a_step_of_one_sample_per_prompt_and_resumes_its_tracker(mode
     again = Trainer(cfg, tensorboard=False)
     assert again.resume() and again.strategy.memory.tracker.counts == counts and again.step == 1
     again.close()
+
+
+# -- SPO's KL-adaptive forgetting -------------------------------------------------------------------------------------
+def test_drift_forgetting_discounts_by_the_policys_movement_on_the_last_response():
+    from reinforce_ada.sampling.forgetting import rho_of
+
+    m = memory_for(strategy_config("spo", forgetting="drift"))
+    calls = []
+
+    def scorer(prompts, completions):  # the policy moved by 0.06 per token on every earlier response
+        calls.append([p.id for p in prompts])
+        return [[lp - 0.06 for lp in m.drift.last[p.id][1]] for p in prompts]
+
+    m.drift.attach(scorer)
+    p = Prompt("a", "x")
+    m.drift.prepare([p])
+    m.record(p, [True], response=([5, 6], [-0.5, -0.7]))  # first visit: nothing to score, rho_max
+    assert calls == [] and m.tracker.counts["a"] == pytest.approx((1 + 0.96 * 0.5, 1 + 0.96 * 1.0))
+    m.new_step()
+    m.drift.prepare([p])
+    assert calls == [["a"]] and m.drift.metrics()["drift_mean"] == pytest.approx(0.06)
+    before = m.tracker.counts["a"]
+    m.record(p, [False], response=([7], [-0.1]))
+    rho = rho_of(0.06, 0.06, 0.875, 0.96)  # 2^-1 clipped to 0.875
+    assert rho == 0.875 and m.tracker.counts["a"] == pytest.approx((rho * before[0], rho * before[1] + 1))
+    again = memory_for(strategy_config("spo", forgetting="drift"))
+    again.load_state_dict(json.loads(json.dumps(m.state_dict())))
+    assert again.drift.last == m.drift.last and again.tracker.counts == m.tracker.counts
+
+
+def test_drift_needs_a_scorer_and_the_integrations_refuse_it():
+    from reinforce_ada.sampling.forgetting import refuse_drift
+
+    prompts = [Prompt(f"p{i}", "") for i in range(8)]
+    policy = SimulatedPolicy(prompts, [0.5] * 8, SimConfig(lr=0.0, seed=0))
+    s = build_strategy(parse_arm("spo:forgetting=drift,select=none"))
+    collect(s, policy, prompts)  # first visits: nothing to score yet
+    with pytest.raises(ConfigError, match="forgetting='drift' needs the policy's log-probs"):
+        collect(s, policy, prompts)
+    with pytest.raises(ConfigError, match="ada.forgetting='drift' is not supported by the verl plugin"):
+        refuse_drift("drift", "the verl plugin", option="ada.forgetting")
+    with pytest.raises(ConfigError, match=r"forgetting='kl' is not valid; choose one of \['fixed', 'drift'\]"):
+        strategy_config("spo", forgetting="kl")
+    with pytest.raises(ConfigError, match="rho_min=0.99, rho_max=0.9"):
+        strategy_config("spo", rho_min=0.99, rho_max=0.9)
+
+
+def test_drift_in_the_simulator_and_the_trainer(model_dir, tmp_path):
+    from reinforce_ada.simulation.simulate import simulate
+    from reinforce_ada.training.trainer import Trainer
+
+    res = simulate(["spo:forgetting=drift", "spo"], steps=6, seeds=1, batch_size=16, pool_size=40)
+    assert len(res["arms"]) == 2
+    cfg = train_config(
+        model_dir, tmp_path / "run", {"name": "spo", "forgetting": "drift", "candidates": 1}, task={"train_size": 4}
+    )
+    tr = Trainer(cfg, tensorboard=False)
+    tr.train_step()
+    m = tr.train_step()  # every prompt comes back: its drift is measured
+    tr.close()
+    assert m["drift_mean"] >= 0 and 0.875 <= m["rho_mean"] <= 0.96 and math.isfinite(m["loss"])

@@ -58,6 +58,7 @@ from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFail
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import batch_normalize
+from reinforce_ada.sampling.forgetting import refuse_drift
 from reinforce_ada.sampling.ledger import step_advantages
 from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
@@ -141,6 +142,7 @@ class AdaGRPOTrainer(GRPOTrainer):
         if not isinstance(config, AdaGRPOConfig):
             raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
         refuse_oracle(config.estimator, "AdaGRPOTrainer")
+        refuse_drift(config.forgetting, "AdaGRPOTrainer")
         refuse_replay(config.replay, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
         check_trl()
         super().__init__(*args, **kwargs)

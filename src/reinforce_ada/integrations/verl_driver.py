@@ -37,6 +37,7 @@ from tensordict import TensorDict
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import changed_options
+from reinforce_ada.sampling.forgetting import refuse_drift
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish
 from reinforce_ada.sampling.oracle import refuse_oracle
 from reinforce_ada.sampling.strategies import build_strategy
@@ -112,6 +113,7 @@ class StepDriver:
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ):
         refuse_oracle(cfg.estimator, "the verl plugin", option="ada.estimator")
+        refuse_drift(cfg.forgetting, "the verl plugin", option="ada.forgetting")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid

@@ -20,7 +20,8 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
    (the prompt's level's running pass rate as that prior mean), or oracle (an attached
    `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
    on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights). A `prior_file` gives the
-   prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`sampling.priors`).
+   prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`sampling.priors`);
+   `forgetting="drift"` discounts each visit by SPO's KL-adaptive factor instead of `decay` (`sampling.forgetting`).
    `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call;
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
@@ -40,6 +41,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from reinforce_ada.sampling.forgetting import DriftForgetting
 from reinforce_ada.sampling.options import ESTIMATORS, Options
 from reinforce_ada.sampling.oracle import PassRateOracle, missing_oracle
 from reinforce_ada.sampling.predictor import DifficultyPredictor
@@ -57,11 +59,13 @@ class PassRateTracker:
         n_pos, n_tot = self.counts.get(prompt_id, (0.0, 0.0))
         return (n_pos + self.alpha) / (n_tot + self.alpha + self.beta)
 
-    def update(self, prompt_id: str, correct: int, total: int) -> None:
+    def update(self, prompt_id: str, correct: int, total: int, decay: float | None = None) -> None:
+        """One visit: the counts discounted by `decay` (default the tracker's own), then the visit's added."""
         if not 0 <= correct <= total:
             raise ValueError(f"prompt {prompt_id!r}: correct={correct} must be in [0, total={total}]")
+        lam = self.decay if decay is None else decay
         n_pos, n_tot = self.counts.get(prompt_id, (0.0, 0.0))
-        self.counts[prompt_id] = (self.decay * n_pos + correct, self.decay * n_tot + total)
+        self.counts[prompt_id] = (lam * n_pos + correct, lam * n_tot + total)
 
     def state_dict(self) -> dict[str, Any]:
         return {"counts": {k: list(v) for k, v in self.counts.items()}}
@@ -102,6 +106,7 @@ class PromptMemory:
         forget: float = 1.0,
         prior_rates: dict[str, float] | None = None,
         prior_decays: bool = False,
+        drift: DriftForgetting | None = None,
     ):
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
@@ -135,6 +140,8 @@ class PromptMemory:
         self.prior_rates, self.prior_decays = prior_rates, prior_decays
         """A pass-rate file's prior means (`sampling.priors`), and SPO's forgotten prior."""
         self.levels = LevelRates(decay)
+        self.drift = drift
+        """forgetting="drift": each visit's discount from the policy's movement since the prompt's last visit."""
         """The running pass rate of each difficulty level (`estimator=level`'s prior; kept for every estimator)."""
 
     def attach_oracle(self, oracle: PassRateOracle) -> None:
@@ -159,9 +166,17 @@ class PromptMemory:
         self.pending = []
         self.last_stats, self.stats = self.stats, _zero_stats()
         self.levels.new_step()
+        if self.drift is not None:
+            self.drift.new_step()
         self.step += 1
 
-    def record(self, prompt: Prompt, outcomes: list[bool], tokens: list[int] | None = None) -> None:
+    def record(
+        self,
+        prompt: Prompt,
+        outcomes: list[bool],
+        tokens: list[int] | None = None,
+        response: tuple[list[int], list[float]] | None = None,
+    ) -> None:
         """One visit: the prompt's outcomes (correct or not) in this step's pool, and optionally each sample's
         completion length in tokens (module docstring, 5)."""
         if not outcomes:
@@ -172,8 +187,10 @@ class PromptMemory:
         if self.prior_decays and pid not in self.tracker.counts:  # SPO: the prior is the first counts
             a0, b0 = self.posterior(prompt)
             self.tracker.counts[pid] = (a0, a0 + b0)
-        self.tracker.update(pid, k, n)
+        self.tracker.update(pid, k, n, decay=None if self.drift is None else self.drift.rho(pid))
         self.levels.add(prompt.level, k, n)
+        if self.drift is not None and response is not None:
+            self.drift.remember(pid, *response)
         self.visits[pid] = self.visits.get(pid, 0) + 1
         self.last_seen[pid] = self.step
         self.recent[pid] = (self.recent.get(pid, "") + "".join("1" if y else "0" for y in outcomes))[-self.history :]
@@ -274,6 +291,7 @@ class PromptMemory:
             "tokens": dict(self.tokens),
             "token_total": list(self.token_total),
             "levels": self.levels.state_dict(),
+            **({"drift": self.drift.state_dict()} if self.drift is not None else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -293,6 +311,8 @@ class PromptMemory:
         self.token_total = (float(total), int(count))
         if "levels" in state:  # absent before the level prior
             self.levels.load_state_dict(state["levels"])
+        if self.drift is not None and "drift" in state:
+            self.drift.load_state_dict(state["drift"])
 
 
 def oracle_prior(rate: float) -> tuple[float, float]:
@@ -321,4 +341,5 @@ def memory_for(cfg: Options) -> PromptMemory:
         forget=cfg.forget,
         prior_rates=read_prior_file(cfg.prior_file) if cfg.prior_file else None,
         prior_decays=cfg.prior_decays,
+        drift=DriftForgetting(cfg.drift_half, cfg.rho_min, cfg.rho_max) if cfg.forgetting == "drift" else None,
     )

@@ -147,6 +147,18 @@ class MemoryOptions:
     decay: float = option(
         0.9, "pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])", plan=False
     )
+    forgetting: str = option(
+        "fixed",
+        "how a visit discounts a prompt's counts: fixed (by `decay`) or drift (SPO's KL-adaptive rho = clip(2^(-D / "
+        "drift_half), rho_min, rho_max), D the policy's token-mean |log-ratio| on the prompt's last response since its "
+        "last visit; our trainer and the simulator)",
+        plan=False,
+    )
+    drift_half: float = option(
+        0.06, "forgetting=drift: the drift D at which old evidence counts half (recipe 0.06)", plan=False
+    )
+    rho_min: float = option(0.875, "forgetting=drift: the smallest discount per visit (recipe 0.875)", plan=False)
+    rho_max: float = option(0.96, "forgetting=drift: the largest discount per visit (recipe 0.96)", plan=False)
     forget: float = option(
         1.0,
         "prompt memory: a prompt's counts are read discounted by forget^(steps since its last visit), so an old "
@@ -266,6 +278,10 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
         positive("predictor_lr", self.predictor_lr)
         at_least("predictor_dim", self.predictor_dim, 0)
         boolean("prior_decays", self.prior_decays)
+        choice("forgetting", self.forgetting, ("fixed", "drift"))
+        positive("drift_half", self.drift_half)
+        if not 0.0 < self.rho_min <= self.rho_max <= 1.0:
+            raise ConfigError(f"rho_min={self.rho_min}, rho_max={self.rho_max}: need 0 < rho_min <= rho_max <= 1")
         if self.prior_file is not None and (not isinstance(self.prior_file, str) or not self.prior_file.strip()):
             raise ConfigError(f"prior_file={self.prior_file!r} must be a path to a pass-rate file, or none")
         if self.prior_file is not None and self.estimator == "oracle":

@@ -228,6 +228,8 @@ class PoolStrategy:
         if self.opts.advantage in NEEDS_VALUE and prompts:
             self.memory.prefetch(list(prompts))
             self.values.update((p.id, self.memory.estimate(p)) for p in prompts)
+        if self.memory.drift is not None and prompts:  # forgetting="drift": how far the policy moved since
+            self.memory.drift.prepare(list(prompts))
         self.on_add([p.id for p in prompts])
 
     def on_add(self, ids: list[str]) -> None:
@@ -290,7 +292,8 @@ class PoolStrategy:
             if self.on_batch(pid):
                 del self.live[pid]
                 outcomes = [float(x.reward) > self.opts.threshold for x in pool]  # type: ignore[arg-type]
-                self.memory.record(self.prompts[pid], outcomes, tokens=[x.num_tokens for x in pool])
+                first = (pool[0].token_ids, pool[0].logprobs)  # forgetting="drift" remembers it
+                self.memory.record(self.prompts[pid], outcomes, tokens=[x.num_tokens for x in pool], response=first)
                 return True
 
     def _late(self, s: Sample) -> None:
@@ -311,7 +314,8 @@ class PoolStrategy:
         rounds = max((end for _, end in spans), default=0)
         # prompts still sampling after round r: they sampled in it and sample again in round r + 1
         active = [sum(w <= r and end > r + 1 for w, end in spans) for r in range(rounds)]
-        return {"rounds": rounds, "active_prompts_per_round": active}
+        out = {"rounds": rounds, "active_prompts_per_round": active}
+        return out if self.memory.drift is None else {**out, **self.memory.drift.metrics()}
 
     # -- checkpointing ------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -97,11 +97,35 @@ class SimulatedPolicy:
             p = p_all[self._idx(r.prompt.id)]
             ys = self.rng.random(r.k) < p
             lens = 1 + self.rng.poisson(self.cfg.mean_tokens, r.k)
-            out += [
-                Sample(r.prompt.id, text=str(int(y)), num_tokens=int(n), finish_reason="eos", reward=float(y), index=j)
+            logp = {True: float(np.log(max(p, 1e-12))), False: float(np.log(max(1.0 - p, 1e-12)))}
+            out += [  # one "token", the outcome, with its log-prob: what forgetting="drift" scores later
+                Sample(
+                    r.prompt.id,
+                    text=str(int(y)),
+                    token_ids=[int(y)],
+                    logprobs=[logp[bool(y)]],
+                    num_tokens=int(n),
+                    finish_reason="eos",
+                    reward=float(y),
+                    index=j,
+                )
                 for j, (y, n) in enumerate(zip(ys, lens, strict=True))
             ]
         return out
+
+    def scorer(self) -> Any:
+        """The policy's log-probs of earlier one-token responses (`sampling.forgetting.Scorer`): log p or log(1 - p)
+        under the current pass rates."""
+
+        def score(prompts: Sequence[Prompt], completions: Sequence[Sequence[int]]) -> list[list[float]]:
+            p_all = self.pass_rates()
+            out = []
+            for pr, ys in zip(prompts, completions, strict=True):
+                p = float(p_all[self._idx(pr.id)])
+                out.append([float(np.log(max(p if y else 1.0 - p, 1e-12))) for y in ys])
+            return out
+
+        return score
 
     def update(self, groups: Sequence[Group], advantages: Sequence[np.ndarray], weights: np.ndarray) -> None:
         n_trained = sum(len(g.samples) for g in groups)

@@ -46,6 +46,7 @@ from reinforce_ada import tasks
 from reinforce_ada.engines import RolloutEngine, build_engine
 from reinforce_ada.engines.config import engine_spec
 from reinforce_ada.evaluation.metrics import evaluate
+from reinforce_ada.models.forward import sequence_logprobs
 from reinforce_ada.models.load import load_policy
 from reinforce_ada.sampling.ledger import StepBatch
 from reinforce_ada.sampling.order import PromptOrder
@@ -96,6 +97,8 @@ class Trainer:
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         if self.oracle is not None:
             self.strategy.memory.attach_oracle(self.oracle)
+        if self.strategy.memory.drift is not None:  # forgetting="drift": the learner scores earlier responses
+            self.strategy.memory.drift.attach(self.score)
         self.replay = ReplayBuffer.for_config(cfg.replay, cfg.strategy.threshold)  # None unless replay.enabled
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
@@ -159,6 +162,21 @@ class Trainer:
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0 - probe_s
         return m
+
+    def score(self, prompts: list[Any], completions: list[list[int]]) -> list[list[float]]:
+        """Per-token log-probs of `completions` under the current policy, at the sampling temperature (no grad)."""
+        ids = [self._prompt_ids.setdefault(p.id, self.tokenizer(p.text, add_special_tokens=False)["input_ids"])
+               for p in prompts]  # fmt: skip
+        out: list[list[float]] = []
+        mb = self.cfg.optim.micro_batch_size
+        with torch.no_grad():
+            for i in range(0, len(ids), mb):
+                logp, mask, _ = sequence_logprobs(
+                    self.model, ids[i : i + mb], completions[i : i + mb], self.engine.pad_id,
+                    temperature=self.cfg.generation.temperature,
+                )  # fmt: skip
+                out += [row[m].tolist() for row, m in zip(logp.cpu(), mask.cpu(), strict=True)]
+        return out
 
     def sync_weights(self) -> None:
         """New weights: the engine copies them and the oracle's cached rates (estimator=oracle) are stale."""
