@@ -27,6 +27,7 @@ from reinforce_ada.sampling.configure import config_from_table, strategy_config
 from reinforce_ada.sampling.options import coerce_value
 from reinforce_ada.sampling.strategies import strategy_class, validate
 from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.training.replay_config import REPLAY_MOVED, ReplayConfig
 
 MAX_LR = 1.0
 """The largest `optim.lr` accepted: AdamW moves each weight by about lr per step, so above 1 every step overshoots."""
@@ -174,38 +175,6 @@ class RunConfig:
             raise ConfigError(f"run.max_verifier_error_share={share!r} must be a number in [0, 1] (1.0 = never stop)")
         if not str(self.run_dir).strip():
             raise ConfigError("run.run_dir is empty; give the folder the run writes to (default runs/default)")
-
-
-@dataclass(frozen=True)
-class ReplayConfig:
-    enabled: bool = False
-    """Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's
-    most recent earlier correct completion in place of one wrong sample, off-policy corrected (training.replay,
-    docs/replay.md)."""
-    max_age: int | None = None
-    """Use a stored answer only if generated at most this many steps ago (None: no limit)."""
-    clip: float = 2.0
-    """Truncate the replayed tokens' importance weight pi_old / pi_behaviour at this (>= 1)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(f"replay.enabled={self.enabled!r} must be true or false")
-        age = self.max_age
-        if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 1):
-            raise ConfigError(
-                f"replay.max_age={age!r} must be a whole number of steps >= 1 (a stored answer is at least one step "
-                "old when it is replayed), or none for no age limit"
-            )
-        clip = self.clip
-        if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
-            raise ConfigError(
-                f"replay.clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
-                "pi_old / pi_behaviour, pi_old the learner before the update; 2 is the usual truncated-IS cap)"
-            )
-
-
-REPLAY_MOVED = {"replay": "enabled", "replay_max_age": "max_age", "replay_clip": "clip"}
-"""0.3's `[strategy]` replay keys -> their `[replay]` names (replay is a training setting, any strategy)."""
 
 
 @dataclass(frozen=True)
