@@ -101,7 +101,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.policy import SimConfig
-    from reinforce_ada.simulation.simulate import simulate, write_results
+    from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR, simulate, write_results
 
     base = strategy_from_args(args)
     arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
@@ -130,6 +130,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         s = arm["summary"]
         print(f"{label:<40} {s['final_pass_rate']:16.4f} {s['zero_signal_share']:16.3f} {s['samples_per_step']:13.1f}")
     print(f"wrote {js} and {png}")
+    print(f"note: {NOT_A_PREDICTOR}", file=sys.stderr)
     return 0
 
 

@@ -95,7 +95,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     add_strategy_flags(pl, name, plan_only=True)
     pl.set_defaults(fn=cmd_plan)
 
-    si = sub.add_parser("simulate", help="run strategies on the simulated policy; write curves (JSON + PNG)")
+    from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR
+
+    si = sub.add_parser(
+        "simulate",
+        help="run strategies' mechanics on the simulated policy (not a predictor of which wins); write curves",
+        description=f"Learning curves (JSON + PNG) of strategies on a simulated policy. Note: {NOT_A_PREDICTOR}.",
+    )
     si.add_argument(
         "--strategies",
         default="uniform,seq,est",
