@@ -136,14 +136,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
-    from reinforce_ada.models.load import resolve_device
     from reinforce_ada.training import run_dir as run_folder
+
+    cfg = train_config_from_args(args)  # every flag and the config file checked before torch is imported
+    from reinforce_ada.models.load import resolve_device
     from reinforce_ada.training.interrupt import Interrupted
     from reinforce_ada.training.report import make_report, summary_lines
     from reinforce_ada.training.tracking import read_metrics
     from reinforce_ada.training.trainer import Trainer
 
-    cfg = train_config_from_args(args)
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
         threads = warn_if_oversubscribed(cfg.model.threads, explicit=getattr(args, "model.threads") is not None)
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
@@ -193,6 +194,20 @@ def _remove_if_empty_run(run_dir: Path) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+DEFAULT_THREADS = 2
+"""torch CPU threads of `eval`, `filter` and `features` when `--threads` is not given (fewer on a busy machine)."""
+
+
+def torch_threads(args: argparse.Namespace, on_cpu: bool) -> int:
+    """`--threads` when given; else 2, lowered to the free cores on a busy machine with a note, as `train` does
+    (`cpu_load.warn_if_oversubscribed`): 2 threads at load 20-40 kept an evaluation at 0/5 for 15 minutes."""
+    from reinforce_ada.cpu_load import warn_if_oversubscribed
+
+    explicit = args.threads is not None
+    threads = args.threads if explicit else DEFAULT_THREADS
+    return warn_if_oversubscribed(threads, explicit=explicit, flag="--threads") if on_cpu else threads
+
+
 @dataclasses.dataclass
 class EvalSetup:
     """What `eval` and `filter` share: the model, the run's config (or the defaults), the benchmarks, the engines."""
@@ -210,9 +225,8 @@ class EvalSetup:
 def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     """Resolve the model folder and the run's [task] (built-in held-out splits follow its seed and sizes), read the
     datasets before loading the model (a bad spec fails in a second), then load it and build the engines."""
-    from reinforce_ada.cpu_load import runs_on_cpu, warn_if_oversubscribed
+    from reinforce_ada.cpu_load import runs_on_cpu
     from reinforce_ada.evaluation.datasets import load_dataset
-    from reinforce_ada.evaluation.loading import load_engines
     from reinforce_ada.training.checkpoint import model_folder_for, run_config
     from reinforce_ada.training.config import TrainConfig
 
@@ -231,15 +245,16 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     check_generation_memory(
         folder, prompts, args.samples, max_new, args.batch_size, given=args.max_new_tokens is not None
     )
-    if runs_on_cpu(args.device):
-        warn_if_oversubscribed(args.threads, flag="--threads")
+    threads = torch_threads(args, runs_on_cpu(args.device))
+    from reinforce_ada.evaluation.loading import load_engines  # torch and transformers: only once all is checked
+
     t0 = time.perf_counter()
     print(f"loading {folder}", file=sys.stderr, flush=True)
     tok, eng, greedy = load_engines(
         folder,
         engine=args.engine,
         device=args.device,
-        threads=args.threads,
+        threads=threads,
         greedy=args.greedy,
         max_new_tokens=max_new,
         temperature=args.temperature,

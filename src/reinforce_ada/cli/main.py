@@ -61,7 +61,9 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
     p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling and the --limit subset (default 0)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
     p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
     from reinforce_ada.engines.factory import ENGINES
 
@@ -290,7 +292,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     fe.add_argument("--limit", type=int, default=None, help="at most this many prompts (seeded subset)")
     fe.add_argument("--seed", type=int, default=0, help="seeds the --limit subset")
     fe.add_argument("--batch-size", type=int, default=64, help="prompts per forward")
-    fe.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    fe.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
     fe.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
     fe.add_argument("--out", required=True, help="JSONL to write: the dataset's rows with a `features` column")
     fe.set_defaults(fn=cmd_features)

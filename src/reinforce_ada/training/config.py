@@ -36,6 +36,9 @@ MAX_WEIGHT_DECAY = 1.0
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
 WARMUP_SHARE = 0.2
 """The lr warm-up lasts at most this share of run.steps (`TrainConfig.warmup_steps`)."""
+AGGREGATION_NAMES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+"""`losses.AGGREGATIONS`' names (a test keeps them equal): checking `optim.agg` must not import torch, so that a bad
+flag is refused before any heavy import."""
 IS_CORRECTIONS = ("auto", "none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
@@ -128,10 +131,8 @@ class OptimConfig:
             raise ConfigError(f"optim.clip_low={self.clip_low} must be < 1 (the ratio is clipped from 1 - clip_low)")
         if self.dual_clip <= 1:
             raise ConfigError(f"optim.dual_clip={self.dual_clip} must be > 1")
-        from reinforce_ada.training.losses import AGGREGATIONS
-
-        if self.agg not in AGGREGATIONS:
-            raise ConfigError(f"optim.agg={self.agg!r} is not valid; choose one of {sorted(AGGREGATIONS)}")
+        if self.agg not in AGGREGATION_NAMES:
+            raise ConfigError(f"optim.agg={self.agg!r} is not valid; choose one of {sorted(AGGREGATION_NAMES)}")
 
 
 @dataclass(frozen=True)
