@@ -60,14 +60,15 @@ def test_data_case(name):
     path = DATA / name
     if name.endswith(".parquet"):
         pytest.importorskip("pyarrow")
+    keys = {"features_key": case["features_key"]} if "features_key" in case else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if "error" in case:
             with pytest.raises(ConfigError, match=case["error"]) as err:
-                load_prompts(path)
+                load_prompts(path, **keys)
             assert str(path) in str(err.value)  # the message names the file
             return
-        prompts = load_prompts(path)
+        prompts = load_prompts(path, **keys)
     assert [p.answer for p in prompts] == case["answers"]
     if "levels" in case:
         assert [p.level for p in prompts] == [None if lv == "none" else lv for lv in case["levels"]]
@@ -160,3 +161,14 @@ def test_limits_are_documented_in_the_module_docstring():
     for limit in ("MAX_EXPR_CHARS", "MAX_DEPTH", "MAX_INT_BITS", "MAX_EXPONENT", "MAX_ITEMS", "MAX_CHARS"):
         assert f"`{limit}`" in template_lang.__doc__
     assert "MAX_ROUND_DIGITS" in template_lang.__doc__
+
+
+def test_a_repeated_id_in_a_large_file_is_found_in_one_pass(tmp_path):
+    """Issue 40: the repeated-id search was `ids.count` per id (quadratic: minutes at 100k rows, hours at 1M);
+    100,000 rows with the repeat at the end now take a second, and the message names both rows."""
+    path = tmp_path / "big.jsonl"
+    rows = [{"id": f"r{i}", "prompt": f"q{i}", "answer": "1"} for i in range(100_000)]
+    rows[-1]["id"] = "r99998"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ConfigError, match=r"id 'r99998' appears more than once \(rows 99999 and 100000\)"):
+        load_prompts(path)
