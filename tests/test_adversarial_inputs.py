@@ -172,3 +172,19 @@ def test_a_repeated_id_in_a_large_file_is_found_in_one_pass(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(ConfigError, match=r"id 'r99998' appears more than once \(rows 99999 and 100000\)"):
         load_prompts(path)
+
+
+def test_a_template_that_never_yields_is_named_and_the_others_kept(tmp_path):
+    """Issue 40: a template whose every draw fails yielded no prompts without a word; one such template among good
+    ones is named in a warning (a real template can be so), none yielding anything is an error (the corpus case)."""
+    sym = tmp_path / "symbolic"
+    sym.mkdir()
+    shutil.copy(TEMPLATES / "repetition.toml", sym / "0000.toml")
+    good = (TEMPLATES / "repetition.toml").read_text().replace("- s = 'a' * 10**9\n", "")
+    (sym / "0001.toml").write_text(good.replace("id_shuffled = 14", "id_shuffled = 15"))
+    (tmp_path / "replacements.json").write_text(json.dumps(REPLACEMENTS))
+    with pytest.warns(UserWarning, match=r"GSM-Symbolic templates \[\d+\] produced no instance"):
+        prompts = gsm_symbolic.generate(tmp_path, 2, max_tries=50)
+    assert len(prompts) == 2
+    with pytest.raises(ConfigError, match="n_per_template=-1 must be a whole number >= 1"):
+        gsm_symbolic.generate(tmp_path, -1)
