@@ -152,3 +152,27 @@ def test_attention_memory_is_checked_per_batch(monkeypatch):
     with pytest.raises(ConfigError, match=r"prompt '0' has 10000 tokens: a batch of 8 needs about 11.9 GiB.*shorten"):
         features.check_lengths(model, prompts, ids, batch_size=8)
     features.check_lengths(model, prompts, [[1] * 1000] * 8, batch_size=8)  # 128 MB a batch: fine
+
+
+def test_a_resume_whose_features_changed_width_is_refused_at_resume(tmp_path):
+    """Issue 40: a run resumed after its features file was rewritten with another width loaded, then failed in the
+    middle of the next step; the checkpoint is now refused at resume (and an older one tried), naming the widths."""
+    from types import SimpleNamespace
+
+    from reinforce_ada.training.checkpoint import CheckpointError
+    from reinforce_ada.training.resume import check_feature_width
+    from reinforce_ada.types import Prompt
+
+    predictor = DifficultyPredictor(dim=8)
+    predictor.update(Prompt("a", "1+1=", "2", meta={"features": [0.1, 0.2, 0.3]}), 1, 2)
+    strategy = SimpleNamespace(memory=SimpleNamespace(predictor=predictor))
+    same = [Prompt("a", "1+1=", "2", meta={"features": [0.0, 1.0, 2.0]})]
+    check_feature_width(strategy, same, tmp_path)
+    wider = [Prompt("b", "2+2=", "4"), Prompt("a", "1+1=", "2", meta={"features": [0.0] * 5})]
+    with pytest.raises(
+        CheckpointError, match=r"learned 3 feature weights, but the task's prompts now have features of 5"
+    ):
+        check_feature_width(strategy, wider, tmp_path)
+    with pytest.raises(CheckpointError, match="now have no features"):
+        check_feature_width(strategy, [Prompt("b", "2+2=", "4")], tmp_path)
+    check_feature_width(SimpleNamespace(memory=SimpleNamespace(predictor=DifficultyPredictor())), wider, tmp_path)

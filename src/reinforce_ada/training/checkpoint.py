@@ -289,11 +289,14 @@ def model_folder(path: Path) -> Path:
     path = Path(path)
     if (path / "config.json").exists() or (path / "adapter_config.json").exists():
         return path
-    if (path / "model").is_dir():
-        return path / "model"
-    ckpt = latest(path)
+    ckpt = path if (path / "model").exists() or (path / "model").is_symlink() else latest(path)
     if ckpt is None:
         raise FileNotFoundError(f"{path} holds no checkpoint (expected model/, state.pt or checkpoints/)")
+    if (ckpt / "model").is_symlink():  # checkpoints hold no links: this one was edited (or prepared) by someone
+        raise CheckpointError(
+            f"{ckpt / 'model'} is a symbolic link (to {os.readlink(ckpt / 'model')}); a checkpoint holds none. "
+            "Evaluate the folder it points to with --model"
+        )
     return ckpt / "model"
 
 
@@ -333,9 +336,12 @@ def model_folder_for(checkpoint: str | None, model: str | None) -> Path:
     """The folder to load: a checkpoint (its folder, model/ or a run folder's latest) or any HF / adapter folder."""
     if checkpoint:
         try:
-            return model_folder(Path(checkpoint))
+            folder = model_folder(Path(checkpoint))
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
+        if folder.name == "model" and (folder.parent / MANIFEST).exists():
+            verify(folder.parent)  # a weights file replaced (by a pickle, say) or damaged since the run saved it
+        return folder
     folder = Path(str(model))
     if not ((folder / "config.json").exists() or (folder / "adapter_config.json").exists()):
         raise ConfigError(f"--model {folder}: not a Hugging Face model folder (no config.json)")
