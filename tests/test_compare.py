@@ -322,9 +322,11 @@ def test_compute_script_checks_its_pools_and_prints_the_table(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path):
+def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path, monkeypatch):
     import gzip
     import subprocess
+
+    monkeypatch.chdir(tmp_path)  # the run's pools and run folders go under runs/compare of the working directory
 
     from reinforce_ada.bench.compute import TARGETS
 
