@@ -80,3 +80,54 @@ def test_the_configs_aggregation_names_are_the_losses():
     from reinforce_ada.training.losses import AGGREGATIONS
 
     assert set(AGGREGATION_NAMES) == set(AGGREGATIONS)
+
+
+def test_a_flag_typo_shows_the_commands_usage_and_the_closest_flags(capsys):
+    from reinforce_ada.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "--pass-ratse", "0.5"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("usage: reinforce-ada plan")
+    assert "unrecognized arguments: --pass-ratse (did you mean --pass-rates" in err
+
+
+def test_warnings_print_as_one_line_without_a_source_line():
+    """The shipped example eval file used to warn (duplicate rows) as Python does: file, line number, code line."""
+    import warnings
+
+    from reinforce_ada.cli.main import one_line_warning
+
+    assert (
+        one_line_warning("3 row(s) repeat", UserWarning, "files.py", 310) == "reinforce-ada: warning: 3 row(s) repeat\n"
+    )
+    assert one_line_warning("old", FutureWarning, "x.py", 1).startswith("reinforce-ada: FutureWarning: old")
+    with warnings.catch_warnings():
+        from reinforce_ada.cli import main
+
+        main(["plan", "--pass-rates", "0.5"])
+        assert warnings.formatwarning is one_line_warning
+
+
+def test_the_shipped_example_files_hold_no_duplicate_and_no_held_out_question():
+    import warnings
+
+    from reinforce_ada.tasks.files import load_prompts
+
+    root = Path(__file__).parent.parent / "examples" / "data"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a duplicate-rows warning fails here
+        train = load_prompts(root / "word_problems.jsonl", prompt_key="question", answer_key="gold")
+        held = load_prompts(root / "word_problems_eval.jsonl", prompt_key="question", answer_key="gold")
+    assert not {p.text for p in train} & {p.text for p in held}
+
+
+def test_progress_bars_write_no_cursor_escapes_where_the_output_is_not_a_terminal():
+    import io
+
+    from reinforce_ada.training.tracking import progress_bar
+
+    out = io.StringIO()
+    with progress_bar(True, total=3, file=out, position=1) as bar:  # a nested bar, as inside compare
+        bar.update(3)
+    assert out.getvalue() == ""

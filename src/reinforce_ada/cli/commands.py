@@ -302,7 +302,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from tqdm.auto import tqdm
 
         examples[name] = []
-        with tqdm(total=len(prompts), desc=name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
+        with tqdm(
+            total=len(prompts), desc=name, unit="prompt", dynamic_ncols=True, file=sys.stderr, disable=None
+        ) as bar:
             results[name] = evaluate(
                 e.engine,
                 prompts,
@@ -372,7 +374,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
     from tqdm.auto import tqdm
 
-    with tqdm(total=len(prompts), desc=ds.name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
+    with tqdm(
+        total=len(prompts), desc=ds.name, unit="prompt", dynamic_ncols=True, file=sys.stderr, disable=None
+    ) as bar:
         correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples, progress=bar)
     rates = pass_rates(correct, [p.id for p in prompts])
     out.parent.mkdir(parents=True, exist_ok=True)

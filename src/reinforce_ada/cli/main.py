@@ -9,8 +9,10 @@ are built. Bad values exit with status 2 and a message naming the flag.
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import sys
+import warnings
 
 from reinforce_ada.cli.commands import (
     cmd_eval,
@@ -318,8 +320,32 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parse_args`, except that a flag the command does not know is reported by that command's own parser (its
+    usage line, not the top level's) with the closest flags it does know."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    known = [o for a in sub._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
+    hints = []
+    for word in extra:
+        flag = word.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, known, n=2, cutoff=0.6) if flag.startswith("-") else []
+        hints.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
+    sub.error(f"unrecognized arguments: {' '.join(hints)}")
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings as one line, as every other message of the command (no source file, line number or code line)."""
+    kind = "warning" if category is UserWarning else category.__name__
+    return f"reinforce-ada: {kind}: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     from reinforce_ada.sampling.strategies import load_strategy_plugins
+
+    warnings.formatwarning = one_line_warning
 
     argv, plugins = split_plugins(sys.argv[1:] if argv is None else list(argv))
     try:  # what other packages declare (entry points) and --plugin files, before the flags are built
@@ -329,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reinforce-ada: error: {e}", file=sys.stderr)
         return 2
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     try:
         return args.fn(args)
     except ConfigError as e:

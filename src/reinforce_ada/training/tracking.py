@@ -99,7 +99,7 @@ def progress_bar(enabled: bool, **kw: Any) -> Any:
     if enabled:
         from tqdm.auto import tqdm
 
-        return tqdm(**kw, dynamic_ncols=True)
+        return tqdm(**{"disable": None, **kw}, dynamic_ncols=True)  # None: no bar (no escapes) where not a terminal
     return _NullBar()
 
 
