@@ -37,6 +37,9 @@ from reinforce_ada.sampling.strategies import strategy_class
 def read_rates_file(path: Path) -> list[float]:
     """JSONL (objects with key `p` or `pass_rate`, or bare numbers) or CSV (column `p` or `pass_rate`)."""
     input_file("--pass-rates-file", path)
+    from reinforce_ada.tasks.files import check_size
+
+    check_size(path, "--pass-rates-file")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
@@ -54,7 +57,7 @@ def read_rates_file(path: Path) -> list[float]:
             except (KeyError, TypeError, ValueError):
                 raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
         return rates
-    for i, line in enumerate(text.splitlines(), start=1):
+    for i, line in enumerate(text.split("\n"), start=1):  # "\n" only: U+2028 inside a string is valid JSON
         if not line.strip():
             continue
         try:

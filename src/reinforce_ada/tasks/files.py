@@ -23,7 +23,8 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
    data owner's call. Repeated ids remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
-   since reading one can block forever or never end;
+   since reading one can block forever or never end; so is a file too big for this machine's memory
+   (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
 8) a `features` column (`features_key`; None ignores it, as an empty `task.features_key` does), where present, is a
    non-empty list of finite numbers (in a CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has
    one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.predictor`;
@@ -47,6 +48,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
 
@@ -150,6 +152,29 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+MEMORY_PER_BYTE = 12
+"""Memory reading a row file takes per byte of it (the bytes, the decoded text, its lines and the rows' Python
+objects: about 10x for JSONL rows of short prompts); a file needing more than physical memory is refused up front."""
+
+
+def check_size(path: Path, what: str = "dataset file") -> None:
+    """Refuse, before reading, a file too big for this machine's memory, and a text file that starts with NUL bytes
+    (a binary or sparse file: a 2 GB sparse file used to end in a MemoryError after minutes)."""
+    size = path.stat().st_size
+    memory = physical_memory()
+    if size * MEMORY_PER_BYTE > memory:
+        raise ConfigError(
+            f"{what} {path} is {size / 2**30:.1f} GiB; reading it takes about {MEMORY_PER_BYTE}x that, more than "
+            f"this machine's {memory / 2**30:.1f} GiB of memory: split it or sample fewer rows"
+        )
+    if path.suffix in (".jsonl", ".json", ".csv"):
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+        nul = head.find(b"\x00")
+        if nul >= 0:
+            raise ConfigError(f"{what} {path}: byte {nul} is a NUL byte; a binary or sparse file, not UTF-8 text")
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"dataset file {path} does not exist")
@@ -157,6 +182,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         return _read_saved_dataset(path)
     if not path.is_file():  # rule 7: opening a FIFO blocks until a writer comes; a device may never end
         raise ConfigError(f"dataset file {path} is not a regular file (a FIFO, socket or device); give a file")
+    check_size(path)
     if path.suffix == ".parquet":
         return _read_parquet(path)
     if path.suffix == ".csv":
