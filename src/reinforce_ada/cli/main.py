@@ -206,7 +206,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     co.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
     co.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
-    co.add_argument("--quick", action="store_true", help="a few minutes, every arm (runs under runs/compare-quick)")
+    co.add_argument("--quick", action="store_true", help="every arm, small (runs/compare-quick): still hours on a CPU")
     co.add_argument(
         "--out",
         default=None,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
@@ -235,6 +236,29 @@ class TrainConfig:
         cls = strategy_class(s.name)
         validate(cls, s)
         cls.check_training(s.options, self.run.batch_size)
+        check_memory_sized(s.options, self.run.batch_size)
+
+
+MEMORY_SIZED = {
+    "predictor_dim": (lambda v, batch: 32 * v, "the difficulty predictor's float64 weights (about 4 copies: state)"),
+    "candidates": (lambda v, batch: 1024 * v * batch, "candidate prompts drawn per step (about 1 KB each)"),
+    "calibration_prompts": (lambda v, batch: 1024 * v, "calibration prompts held (about 1 KB each)"),
+}
+"""Strategy options whose value sizes memory: option -> (bytes at value v with run.batch_size batch, what they are)."""
+
+
+def check_memory_sized(options: Any, batch: int) -> None:
+    """Refuse an option that would need more than physical memory (10**9 used to fail with MemoryError after minutes),
+    naming it and the largest value that fits."""
+    memory = physical_memory()
+    for name, (bytes_at, what) in MEMORY_SIZED.items():
+        value = getattr(options, name, None)
+        if isinstance(value, int) and bytes_at(value, batch) > memory:
+            fits = memory // max(1, bytes_at(1, batch))
+            raise ConfigError(
+                f"strategy.{name}={value}: {what} would need about {bytes_at(value, batch) / 2**30:.0f} GiB, more "
+                f"than this machine's {memory / 2**30:.1f} GiB; the largest {name} here is {fits}"
+            )
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]
