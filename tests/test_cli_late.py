@@ -63,7 +63,7 @@ def test_eval_and_filter_lower_their_threads_on_a_busy_machine_as_train_does(mon
     """`eval` and `filter` kept 2 threads at load 20-40 (a warning only): now the default is lowered to the free
     cores, as `train` does, and an explicit --threads is kept."""
     from reinforce_ada import cpu_load
-    from reinforce_ada.cli.commands import torch_threads
+    from reinforce_ada.cli.evaluate import torch_threads
 
     monkeypatch.setattr(cpu_load, "_warned", False)
     monkeypatch.setattr(cpu_load.os, "getloadavg", lambda: (30.0, 30.0, 30.0))
@@ -125,9 +125,19 @@ def test_the_shipped_example_files_hold_no_duplicate_and_no_held_out_question():
 def test_progress_bars_write_no_cursor_escapes_where_the_output_is_not_a_terminal():
     import io
 
+    from tqdm.auto import tqdm
+
     from reinforce_ada.training.tracking import progress_bar
 
     out = io.StringIO()
-    with progress_bar(True, total=3, file=out, position=1) as bar:  # a nested bar, as inside compare
+    with tqdm(total=2, file=out) as outer:  # compare's bar over runs; the trainer's bar opens inside it
+        with progress_bar(True, total=3, file=out) as inner:
+            inner.update(3)
+        outer.update(2)
+    with progress_bar(True, total=3, file=out, position=1) as bar:  # a bar placed by position: nested too
         bar.update(3)
-    assert out.getvalue() == ""
+    assert "\x1b[A" not in out.getvalue() and "2/2" in out.getvalue() and "3/3" not in out.getvalue()
+    single = io.StringIO()
+    with progress_bar(True, total=3, file=single) as bar:  # a bar alone still shows its progress
+        bar.update(3)
+    assert "3/3" in single.getvalue()

@@ -7,7 +7,7 @@ import json
 import sys
 
 from reinforce_ada.cli.checks import at_least, check_device, finite, output_file
-from reinforce_ada.cli.commands import torch_threads
+from reinforce_ada.cli.evaluate import torch_threads
 from reinforce_ada.errors import ConfigError
 
 

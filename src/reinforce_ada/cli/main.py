@@ -15,8 +15,6 @@ import sys
 import warnings
 
 from reinforce_ada.cli.commands import (
-    cmd_eval,
-    cmd_filter,
     cmd_models,
     cmd_plan,
     cmd_samples,
@@ -24,6 +22,7 @@ from reinforce_ada.cli.commands import (
     cmd_train,
 )
 from reinforce_ada.cli.compare import cmd_compare
+from reinforce_ada.cli.evaluate import cmd_eval, cmd_filter
 from reinforce_ada.cli.features import cmd_features
 from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags, strategy_in, verifier_names
 from reinforce_ada.cli.plugins import load_plugins, split_plugins

@@ -187,7 +187,7 @@ def _bar(enabled: bool, total: int) -> Any:
     if enabled:
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, unit="run", dynamic_ncols=True, disable=None)  # no bar where stderr is no terminal
+        return tqdm(total=total, unit="run", dynamic_ncols=True)
 
     class _Null:
         def update(self, n: int) -> None: ...
