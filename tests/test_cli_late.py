@@ -92,7 +92,7 @@ def test_a_flag_typo_shows_the_commands_usage_and_the_closest_flags(capsys):
     assert "unrecognized arguments: --pass-ratse (did you mean --pass-rates" in err
 
 
-def test_warnings_print_as_one_line_without_a_source_line():
+def test_warnings_print_as_one_line_without_a_source_line(monkeypatch):
     """The shipped example eval file used to warn (duplicate rows) as Python does: file, line number, code line."""
     import warnings
 
@@ -102,11 +102,14 @@ def test_warnings_print_as_one_line_without_a_source_line():
         one_line_warning("3 row(s) repeat", UserWarning, "files.py", 310) == "reinforce-ada: warning: 3 row(s) repeat\n"
     )
     assert one_line_warning("old", FutureWarning, "x.py", 1).startswith("reinforce-ada: FutureWarning: old")
-    with warnings.catch_warnings():
-        from reinforce_ada.cli import main
+    import importlib
 
-        main(["plan", "--pass-rates", "0.5"])
-        assert warnings.formatwarning is one_line_warning
+    cli = importlib.import_module("reinforce_ada.cli.main")  # the module (reinforce_ada.cli.main is also a function)
+    seen = []
+    monkeypatch.setattr(cli, "cmd_plan", lambda args: seen.append(warnings.formatwarning) or 0)
+    before = warnings.formatwarning
+    assert cli.main(["plan", "--pass-rates", "0.5"]) == 0
+    assert seen == [one_line_warning] and warnings.formatwarning is before  # the command's only
 
 
 def test_the_shipped_example_files_hold_no_duplicate_and_no_held_out_question():

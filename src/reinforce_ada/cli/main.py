@@ -344,8 +344,6 @@ def one_line_warning(message, category, filename, lineno, line=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from reinforce_ada.sampling.strategies import load_strategy_plugins
 
-    warnings.formatwarning = one_line_warning
-
     argv, plugins = split_plugins(sys.argv[1:] if argv is None else list(argv))
     try:  # what other packages declare (entry points) and --plugin files, before the flags are built
         load_strategy_plugins()
@@ -353,6 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"reinforce-ada: error: {e}", file=sys.stderr)
         return 2
+    previous, warnings.formatwarning = warnings.formatwarning, one_line_warning
+    try:
+        return _run(argv)
+    finally:
+        warnings.formatwarning = previous  # the command's, not the calling program's
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parse(parser, argv)
     try:
