@@ -34,3 +34,17 @@ def model_dir(tmp_path_factory, tiny_llama, char_tokenizer) -> Path:
     tiny_llama.save_pretrained(d)
     char_tokenizer.save_pretrained(d)
     return d
+
+
+@pytest.fixture(autouse=True)
+def _stays_in_its_temporary_folder(request):
+    """Tests write only under their temporary folders: a `runs/` appearing in the working directory (a command's
+    default output, as `compare`'s runs/compare/) fails the test that made it (issue 40)."""
+    runs = Path.cwd() / "runs"
+    existed = runs.exists()
+    yield
+    if not existed and runs.exists():
+        import shutil
+
+        shutil.rmtree(runs, ignore_errors=True)
+        pytest.fail(f"{request.node.nodeid} wrote {runs}: pass it a tmp_path (or monkeypatch.chdir(tmp_path))")

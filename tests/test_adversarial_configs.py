@@ -42,3 +42,21 @@ def test_the_cli_says_it_in_one_line(path, capsys):
         main(["train", "--config", str(path), "--steps", "1"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "Traceback" not in err and re.search(expected(path), err)
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("est", {"predictor_dim": 10**9}),
+        ("uniform", {"select": "mopps", "candidates": 10**9}),
+        ("conformal", {"calibration_prompts": 10**9}),
+    ],
+)
+def test_memory_sized_strategy_options_are_refused_up_front(name, options):
+    """Issue 40: predictor_dim, candidates, calibration_prompts of 10**9 failed with MemoryError after minutes."""
+    from reinforce_ada.sampling.configure import strategy_config
+    from reinforce_ada.training.config import TrainConfig
+
+    option = next(iter(k for k in options if k != "select"))
+    with pytest.raises(ConfigError, match=rf"strategy.{option}=1000000000: .* the largest {option} here is \d+"):
+        TrainConfig(strategy=strategy_config(name, **options))

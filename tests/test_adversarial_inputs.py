@@ -60,14 +60,15 @@ def test_data_case(name):
     path = DATA / name
     if name.endswith(".parquet"):
         pytest.importorskip("pyarrow")
+    keys = {"features_key": case["features_key"]} if "features_key" in case else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if "error" in case:
             with pytest.raises(ConfigError, match=case["error"]) as err:
-                load_prompts(path)
+                load_prompts(path, **keys)
             assert str(path) in str(err.value)  # the message names the file
             return
-        prompts = load_prompts(path)
+        prompts = load_prompts(path, **keys)
     assert [p.answer for p in prompts] == case["answers"]
     if "levels" in case:
         assert [p.level for p in prompts] == [None if lv == "none" else lv for lv in case["levels"]]
@@ -160,3 +161,45 @@ def test_limits_are_documented_in_the_module_docstring():
     for limit in ("MAX_EXPR_CHARS", "MAX_DEPTH", "MAX_INT_BITS", "MAX_EXPONENT", "MAX_ITEMS", "MAX_CHARS"):
         assert f"`{limit}`" in template_lang.__doc__
     assert "MAX_ROUND_DIGITS" in template_lang.__doc__
+
+
+def test_a_repeated_id_in_a_large_file_is_found_in_one_pass(tmp_path):
+    """Issue 40: the repeated-id search was `ids.count` per id (quadratic: minutes at 100k rows, hours at 1M);
+    100,000 rows with the repeat at the end now take a second, and the message names both rows."""
+    path = tmp_path / "big.jsonl"
+    rows = [{"id": f"r{i}", "prompt": f"q{i}", "answer": "1"} for i in range(100_000)]
+    rows[-1]["id"] = "r99998"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ConfigError, match=r"id 'r99998' appears more than once \(rows 99999 and 100000\)"):
+        load_prompts(path)
+
+
+def test_a_template_that_never_yields_is_named_and_the_others_kept(tmp_path):
+    """Issue 40: a template whose every draw fails yielded no prompts without a word; one such template among good
+    ones is named in a warning (a real template can be so), none yielding anything is an error (the corpus case)."""
+    sym = tmp_path / "symbolic"
+    sym.mkdir()
+    shutil.copy(TEMPLATES / "repetition.toml", sym / "0000.toml")
+    good = (TEMPLATES / "repetition.toml").read_text().replace("- s = 'a' * 10**9\n", "")
+    (sym / "0001.toml").write_text(good.replace("id_shuffled = 14", "id_shuffled = 15"))
+    (tmp_path / "replacements.json").write_text(json.dumps(REPLACEMENTS))
+    with pytest.warns(UserWarning, match=r"GSM-Symbolic templates \[\d+\] produced no instance"):
+        prompts = gsm_symbolic.generate(tmp_path, 2, max_tries=50)
+    assert len(prompts) == 2
+    with pytest.raises(ConfigError, match="n_per_template=-1 must be a whole number >= 1"):
+        gsm_symbolic.generate(tmp_path, -1)
+
+
+def test_a_file_too_big_for_memory_or_sparse_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """Issue 40: a 2 GB sparse file ended in a MemoryError after minutes; the size is checked against physical
+    memory first, and a text file of NUL bytes (sparse, or binary) is refused from its first block."""
+    from reinforce_ada.tasks import files
+
+    sparse = tmp_path / "pool.jsonl"
+    with sparse.open("wb") as fh:
+        fh.truncate(8 << 20)  # 8 MiB of holes: no disk used
+    with pytest.raises(ConfigError, match=r"pool.jsonl: byte 0 is a NUL byte; a binary or sparse file"):
+        load_prompts(sparse)
+    monkeypatch.setattr(files, "physical_memory", lambda: 64 << 20)
+    with pytest.raises(ConfigError, match=r"pool.jsonl is 0.0 GiB; reading it takes about 12x that, more than"):
+        load_prompts(sparse)

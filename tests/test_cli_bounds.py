@@ -52,7 +52,7 @@ def test_every_case_has_a_readme_line():
     readme = (CLI / "README.md").read_text()
     for name, case in CASES.items():
         assert f"| `{name}` |" in readme, f"tests/adversarial/cli/README.md does not list {name}"
-        assert case["why"] and case["argv"][0] in ("plan", "simulate", "eval", "filter", "compare")
+        assert case["why"] and case["argv"][0] in ("plan", "simulate", "eval", "filter", "compare", "features", "train")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

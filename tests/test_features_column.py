@@ -111,7 +111,9 @@ def test_cli_features_writes_rows_a_file_task_trains_on(model_dir, tmp_path, cap
     ("extra", "needle"),
     [
         (["--batch-size", "0"], "--batch-size must be >= 1"),
-        (["--temperature", "0", "--kind", "confidence"], "temperature must be > 0"),
+        (["--temperature", "0", "--kind", "confidence"], "temperature must be a finite number > 0"),
+        (["--temperature", "inf", "--kind", "confidence"], "temperature must be a finite number > 0"),
+        (["--device", "tpu"], "--device 'tpu' is not a device"),
         (["--dataset", "nope"], "unknown dataset 'nope'"),
         (["--dataset", "arithmetic"], "a built-in benchmark is a held-out split"),
     ],
@@ -123,3 +125,54 @@ def test_cli_features_bad_input_exits_2(model_dir, tmp_path, capsys, extra, need
         main([*argv, *extra])
     assert e.value.code == 2 and needle in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_prompt_longer_than_the_models_context_is_refused_before_the_first_forward(model_dir, tmp_path, capsys):
+    """Issue 40: a 30,000-character prompt ended in a MemoryError after minutes; now one line names it up front."""
+    rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "1+" * 15_000 + "1=", "answer": "x", "id": "long"}]
+    src = _jsonl(tmp_path / "q.jsonl", rows)
+    argv = ["features", "--model", str(model_dir), "--dataset", str(src), "--out", str(tmp_path / "o.jsonl")]
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert (
+        e.value.code == 2 and "prompt 'long' has 30002 tokens; the model reads at most 128" in capsys.readouterr().err
+    )
+
+
+def test_attention_memory_is_checked_per_batch(monkeypatch):
+    from types import SimpleNamespace
+
+    from reinforce_ada.models import features
+    from reinforce_ada.types import Prompt
+
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=None, num_attention_heads=4))
+    monkeypatch.setattr(features, "physical_memory", lambda: 2**30)
+    prompts = [Prompt(id=str(i), text="x", answer="1") for i in range(8)]
+    ids = [[1] * 10_000] * 8  # 4 heads x 10^8 scores x 4 bytes = 1.6 GB per row
+    with pytest.raises(ConfigError, match=r"prompt '0' has 10000 tokens: a batch of 8 needs about 11.9 GiB.*shorten"):
+        features.check_lengths(model, prompts, ids, batch_size=8)
+    features.check_lengths(model, prompts, [[1] * 1000] * 8, batch_size=8)  # 128 MB a batch: fine
+
+
+def test_a_resume_whose_features_changed_width_is_refused_at_resume(tmp_path):
+    """Issue 40: a run resumed after its features file was rewritten with another width loaded, then failed in the
+    middle of the next step; the checkpoint is now refused at resume (and an older one tried), naming the widths."""
+    from types import SimpleNamespace
+
+    from reinforce_ada.training.checkpoint import CheckpointError
+    from reinforce_ada.training.resume import check_feature_width
+    from reinforce_ada.types import Prompt
+
+    predictor = DifficultyPredictor(dim=8)
+    predictor.update(Prompt("a", "1+1=", "2", meta={"features": [0.1, 0.2, 0.3]}), 1, 2)
+    strategy = SimpleNamespace(memory=SimpleNamespace(predictor=predictor))
+    same = [Prompt("a", "1+1=", "2", meta={"features": [0.0, 1.0, 2.0]})]
+    check_feature_width(strategy, same, tmp_path)
+    wider = [Prompt("b", "2+2=", "4"), Prompt("a", "1+1=", "2", meta={"features": [0.0] * 5})]
+    with pytest.raises(
+        CheckpointError, match=r"learned 3 feature weights, but the task's prompts now have features of 5"
+    ):
+        check_feature_width(strategy, wider, tmp_path)
+    with pytest.raises(CheckpointError, match="now have no features"):
+        check_feature_width(strategy, [Prompt("b", "2+2=", "4")], tmp_path)
+    check_feature_width(SimpleNamespace(memory=SimpleNamespace(predictor=DifficultyPredictor())), wider, tmp_path)

@@ -136,12 +136,15 @@ def test_replay_weight_is_the_ratio_to_the_stored_behaviour_log_probs_truncated_
     behaviour = torch.tensor([[-1.5, -1.0, -3.0], [-2.0, -1.0, 0.0]])
     mask = torch.tensor([[True, True, True], [True, True, False]])
     rows = [Row([1], [1, 2, 3], [], 1.0, 1.0, replayed=True), Row([1], [1, 2], [], 1.0, 1.0)]
-    w = replay_weights(rows, old, behaviour, mask, 2.0, None)
+    w = replay_weights(rows, old, behaviour, mask, 2.0, None, "token")
     expected = [min(math.exp(0.5), 2.0), math.exp(-1.0), 2.0]  # exp(2.5) = 12.2 truncated at 2
+    seq = replay_weights(rows, old, behaviour, mask, 10.0, None)  # the default: the whole answer's ratio
+    assert seq[0].tolist() == pytest.approx([math.exp(0.5 - 1.0 + 2.5)] * 3)
+    assert replay_weights(rows, old, behaviour, mask, 2.0, None)[0].tolist() == [2.0] * 3  # truncated at clip
     assert w[0].tolist() == pytest.approx(expected)
     assert w[1, :2].tolist() == [1.0, 1.0]  # the on-policy row is unchanged
     base = torch.full((2, 3), 0.5)
-    assert replay_weights(rows, old, behaviour, mask, 2.0, base)[1, :2].tolist() == [0.5, 0.5]
+    assert replay_weights(rows, old, behaviour, mask, 2.0, base, "token")[1, :2].tolist() == [0.5, 0.5]
     on_policy = base[1:]
     assert replay_weights(rows[1:], old[1:], behaviour[1:], mask[1:], 2.0, on_policy) is on_policy  # no replay: as is
     assert fresh_mask(rows, mask).tolist() == [[False] * 3, [True, True, False]]
@@ -150,6 +153,45 @@ def test_replay_weight_is_the_ratio_to_the_stored_behaviour_log_probs_truncated_
     res = policy_loss(logp, old, torch.tensor([1.0, 1.0]), mask, is_weight_BT=w, dual_clip=None)
     res.loss.backward()
     assert logp.grad[0].tolist() == pytest.approx([-x / 5 for x in expected])
+
+
+def _toy_cosines(clip: float = 1e9) -> dict[str, float]:
+    """Two-token answers over {0, 1}: pi_theta's first token has logits (1, 0), the behaviour's (0, 0); both pick the
+    second token with logits (1, -1) after a 0 and (-1, 1) after a 1; A = +1 when the tokens match, else -1. Every
+    answer is enumerated, so each estimator's expected gradient is exact: E_behaviour[A * sum_t w_t grad log
+    pi_theta(y_t | y_<t)], with w from `replay_weights` (the trainer's code), against the current policy's
+    E_theta[A grad log pi_theta(y)]. Returns the cosine of each correction's expected gradient with the true one."""
+    theta = torch.tensor([1.0, 0.0, 1.0, -1.0, -1.0, 1.0], dtype=torch.float64, requires_grad=True)
+    behaviour = torch.tensor([0.0, 0.0, 1.0, -1.0, -1.0, 1.0], dtype=torch.float64)
+
+    def logp(params: torch.Tensor, y: tuple[int, int]) -> torch.Tensor:  # (2,): log-prob of each token
+        first, second = params[:2], params[2:].view(2, 2)
+        return torch.stack([torch.log_softmax(first, -1)[y[0]], torch.log_softmax(second[y[0]], -1)[y[1]]])
+
+    true = torch.zeros(6, dtype=torch.float64)
+    est = {c: torch.zeros(6, dtype=torch.float64) for c in ("sequence", "token")}
+    for y in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        adv = 1.0 if y[0] == y[1] else -1.0
+        lp, lb = logp(theta, y), logp(behaviour, y)
+        true += lp.sum().exp().detach() * adv * torch.autograd.grad(lp.sum(), theta, retain_graph=True)[0]
+        row = Row([0], list(y), lb.tolist(), adv, 1.0, replayed=True)
+        for c in est:
+            w = replay_weights([row], lp.detach()[None], lb[None], torch.ones(1, 2, dtype=torch.bool), clip, None, c)
+            grad = torch.autograd.grad((w[0] * lp).sum(), theta, retain_graph=True)[0]
+            est[c] += lb.sum().exp() * adv * grad
+    return {c: float(torch.nn.functional.cosine_similarity(true, g, dim=0)) for c, g in est.items()}
+
+
+def test_the_sequence_ratio_follows_the_current_policys_gradient_and_the_token_ratio_does_not():
+    """Issue 40 item 3: replay used to weight each token by its own ratio; the prefix each token is conditioned on
+    stays the behaviour's, so the expected gradient points elsewhere (cosine 0.91 in this toy). The whole answer's
+    ratio, now `replay.correction = "sequence"` (the default), is exact before truncation (cosine 1.00)."""
+    cos = _toy_cosines()
+    assert cos["sequence"] == pytest.approx(1.0, abs=1e-12)
+    assert cos["token"] == pytest.approx(0.908, abs=1e-3)
+    assert ReplayConfig().correction == "sequence"
+    with pytest.raises(ConfigError, match=r"replay.correction='tokens' must be one of \['sequence', 'token'\]"):
+        ReplayConfig(enabled=True, correction="tokens")
 
 
 def test_buffer_round_trips_through_a_checkpoint_state():

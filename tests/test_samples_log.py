@@ -127,3 +127,75 @@ def test_short_runs_cap_the_warm_up_and_eval_uses_the_set_temperature(model_dir,
     for _ in range(2):
         lrs.append(t.train_step()["lr"])
     assert lrs == [pytest.approx(cfg.optim.lr / 2), pytest.approx(cfg.optim.lr)]  # the peak from step 2 of 5
+
+
+def test_a_link_put_in_place_of_samples_jsonl_mid_run_is_refused_not_written_through(tmp_path):
+    """Issue 40: samples.jsonl was opened with a plain append, so a symlink put there while a run went sent the later
+    steps' rows outside the run folder. It is written as metrics.jsonl is now (O_NOFOLLOW)."""
+    run, outside = tmp_path / "run", tmp_path / "outside.txt"
+    run.mkdir()
+    outside.write_text("mine\n")
+    log = SampleLog(run, TrainConfig())
+    b = _batch([[1.0]], [["eos"]])
+    log.record(1, b)
+    (run / "samples.jsonl").unlink()
+    (run / "samples.jsonl").symlink_to(outside)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        log.record(2, b)
+    assert outside.read_text() == "mine\n"
+
+
+def test_a_fifo_in_place_of_samples_jsonl_is_refused_without_blocking(tmp_path, capsys):
+    import os
+
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "samples.jsonl")
+    with pytest.raises(ConfigError, match="FIFO"):
+        SampleLog(run, TrainConfig()).record(1, _batch([[1.0]], [["eos"]]))  # resuming reads it first
+    with pytest.raises(ConfigError, match="FIFO"):
+        samples_log.append_line(run / "samples.jsonl", "x\n")  # opened for writing with no reader
+    assert samples_log.main([str(run)]) == 2
+    assert "not a regular file (a FIFO" in capsys.readouterr().err
+
+
+DAMAGED = [
+    "[1, 2]",
+    "3",
+    "null",
+    '{"prompt": "no step"}',
+    '{"step": "7"}',
+    '{"step": null}',
+    '{"step": Infinity}',
+    '{"step": NaN}',
+    '{"step": 1.5}',
+    "[" * 100_000 + "]" * 100_000,
+    '{"step": 2, "prompt": "ok\u2028line\u0085next", "completion": "c", "reward": 1.0}',
+    '{"step": 3, "prompt": "half',
+]
+
+
+def test_samples_reads_a_damaged_file_row_by_row(tmp_path, capsys):
+    """Issue 40: `reinforce-ada samples` on a damaged samples.jsonl was a traceback (a row that is a list, a number or
+    null; a missing, text, null, infinite or NaN step; deep nesting). Bad lines are skipped and counted; a raw
+    U+2028 / U+0085 inside a string is valid JSON, not a line break."""
+    from reinforce_ada.cli import main
+
+    (tmp_path / "samples.jsonl").write_text("\n".join(DAMAGED) + "\n")
+    assert main(["samples", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "ok\u2028line\u0085next" in out and "--- step 2" in out
+    assert "skipped 11 line(s)" in err
+    assert main(["samples", str(tmp_path), "--step", "5"]) == 1
+    log = SampleLog(tmp_path, TrainConfig())
+    log.record(3, _batch([[1.0]], [["eos"]]))  # a resume drops the bad lines and every row of step >= 3
+    kept = (tmp_path / "samples.jsonl").read_text().split("\n")[:-1]
+    assert [json.loads(x)["step"] for x in kept] == [2, 3]
+
+
+def test_samples_on_a_folder_named_samples_jsonl_is_one_line(tmp_path, capsys):
+    from reinforce_ada.cli import main
+
+    (tmp_path / "samples.jsonl").mkdir()
+    assert main(["samples", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

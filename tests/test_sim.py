@@ -97,3 +97,18 @@ def test_simulate_cli_writes_curves(tmp_path, capsys):
     assert len(res["arms"]["seq"]["runs"]) == 2 and len(res["arms"]["seq"]["median"]["pass_rate"]) == 6
     assert out.with_suffix(".png").stat().st_size > 1000
     assert "no-signal share" in capsys.readouterr().out
+
+
+def test_simulate_says_what_it_is_for_and_that_it_does_not_pick_a_strategy(tmp_path, capsys):
+    """Issue 40 item 7: fed exact pass rates the simulator ranked arms no better than samples per step, so its help,
+    its output and its docstring say it checks mechanics and does not predict which strategy wins."""
+    import reinforce_ada.simulation.simulate as sim
+    from reinforce_ada.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    assert "does not predict which strategy wins" in " ".join(capsys.readouterr().out.split())
+    argv = ["simulate", "--strategies", "uniform", "--steps", "1", "--seeds", "1", "--batch-size", "4"]
+    assert main([*argv, "--pool-size", "8", "--out", str(tmp_path / "s")]) == 0
+    assert "reinforce-ada compare" in capsys.readouterr().err
+    assert "NOT a predictor of which allocator wins" in sim.__doc__

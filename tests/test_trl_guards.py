@@ -112,6 +112,79 @@ def test_a_row_is_counted_once_however_many_functions_fail_on_it():
     assert errors == 2  # row 0: both functions failed; row 1: the first did
 
 
+def test_a_reward_too_large_for_a_float_names_the_function_and_row():
+    """Issue 40: 10**400 (an int) was an OverflowError traceback from float()."""
+    with pytest.raises(ConfigError, match=r"'bad_reward' returned an integer of 401 digits for row 1: a reward must"):
+        score([returning(1, 10**400)], [1.0])
+
+
+def test_a_reward_function_raising_keyboardinterrupt_scores_0_but_a_real_ctrl_c_stops():
+    """Issue 40: a reward function raising KeyboardInterrupt stopped the run as if Ctrl-C; it now scores 0 and is
+    counted (as our verifiers' contract), while a SIGINT arriving during the call still stops the run."""
+    import os
+    import signal
+    import time
+
+    def interrupts(completions, **kw):
+        raise KeyboardInterrupt
+
+    def exits(completions, **kw):
+        raise SystemExit(3)
+
+    _, reward, errors, _ = score([interrupts, exits, returning(1.0, 1.0)], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(reward, [1.0, 1.0])
+    assert errors == 2
+
+    def user_presses_ctrl_c(completions, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+        return [1.0] * len(completions)
+
+    with pytest.raises(KeyboardInterrupt):
+        score([user_presses_ctrl_c], [1.0])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before is back
+
+
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        ({"question": ["a", "b"]}, r"train_dataset has no 'prompt' column; its columns are \['question'\]"),
+        ({"prompt": ["a", None]}, r"train_dataset row 1: the prompt is NoneType None"),
+        ({"prompt": ["a", "  "]}, r"train_dataset row 1: the prompt is empty"),
+        ({"prompt": [[{"role": "user", "content": "hi"}], []]}, r"row 1: the prompt is list \[\]"),
+    ],
+)
+def test_a_dataset_without_usable_prompts_is_refused_naming_the_row(tmp_path, rows, match):
+    from datasets import Dataset
+
+    model, tok = tiny_model_and_tokenizer()
+    with pytest.raises(ConfigError, match=match):
+        AdaGRPOTrainer(
+            model=model, reward_funcs=even_length, args=config(tmp_path), train_dataset=Dataset.from_dict(rows)
+        )
+
+
+def test_an_int_prompt_is_refused(tmp_path):
+    from reinforce_ada.integrations.trl_data import check_prompt
+
+    with pytest.raises(ConfigError, match=r"row 3: the prompt is int 7; it must be text"):
+        check_prompt(7, "train_dataset row 3")
+
+
+@pytest.mark.parametrize("n, what", [(0, "is empty"), (1, "has 1 rows")])
+def test_an_empty_or_too_small_dataset_is_refused_not_trained_for_0_steps(tmp_path, n, what):
+    """Issue 40: TRL's sampler drops an incomplete batch, so 0 rows or fewer than a batch trained 0 steps, exit 0."""
+    model, tok = tiny_model_and_tokenizer()
+    with pytest.raises(ConfigError, match=rf"train_dataset {what}, fewer than one generation batch of 2 prompts"):
+        AdaGRPOTrainer(
+            model=model,
+            reward_funcs=even_length,
+            args=config(tmp_path),
+            train_dataset=tiny_prompts(n),
+            processing_class=tok,
+        )
+
+
 # -- a step whose rewards failed ------------------------------------------------------------------------------------
 def test_check_verifier_errors_stops_above_the_share_and_names_the_last_checkpoint(tmp_path):
     total = {"samples_generated": 64.0, "verifier_errors": 64.0}

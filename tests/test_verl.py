@@ -244,6 +244,12 @@ def test_config_from_verl_hydra_overrides(compose):
         AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "reward.reward_model.enable=True"))
     with pytest.raises(ConfigError, match="filter_groups"):
         AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "algorithm.filter_groups.enable=True"))
+    with pytest.raises(ConfigError, match="use_kl_in_reward=True"):
+        AdaPPOTrainer(compose(*PRESET, "actor_rollout_ref.rollout.n=4", "algorithm.use_kl_in_reward=True"))
+    with pytest.raises(ConfigError, match="parameter_sync_step=2"):
+        AdaPPOTrainer(
+            compose(*PRESET, "actor_rollout_ref.rollout.n=4", "+trainer.v1.reinforce_ada.parameter_sync_step=2")
+        )
 
 
 @pytest.fixture(scope="module")

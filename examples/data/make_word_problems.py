@@ -20,20 +20,32 @@ TEMPLATES = [
 ]
 
 
-def rows(n: int, seed: int) -> list[dict]:
+def rows(n: int, seed: int, exclude: set[str] = frozenset()) -> list[dict]:
+    """`n` distinct questions (none of them in `exclude`: the held-out file shares no question with the training
+    file, and neither repeats a row, so loading them warns of no duplicates)."""
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
+    out, seen = [], set(exclude)
+    i = 0
+    while len(out) < n:
         text, fn = TEMPLATES[i % len(TEMPLATES)]
+        i += 1
         a, b = rng.randint(2, 20), rng.randint(1, 9)
         if fn(a, b) < 0:
             a, b = b, a
-        out.append({"question": text.format(a=a, b=b), "gold": str(fn(a, b))})
+        question = text.format(a=a, b=b)
+        if question in seen:
+            continue
+        seen.add(question)
+        out.append({"question": question, "gold": str(fn(a, b))})
     return out
 
 
 if __name__ == "__main__":
     here = Path(__file__).parent
-    for name, n, seed in (("word_problems.jsonl", 200, 0), ("word_problems_eval.jsonl", 60, 1)):
-        (here / name).write_text("".join(json.dumps(r) + "\n" for r in rows(n, seed)))
-        print(f"wrote {here / name} ({n} rows)")
+    train = rows(200, 0)
+    for name, data in (
+        ("word_problems.jsonl", train),
+        ("word_problems_eval.jsonl", rows(60, 1, {r["question"] for r in train})),
+    ):
+        (here / name).write_text("".join(json.dumps(r) + "\n" for r in data))
+        print(f"wrote {here / name} ({len(data)} rows)")

@@ -1,4 +1,5 @@
-"""Is this CPU oversubscribed? One warning, with the setting to change, instead of silently slow steps.
+"""Is this CPU oversubscribed? One warning, with the setting to change, instead of silently slow steps. And how much
+physical memory the machine has (`physical_memory`: the bound every up-front memory check compares with).
 
 Under contention the minute-long warm start took 35 minutes and RL steps went from 0.09 s to 6 s with
 nothing on screen. torch's intra-op threads spin and wait for each other, so a run with T threads on a machine whose
@@ -72,3 +73,11 @@ def runs_on_cpu(device: str) -> bool:
 
         return not torch.cuda.is_available()
     return device == "cpu"
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory on this machine."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # deliberate: a platform without these names
+        return 16 * 2**30

@@ -1,7 +1,7 @@
 """The `reinforce-ada` command line (the top layer: it may import every other folder; nothing imports it).
 
 `main` parses (`cli.main`, flags generated from the config dataclasses in `cli.flags`) and dispatches to the command
-bodies (`cli.commands`).
+bodies (`cli.commands`; eval and filter in `cli.evaluate`, features in `cli.features`).
 """
 
 from __future__ import annotations

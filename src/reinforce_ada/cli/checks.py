@@ -15,10 +15,12 @@ import argparse
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada import cpu_load
 from reinforce_ada.errors import ConfigError
 
 
@@ -109,8 +111,19 @@ def check_sampling_flags(args: argparse.Namespace) -> None:
     for flag in ("samples", "limit", "threads", "batch_size", "max_new_tokens"):
         at_least("--" + flag.replace("_", "-"), getattr(args, flag))
     finite("--temperature", args.temperature, least=0.0, note=" (0 = greedy; the paper samples at 1.0)")
+    check_device("--device", args.device)
     if not 0 <= args.seed < 2**63:  # torch's generators take a 64-bit seed
         raise ConfigError(f"--seed must be in [0, 2**63 - 1], got {args.seed}")
+
+
+DEVICE = re.compile(r"(cpu|auto|mps|cuda(:\d+)?)")
+
+
+def check_device(flag: str, name: str) -> None:
+    """A device name torch knows on the machines we run (checked before torch is imported; CUDA's presence is
+    checked when the model loads)."""
+    if not DEVICE.fullmatch(name):
+        raise ConfigError(f"{flag} {name!r} is not a device this command runs on; use cpu, cuda, cuda:N, mps or auto")
 
 
 def kv_bytes_per_token(folder: Path) -> int:
@@ -198,10 +211,7 @@ def check_monte_carlo(reps: int, rates: int, max_samples: int) -> None:
 
 def physical_memory() -> int:
     """Bytes of physical memory on this machine (the bound the memory estimates are compared with)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # deliberate: a platform without these names
-        return 16 * 2**30
+    return cpu_load.physical_memory()
 
 
 def fits_in_memory(flag: str, value: int, per_unit: float, what: str) -> None:

@@ -6,27 +6,26 @@ import argparse
 import json
 import sys
 
-from reinforce_ada.cli.checks import output_file
+from reinforce_ada.cli.checks import at_least, check_device, finite, output_file
+from reinforce_ada.cli.evaluate import torch_threads
 from reinforce_ada.errors import ConfigError
 
 
 def cmd_features(args: argparse.Namespace) -> int:
-    """The policy's own view of each prompt (`models.features`) as a `features` column the predictor reads."""
-    import numpy as np
-    import torch
-
-    from reinforce_ada.evaluation.datasets import DATASETS, apply_template, load_dataset, parse_spec
-    from reinforce_ada.evaluation.loading import load_model
-    from reinforce_ada.models.features import check_temperature, prompt_features, standardise
+    """The policy's own view of each prompt (`models.features`) as a `features` column the predictor reads. Every
+    flag, the model folder and the dataset are checked before torch and transformers are imported."""
+    from reinforce_ada.cpu_load import runs_on_cpu
+    from reinforce_ada.evaluation.datasets import DATASETS, load_dataset, parse_spec
     from reinforce_ada.training.checkpoint import model_folder_for, run_config
     from reinforce_ada.training.config import TrainConfig
-    from reinforce_ada.training.run_dir import write_file
 
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
-    check_temperature(args.temperature)
+    at_least("--batch-size", args.batch_size)
+    at_least("--threads", args.threads)
+    at_least("--limit", args.limit)
+    finite("--temperature", args.temperature, note=" > 0 (the confidence's sampling temperature)")
+    if args.temperature <= 0:
+        raise ConfigError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    check_device("--device", args.device)
     if parse_spec(args.dataset)[1] in DATASETS:
         raise ConfigError(
             f"--dataset {args.dataset}: a built-in benchmark is a held-out split, not training data; give a prompt "
@@ -42,7 +41,18 @@ def cmd_features(args: argparse.Namespace) -> int:
     }
     # the file's own features column (if any) is replaced, so it is not read (a malformed one cannot stop this)
     ds = load_dataset(args.dataset, cfg.task, limit=args.limit, seed=args.seed, features_key=None, **keys)
-    torch.set_num_threads(args.threads)
+    threads = torch_threads(args, runs_on_cpu(args.device))
+    import numpy as np
+    import torch
+
+    from reinforce_ada.evaluation.datasets import apply_template
+    from reinforce_ada.evaluation.loading import load_model
+    from reinforce_ada.models.features import prompt_features, standardise
+    from reinforce_ada.models.load import resolve_device
+    from reinforce_ada.training.run_dir import write_file
+
+    resolve_device(args.device)  # CUDA asked for on a machine without it: one line, before the model loads
+    torch.set_num_threads(threads)
     model, tok = load_model(folder, device=args.device)
     prompts = apply_template(ds.prompts, args.template or cfg.task.template, tok)
     print(f"{ds.name}: {len(prompts)} prompts through {folder} ({args.kind})", file=sys.stderr, flush=True)

@@ -143,6 +143,12 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
             flag = "--" + old.replace("_", "-")
             raise ConfigError(f"{flag} is now --replay.{new} (replay is a training setting: [replay] {new} = ...)")
     cfg = TrainConfig()
+    run_dir = getattr(args, "run.run_dir", None)
+    if args.resume and run_dir is not None and Path(run_dir).absolute() != Path(args.resume).absolute():
+        raise ConfigError(
+            f"--resume {args.resume} continues the run in that folder, so --run-dir {run_dir} would be ignored; give "
+            "one of them (to continue elsewhere, move or copy the run folder there and --resume it)"
+        )
     if args.resume:
         saved = Path(args.resume) / "config.toml"
         if not saved.exists():

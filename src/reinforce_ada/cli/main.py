@@ -9,12 +9,12 @@ are built. Bad values exit with status 2 and a message naming the flag.
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import sys
+import warnings
 
 from reinforce_ada.cli.commands import (
-    cmd_eval,
-    cmd_filter,
     cmd_models,
     cmd_plan,
     cmd_samples,
@@ -22,6 +22,7 @@ from reinforce_ada.cli.commands import (
     cmd_train,
 )
 from reinforce_ada.cli.compare import cmd_compare
+from reinforce_ada.cli.evaluate import cmd_eval, cmd_filter
 from reinforce_ada.cli.features import cmd_features
 from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags, strategy_in, verifier_names
 from reinforce_ada.cli.plugins import load_plugins, split_plugins
@@ -61,7 +62,9 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
     p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
     p.add_argument("--seed", type=int, default=0, help="seeds the sampling and the --limit subset (default 0)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
     p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
     from reinforce_ada.engines.factory import ENGINES
 
@@ -95,7 +98,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     add_strategy_flags(pl, name, plan_only=True)
     pl.set_defaults(fn=cmd_plan)
 
-    si = sub.add_parser("simulate", help="run strategies on the simulated policy; write curves (JSON + PNG)")
+    from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR
+
+    si = sub.add_parser(
+        "simulate",
+        help="run strategies' mechanics on the simulated policy (not a predictor of which wins); write curves",
+        description=f"Learning curves (JSON + PNG) of strategies on a simulated policy. Note: {NOT_A_PREDICTOR}.",
+    )
     si.add_argument(
         "--strategies",
         default="uniform,seq,est",
@@ -205,7 +214,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     co.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
     co.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
-    co.add_argument("--quick", action="store_true", help="a few minutes, every arm (runs under runs/compare-quick)")
+    co.add_argument("--quick", action="store_true", help="every arm, small (runs/compare-quick): still hours on a CPU")
     co.add_argument(
         "--out",
         default=None,
@@ -276,7 +285,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     fe.add_argument("--limit", type=int, default=None, help="at most this many prompts (seeded subset)")
     fe.add_argument("--seed", type=int, default=0, help="seeds the --limit subset")
     fe.add_argument("--batch-size", type=int, default=64, help="prompts per forward")
-    fe.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    fe.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
     fe.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
     fe.add_argument("--out", required=True, help="JSONL to write: the dataset's rows with a `features` column")
     fe.set_defaults(fn=cmd_features)
@@ -300,6 +311,28 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parse_args`, except that a flag the command does not know is reported by that command's own parser (its
+    usage line, not the top level's) with the closest flags it does know."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    known = [o for a in sub._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
+    hints = []
+    for word in extra:
+        flag = word.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, known, n=2, cutoff=0.6) if flag.startswith("-") else []
+        hints.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
+    sub.error(f"unrecognized arguments: {' '.join(hints)}")
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings as one line, as every other message of the command (no source file, line number or code line)."""
+    kind = "warning" if category is UserWarning else category.__name__
+    return f"reinforce-ada: {kind}: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     from reinforce_ada.sampling.strategies import load_strategy_plugins
 
@@ -310,8 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"reinforce-ada: error: {e}", file=sys.stderr)
         return 2
+    previous, warnings.formatwarning = warnings.formatwarning, one_line_warning
+    try:
+        return _run(argv)
+    finally:
+        warnings.formatwarning = previous  # the command's, not the calling program's
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     try:
         return args.fn(args)
     except ConfigError as e:

@@ -47,7 +47,7 @@ def load_engines(
 def load_model(folder: Path, *, device: str = "cpu") -> tuple[Any, Any]:
     """(model in eval mode on `device`, tokenizer) from a model folder or a LoRA adapter folder."""
     from reinforce_ada.models.config import ModelConfig
-    from reinforce_ada.models.load import load_policy
+    from reinforce_ada.models.load import check_finite_weights, load_policy
 
     if (folder / "adapter_config.json").exists():
         from peft import AutoPeftModelForCausalLM
@@ -56,4 +56,5 @@ def load_model(folder: Path, *, device: str = "cpu") -> tuple[Any, Any]:
         model, tok = AutoPeftModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     else:
         model, tok = load_policy(folder, ModelConfig(path=str(folder)))
+    check_finite_weights(model, folder)
     return model.to(device).eval(), tok

@@ -48,6 +48,7 @@ from trl import GRPOTrainer
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.integrations.trl_config import AdaGRPOConfig
+from reinforce_ada.integrations.trl_data import check_columns, check_prompt, check_size
 from reinforce_ada.integrations.trl_engine import TRLEngine
 from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFailedError: what a user catches
     RewardsFailedError,
@@ -145,7 +146,9 @@ class AdaGRPOTrainer(GRPOTrainer):
         refuse_drift(config.forgetting, "AdaGRPOTrainer")
         refuse_replay(config.replay, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
         check_trl()
+        check_columns(kwargs.get("train_dataset", args[3] if len(args) > 3 else None))
         super().__init__(*args, **kwargs)
+        check_size(self.train_dataset, self.args.generation_batch_size // self.num_generations)
         for name in USED_ATTRIBUTES:
             if not hasattr(self, name):
                 raise RuntimeError(f"trl {trl.__version__}: GRPOTrainer has no {name!r}; tested with trl{TESTED_TRL}")
@@ -235,6 +238,7 @@ class AdaGRPOTrainer(GRPOTrainer):
     def _ada_prompts(self, rows: list[dict[str, Any]]) -> list[Prompt]:
         prompts, seen = [], set()
         for r in rows:
+            check_prompt(r.get("prompt"), "a train_dataset row")  # an iterable dataset's rows are checked here
             key = prompt_key(r["prompt"])
             while key in seen:  # the same prompt twice in one batch: both are sampled, as in stock TRL
                 key += "+"

@@ -5,6 +5,8 @@
    (`nn.Module`) and async functions run as TRL runs them.
 2) A function that raises on a batch is called again row by row; each row that still raises scores 0 and is counted
    (`errors`), as `sampling.ledger.score` does for our verifiers: one bad completion must not lose a step's sampling.
+   That includes KeyboardInterrupt and SystemExit raised by the function; a real Ctrl-C (SIGINT while it runs, seen
+   by a handler installed for the call) still stops the run.
    A NaN or infinite reward is also 0 and counted. `None` means "not applicable" (TRL's multi-task convention): NaN
    here. `errors` counts rows (completions), not function calls: a row is counted once however many functions failed.
 3) What a reward function may return: a real number (bool, int, float, a numpy scalar or one-element tensor) or
@@ -22,7 +24,10 @@ from __future__ import annotations
 import asyncio
 import math
 import numbers
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -74,7 +79,13 @@ def _number(value: Any, name: str, row: int) -> tuple[float, bool]:
             f"the reward function {name!r} returned {value!r} ({type(value).__name__}) for row {row}: "
             f"a reward must be {VALID}"
         )
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int such as 10**400: a real number no float holds
+        raise ConfigError(
+            f"the reward function {name!r} returned an integer of {len(str(abs(int(value))))} digits for row {row}: "
+            f"a reward must be {VALID}"
+        ) from None
     if not math.isfinite(x):
         return 0.0, True
     if abs(x) > FLOAT32_MAX:
@@ -82,15 +93,52 @@ def _number(value: Any, name: str, row: int) -> tuple[float, bool]:
     return x, False
 
 
+@contextmanager
+def _user_interrupt() -> Iterator[list[bool]]:
+    """Tell a real Ctrl-C from a reward function that raises KeyboardInterrupt itself: while the function runs, a
+    SIGINT sets the flag and then does what the handler before did (raise KeyboardInterrupt, by default)."""
+    seen = [False]
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live on the main thread only
+        yield seen
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: Any) -> None:
+        seen[0] = True
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _call(trainer: Any, fn: Any, kwargs: dict[str, Any]) -> Any:
+    """`fn(**kwargs)`, or `_FAILED` when it raised anything (KeyboardInterrupt and SystemExit included, as our
+    verifier contract) -- except a real Ctrl-C, which stops the run as it should."""
+    with _user_interrupt() as interrupted:
+        try:
+            return _invoke(trainer, fn, kwargs)
+        except (Exception, KeyboardInterrupt, SystemExit) as e:  # deliberate: a broken reward costs its rows
+            if isinstance(e, KeyboardInterrupt) and interrupted[0]:
+                raise
+            return _FAILED
+
+
+_FAILED = object()
+
+
 def _guarded(
     trainer: Any, fn: Any, name: str, kwargs: dict[str, Any], extra: ExtraLog
 ) -> tuple[list[float], list[bool]]:
     """(rewards, failed per row)."""
     n = len(kwargs["prompts"])
-    try:
-        out = list(_invoke(trainer, fn, kwargs))
-    except Exception:  # deliberate: retried row by row below, so only the rows that fail score 0
-        out = None
+    out = _call(trainer, fn, kwargs)  # on failure: retried row by row below, so only the rows that fail score 0
+    out = None if out is _FAILED else list(out)
     if out is not None:
         if len(out) != n:
             raise ValueError(f"the reward function {name!r} returned {len(out)} rewards for {n} completions")
@@ -100,11 +148,12 @@ def _guarded(
     for j in range(n):
         row = {k: (v[j : j + 1] if isinstance(v, list) and len(v) == n else v) for k, v in kwargs.items()}
         extra.offset = j
-        try:
-            (value,) = _invoke(trainer, fn, row)
-        except Exception:  # deliberate: a broken reward costs this completion's reward, not the step
+        got = _call(trainer, fn, row)
+        got = got if got is _FAILED else list(got)
+        if got is _FAILED or len(got) != 1:  # a broken reward costs this completion's reward, not the step
             values.append(0.0), failed.append(True)
             continue
+        (value,) = got
         value, bad = _number(value, name, j)
         values.append(value), failed.append(bad)
     extra.offset = 0

@@ -2,18 +2,21 @@
 
 verl imports every entry point of the `verl.plugins` group when `import verl` runs (`VERL_USE_EXTERNAL_PLUGINS`,
 default `auto`); ours is this module, which registers `AdaPPOTrainer` under `TRAINER_NAME` in verl's v1 trainer
-registry. The trainer is verl's synchronous colocated trainer (`PPOTrainerSync`) with four seams replaced:
+registry. The trainer is verl's synchronous colocated trainer (`PPOTrainerSync`) with five seams replaced:
 1) `prepare_step`: instead of one fixed batch of `rollout.n` sessions per prompt, `StepDriver.begin`
    (`integrations.verl_driver`) runs the strategy named by `+ada.strategy=...` (any of `sampling.strategies`,
    built once by `build_strategy`) and dispatches each request as a row with `__rollout_n__ = k`;
 2) `_build_replay_buffer` -> `AdaReplayBuffer`, a `ReplayBuffer` subclass whose `sample` polls TransferQueue, hands
    every finished uid's rewards (its `rm_scores`) to the strategy, which may dispatch more (Seq's rounds, DAPO
    refills), and returns the kept trajectories once the strategy is done; the rest is cleared from TransferQueue;
-3) `_compute_advantage`: verl computes its estimator (KL-in-reward and rollout correction stay verl's), then
-   `write_advantages` overwrites `advantages` and `returns` with ours (advantage x per-prompt weight per token of
-   the response mask), so the strategy's baseline and weights reach verl's policy loss unchanged;
+3) `_compute_advantage`: verl computes its estimator (rollout correction stays verl's; KL in the reward is refused:
+   `verl_checks`), then `write_advantages` overwrites `advantages` and `returns` with ours (advantage x per-prompt
+   weight per token of the response mask), so the strategy's baseline and weights reach verl's policy loss unchanged;
 4) `_save_checkpoint` / `_load_checkpoint`: the strategy and its prompt memory go to
-   `global_step_N/reinforce_ada.json` next to verl's actor and dataloader state.
+   `global_step_N/reinforce_ada.json` next to verl's actor and dataloader state;
+5) `_get_required_batch_multiple` / `_update_actor`: a step is cut into verl's number of PPO mini-batches for a
+   fixed `rollout.n`, whatever the rows the strategy trains (`verl_checks.minibatches`), as our trainer's
+   `optim.minibatches` is a count.
 The step's ledger is logged through verl's tracker under `ada/` (the sampler's metrics dict).
 Not supported: a critic (GAE), verl's own `algorithm.filter_groups` (use `+ada.strategy=dynamic`), async modes.
 """
@@ -27,29 +30,39 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-import transfer_queue as tq
-from omegaconf import DictConfig, OmegaConf
-from tensordict import TensorDict
-from transfer_queue import KVBatchMeta
-from verl.trainer.ppo.utils import need_critic
-from verl.trainer.ppo.v1 import PPOTrainerSync, register_trainer
-from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
-from verl.workers.utils.padding import response_to_nested
+from reinforce_ada.integrations.verl_checks import TRAINER_NAME, check_config, minibatches, require_verl
 
-from reinforce_ada.errors import ConfigError
-from reinforce_ada.integrations.verl_driver import Session, StepDriver, Trained
-from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.sampling.configure import strategy_config
-from reinforce_ada.sampling.strategies import AUTO, strategy_class
-from reinforce_ada.training.replay import refuse as refuse_replay
+require_verl("reinforce-ada's verl plugin")  # one error naming the missing packages, not a raw ModuleNotFoundError
 
-TRAINER_NAME = "reinforce_ada"
+import torch  # noqa: E402
+import transfer_queue as tq  # noqa: E402
+from omegaconf import DictConfig, OmegaConf, open_dict  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from transfer_queue import KVBatchMeta  # noqa: E402
+from verl.trainer.ppo.utils import need_critic  # noqa: E402
+from verl.trainer.ppo.v1 import PPOTrainerSync, register_trainer  # noqa: E402
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer  # noqa: E402
+from verl.workers.utils.padding import response_to_nested  # noqa: E402
+
+from reinforce_ada.errors import ConfigError  # noqa: E402
+from reinforce_ada.integrations.verl_driver import Session, StepDriver, Trained  # noqa: E402
+from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
+from reinforce_ada.sampling.strategies import AUTO, strategy_class  # noqa: E402
+from reinforce_ada.training.replay import refuse as refuse_replay  # noqa: E402
+
 TESTED_VERL = ">=0.9.1,<0.10"
 STATE_FILE = "reinforce_ada.json"
 DRIVER_KEYS = {"strategy": "the strategy name (a registered name)", "poll_interval_s": "TransferQueue poll period"}
 USED = {
-    PPOTrainerSync: ("_fetch_one_gen_batch", "_submit_batch_to_rollout", "prepare_step", "_compute_advantage"),
+    PPOTrainerSync: (
+        "_fetch_one_gen_batch",
+        "_submit_batch_to_rollout",
+        "prepare_step",
+        "_compute_advantage",
+        "_get_required_batch_multiple",
+        "_update_actor",
+    ),
     ReplayBuffer: ("_sync_metadata_from_transfer_queue",),
 }
 """verl methods the plugin calls or overrides. They are checked when the trainer is built, not at import: verl
@@ -93,33 +106,6 @@ def strategy_config_from(config: DictConfig) -> tuple[StrategyConfig, float]:
     if poll <= 0:
         raise ConfigError(f"ada.poll_interval_s={poll} must be > 0")
     return strategy_config(name, **section), poll
-
-
-def check_config(config: DictConfig, cfg: StrategyConfig) -> None:
-    """Refuse verl settings the plugin would silently break, naming the key and what to set instead."""
-    filter_groups = config.algorithm.get("filter_groups", None)
-    if filter_groups is not None and filter_groups.get("enable", False):
-        raise ConfigError(
-            "algorithm.filter_groups.enable=True: the strategy decides retirement; use +ada.strategy=dynamic"
-        )
-    if need_critic(config):
-        raise ConfigError(
-            f"algorithm.adv_estimator={config.algorithm.adv_estimator} trains a critic, which reinforce_ada does not "
-            "support: set algorithm.adv_estimator=grpo (verl's default is gae); the strategy's advantages replace it"
-        )
-    reward_model = config.reward.reward_model
-    if reward_model.enable and not reward_model.enable_resource_pool:
-        raise ConfigError(
-            "reward.reward_model.enable=True without reward.reward_model.enable_resource_pool: a colocated reward "
-            "model scores after sampling, but the strategy needs each reward as it arrives; give it its own pool "
-            "or use a rule-based reward (the same condition as verl's algorithm.filter_groups)"
-        )
-    n = int(config.actor_rollout_ref.rollout.n)
-    if n != cfg.n:
-        raise ConfigError(
-            f"actor_rollout_ref.rollout.n={n} but ada.n={cfg.n}: verl sizes PPO mini-batches as "
-            f"ppo_mini_batch_size x rollout.n trained rows, so set actor_rollout_ref.rollout.n={cfg.n}"
-        )
 
 
 def read_sessions(partition: dict[str, dict], uids: list[str], partition_id: str) -> dict[str, list[Session]]:
@@ -227,7 +213,7 @@ class AdaPPOTrainer(PPOTrainerSync):
     def __init__(self, config: DictConfig):
         check_verl()
         self.ada_config, self.ada_poll_s = strategy_config_from(config)
-        check_config(config, self.ada_config)
+        check_config(config, self.ada_config, need_critic=need_critic)
         self.ada = StepDriver(self.ada_config, fetch_batch=self._ada_fetch, dispatch=self._ada_dispatch)
         super().__init__(config)
         self.trainer_mode = "sync"  # every "sync"-only branch of verl's base trainer applies to us
@@ -264,6 +250,34 @@ class AdaPPOTrainer(PPOTrainerSync):
         if trained is None:
             raise RuntimeError("no reinforce-ada step was sampled before the advantage computation")
         return write_advantages(batch, trained.advantage)
+
+    def _get_required_batch_multiple(self, dp_size: int) -> int:
+        # pad to exactly `count` mini-batches of this step's rows (verl_checks, 2): the optimizer steps per step stay
+        # verl's count for a fixed rollout.n, however many rows the strategy trains
+        trained = self.replay_buffer.last
+        if trained is None:
+            raise RuntimeError("no reinforce-ada step was sampled before the batch was padded")
+        actor = self.config.actor_rollout_ref
+        self.ada_minibatches = minibatches(
+            len(trained.keys),
+            train_batch_size=int(self.config.data.train_batch_size),
+            ppo_mini_batch_size=int(actor.actor.ppo_mini_batch_size),
+            rollout_n=int(actor.rollout.n),
+            dp_size=dp_size,
+        )
+        return self.ada_minibatches.padded
+
+    def _update_actor(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
+        # verl's actor reads its mini-batch size from the config: this step's size for the one call
+        actor = self.config.actor_rollout_ref.actor
+        saved = actor.ppo_mini_batch_size
+        with open_dict(self.config):
+            actor.ppo_mini_batch_size = self.ada_minibatches.ppo_mini_batch_size
+        try:
+            return super()._update_actor(batch, metrics)
+        finally:
+            with open_dict(self.config):
+                actor.ppo_mini_batch_size = saved
 
     def _checkpoint_folder(self) -> str:
         if self.config.trainer.resume_mode == "resume_path" and self.config.trainer.resume_from_path:

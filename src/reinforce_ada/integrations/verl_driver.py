@@ -30,18 +30,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import torch
-from tensordict import TensorDict
+from reinforce_ada.integrations.verl_checks import require_verl
 
-from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.sampling.configure import changed_options
-from reinforce_ada.sampling.forgetting import refuse_drift
-from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish
-from reinforce_ada.sampling.oracle import refuse_oracle
-from reinforce_ada.sampling.strategies import build_strategy
-from reinforce_ada.types import Prompt, Request, Sample
+require_verl("reinforce_ada.integrations.verl_driver")  # one error naming the missing packages and the pip command
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+
+from reinforce_ada.errors import ConfigError  # noqa: E402
+from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
+from reinforce_ada.sampling.configure import changed_options  # noqa: E402
+from reinforce_ada.sampling.forgetting import refuse_drift  # noqa: E402
+from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish  # noqa: E402
+from reinforce_ada.sampling.oracle import refuse_oracle  # noqa: E402
+from reinforce_ada.sampling.strategies import build_strategy  # noqa: E402
+from reinforce_ada.types import Prompt, Request, Sample  # noqa: E402
 
 ROLLOUT_N = "__rollout_n__"
 """The per-row sample count verl's `AgentLoopWorkerTQ._run_prompt` pops (verl >= 0.9)."""

@@ -36,3 +36,5 @@ class ModelConfig:
                 raise ConfigError(f"model.{name}={getattr(self, name)} must be >= 1")
         if self.lora_r < 0:
             raise ConfigError(f"model.lora_r={self.lora_r} must be >= 0 (0 disables LoRA)")
+        if self.lora_alpha <= 0:  # LoRA scales its update by alpha / r: a negative alpha flips its sign, 0 erases it
+            raise ConfigError(f"model.lora_alpha={self.lora_alpha} must be > 0 (LoRA scales the adapter by alpha / r)")

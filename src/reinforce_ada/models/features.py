@@ -13,12 +13,14 @@ layer and token is ours.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import model_forward, position_ids_from_mask
 from reinforce_ada.types import Prompt
@@ -60,8 +62,40 @@ def prompt_features(
 
 
 def check_temperature(temperature: float) -> None:
-    if not temperature > 0:
-        raise ConfigError(f"temperature must be > 0, got {temperature}")
+    """A finite temperature > 0: at inf every token is equally likely, so the confidence reads nothing."""
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ConfigError(f"temperature must be a finite number > 0, got {temperature}")
+
+
+ATTENTION_BYTES = 4
+"""Bytes of one attention score (fp32): a prefill of T tokens holds heads x T x T of them per row."""
+
+
+def check_lengths(model: Any, prompts: Sequence[Prompt], ids: Sequence[Sequence[int]], batch_size: int) -> None:
+    """Refuse, before the first forward, a prompt longer than the model's context (`max_position_embeddings`) and a
+    batch whose attention scores would not fit in physical memory (a 30,000-character prompt used to end in a
+    MemoryError after minutes), naming the prompt, its tokens and what to change."""
+    if not ids:
+        return
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]))
+    n = len(ids[longest])
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(context, int) and n > context:
+        raise ConfigError(
+            f"prompt {prompts[longest].id!r} has {n} tokens; the model reads at most {context} "
+            "(max_position_embeddings): drop or shorten it (the trainer leaves such prompts out)"
+        )
+    heads = getattr(getattr(model, "config", None), "num_attention_heads", None) or 1
+    per_row = heads * n * n * ATTENTION_BYTES
+    memory = physical_memory()
+    if min(batch_size, len(ids)) * per_row > memory:
+        fits = memory // per_row
+        fix = f"--batch-size {fits}" if fits >= 1 else "drop or shorten it"
+        raise ConfigError(
+            f"prompt {prompts[longest].id!r} has {n} tokens: a batch of {min(batch_size, len(ids))} needs about "
+            f"{min(batch_size, len(ids)) * per_row / 2**30:.1f} GiB of attention scores, more than this machine's "
+            f"{memory / 2**30:.1f} GiB; {fix}"
+        )
 
 
 @torch.no_grad()
@@ -86,10 +120,12 @@ def _prompt_last(
     confidence: list[np.ndarray] = []
     was_training = model.training
     model.eval()
+    all_ids = tokenizer([p.text for p in prompts], add_special_tokens=False)["input_ids"] if prompts else []
+    check_lengths(model, prompts, all_ids, batch_size)
     try:
         for lo in range(0, len(prompts), batch_size):
             batch = prompts[lo : lo + batch_size]
-            ids = tokenizer([p.text for p in batch], add_special_tokens=False)["input_ids"]
+            ids = all_ids[lo : lo + batch_size]
             empty = [p.id for p, x in zip(batch, ids, strict=True) if not x]
             if empty:
                 raise ConfigError(f"prompt {empty[0]!r} has no tokens; a hidden state needs at least one")

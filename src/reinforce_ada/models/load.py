@@ -61,6 +61,30 @@ def _model_folders(parent: Path, most: int = 5) -> list[str]:
         return []
 
 
+PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+"""Weight files that are pickles: loading one can run code (torch's weights_only guard stops most, as a traceback)."""
+
+
+def refuse_pickled_weights(folder: Path) -> None:
+    """A local model folder must hold safetensors weights: one with only pickled weights is refused, naming them."""
+    if any(folder.glob("*.safetensors")):
+        return
+    pickled = sorted(p.name for pattern in PICKLED for p in folder.glob(pattern))
+    if pickled:
+        raise ConfigError(
+            f"{folder} holds its weights as pickles ({', '.join(pickled[:3])}), which reinforce-ada never loads "
+            "(unpickling can run code); give a folder with model.safetensors (save_pretrained writes it)"
+        )
+
+
+def check_finite_weights(model: torch.nn.Module, folder: Path) -> None:
+    """Refuse a model whose weights hold NaN or inf (a diverged run's save, a damaged file), naming a parameter:
+    sampling from it fails deep inside torch."""
+    for name, p in model.named_parameters():
+        if not bool(torch.isfinite(p).all()):
+            raise ConfigError(f"{folder}: the model's weights hold NaN or inf ({name}); evaluate an earlier checkpoint")
+
+
 def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:
     """Model (fp32 master weights, LoRA-wrapped when `lora_r` > 0) and tokenizer from a folder (or a hub id)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -68,9 +92,13 @@ def load_policy(path: Path, model: ModelConfig) -> tuple[torch.nn.Module, Any]:
 
     hf_logging.disable_progress_bar()  # our own bar shows progress; theirs would interleave with it
     local = Path(path).is_dir()  # a folder here is never looked up on the hub
+    if local:
+        refuse_pickled_weights(Path(path))
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local)
-        policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=local)
+        policy = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch.float32, local_files_only=local, use_safetensors=True if local else None
+        )
     except OSError as e:
         where = "folder" if local else "hub id (no such folder here)"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -9,6 +9,14 @@ prompt features phi_x in `Prompt.meta["features"]` (the analogue of the policy's
 phi_x plus a reading of the prompt's initial logit with unit Gaussian noise (a hidden state that also encodes
 difficulty: an assumption, not a measurement). `estimator=oracle` reads the policy's true current pass rates
 (`SimulatedPolicy.oracle`), free of budget: the oracle arms' ceiling.
+
+What it is for, and what it is not. It is for the mechanics and the statistics: the planner's closed forms and
+Monte-Carlo cross-checks, the strategies' bookkeeping end to end (retirement, budgets, refills, admission, state),
+and the statistical tests. It is NOT a predictor of which allocator wins on your model and data: fed each pool's
+exact per-prompt pass rates, it ranked the arms no better than counting their samples per step, named the wrong
+best uniform n on two pools of four, and got the sign of the room for prompt selection wrong on two pools (its
+normalised optimizer makes a step with 8 samples per prompt move no further than one with 2). To choose a strategy,
+train: `reinforce-ada compare` on a pool of your own.
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy, hard_pool
 from reinforce_ada.types import Prompt
 
+NOT_A_PREDICTOR = (
+    "simulate runs the strategies' mechanics on a simulated policy; it does not predict which strategy wins on your "
+    "model and data (fed exact pass rates it ranked arms no better than samples per step), so choose one with "
+    "`reinforce-ada compare` (real training)"
+)
+"""The one line `simulate` prints and its `--help` shows (module docstring: what the simulator is for)."""
 SIM_BYTES_PER_PROMPT = 1024
 """Memory one pool prompt takes in a run (its `Prompt`, pass rate, features and order; about 0.55 KB measured)."""
 SIM_BYTES_PER_STEP = 2048

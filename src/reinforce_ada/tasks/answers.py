@@ -49,7 +49,7 @@ _PROGRAMMING_OPS = re.compile(r"\*\*|//|<<|>>|(?<!\\)&")
 
 
 def malformed(ans: str) -> str | None:
-    """Why `ans` is not a complete math answer (math-verify would read only a prefix of it), else None.
+    r"""Why `ans` is not a complete math answer (math-verify would read only a prefix of it), else None.
 
     >>> malformed("10**2"), malformed("10 | 2"), malformed("10)("), malformed("\\frac{1}{2")
     ('operator **', "an unpaired '|'", "')' before its opening bracket", 'unbalanced braces')

@@ -35,7 +35,7 @@ from typing import Any
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import sandbox as sandboxes
 from reinforce_ada.tasks.code_harness import HARNESS_FAILED, JUDGE
-from reinforce_ada.tasks.files import read_rows
+from reinforce_ada.tasks.files import read_rows, refuse_repeated_ids
 from reinforce_ada.types import Prompt
 
 Verifier = Callable[[str, str], float]
@@ -273,10 +273,7 @@ def load_code_prompts(path: str | Path, *, prompt_key: str = "prompt", tests_key
         prompts.append(prompt)
     if not prompts:
         raise ConfigError(f"dataset file {p} holds no rows")
-    ids = [x.id for x in prompts]
-    if len(set(ids)) != len(ids):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise ConfigError(f"{p}: id {dup!r} appears more than once")
+    refuse_repeated_ids(p, prompts)  # one pass: the old ids.count search was quadratic
     return prompts
 
 

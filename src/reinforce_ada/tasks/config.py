@@ -74,5 +74,7 @@ class TaskConfig:
                 "task.name='file' needs task.path (a JSONL, CSV or Parquet file, or a saved `datasets` folder, "
                 "of prompts and answers)"
             )
+        if self.n_per_template < 1:
+            raise ConfigError(f"task.n_per_template={self.n_per_template} must be >= 1 (instances per template)")
         if self.train_size < 1 or self.eval_size < 0:
             raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")

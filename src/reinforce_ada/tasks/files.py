@@ -23,12 +23,16 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
    data owner's call. Repeated ids remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
-   since reading one can block forever or never end;
+   since reading one can block forever or never end; so is a file too big for this machine's memory
+   (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
 8) a `features` column (`features_key`; None ignores it, as an empty `task.features_key` does), where present, is a
    non-empty list of finite numbers (in a CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has
    one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.predictor`;
    `reinforce-ada features` writes the policy's own view of each prompt there). An empty cell means no features for
-   that row.
+   that row. A value beyond +-`MAX_FEATURE` is refused (it would freeze the predictor), and a key other than the
+   default `features` that no row has is an error naming the file's columns (a typo was silently ignored);
+9) a repeated id is an error naming both rows, found in one pass (linear in the rows); JSONL lines end at "\n" only
+   (a raw U+2028 or U+0085 inside a string is valid JSON).
 """
 
 from __future__ import annotations
@@ -44,11 +48,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
 
 MAX_PROMPT_CHARS = 32_000
 """Default longest prompt, in characters; a longer one is an error naming its row (`max_prompt_chars` changes it)."""
+FEATURES_KEY = "features"
+"""The default features column: a file without it simply has no features; any other name must be a column."""
+MAX_FEATURE = 1e6
+"""Largest |value| of a feature (rule 8). Standardised features are about 1; at 1e300 the predictor's |x|^2 is inf
+and its every step 0. A million leaves room for raw, unscaled values."""
 _LEVEL = re.compile(r"(?:level\s*)?(-?\d+)", re.IGNORECASE)
 
 
@@ -125,7 +135,9 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     """One JSON object per non-blank line; the row number is the line number."""
     rows = []
-    for i, line in enumerate(_decode(path).splitlines(), start=1):
+    # lines end at "\n" only: str.splitlines also breaks at U+2028, U+0085 and other characters that JSON allows raw
+    # inside a string, so a valid row holding one was refused as invalid JSON
+    for i, line in enumerate(_decode(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -140,6 +152,29 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+MEMORY_PER_BYTE = 12
+"""Memory reading a row file takes per byte of it (the bytes, the decoded text, its lines and the rows' Python
+objects: about 10x for JSONL rows of short prompts); a file needing more than physical memory is refused up front."""
+
+
+def check_size(path: Path, what: str = "dataset file") -> None:
+    """Refuse, before reading, a file too big for this machine's memory, and a text file that starts with NUL bytes
+    (a binary or sparse file: a 2 GB sparse file used to end in a MemoryError after minutes)."""
+    size = path.stat().st_size
+    memory = physical_memory()
+    if size * MEMORY_PER_BYTE > memory:
+        raise ConfigError(
+            f"{what} {path} is {size / 2**30:.1f} GiB; reading it takes about {MEMORY_PER_BYTE}x that, more than "
+            f"this machine's {memory / 2**30:.1f} GiB of memory: split it or sample fewer rows"
+        )
+    if path.suffix in (".jsonl", ".json", ".csv"):
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+        nul = head.find(b"\x00")
+        if nul >= 0:
+            raise ConfigError(f"{what} {path}: byte {nul} is a NUL byte; a binary or sparse file, not UTF-8 text")
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"dataset file {path} does not exist")
@@ -147,6 +182,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         return _read_saved_dataset(path)
     if not path.is_file():  # rule 7: opening a FIFO blocks until a writer comes; a device may never end
         raise ConfigError(f"dataset file {path} is not a regular file (a FIFO, socket or device); give a file")
+    check_size(path)
     if path.suffix == ".parquet":
         return _read_parquet(path)
     if path.suffix == ".csv":
@@ -259,6 +295,12 @@ def _as_features(value: Any, where: str) -> list[float]:
     for j, x in enumerate(value):
         if isinstance(x, bool) or not isinstance(x, numbers.Real) or not _finite(x):
             raise ConfigError(f"{where}: features[{j}] = {x!r}; every value must be a finite number")
+        if abs(float(x)) > MAX_FEATURE:
+            raise ConfigError(
+                f"{where}: features[{j}] = {x!r}; every value must be within +-{MAX_FEATURE:g} (the predictor's step "
+                "divides by |x|^2, which overflows and freezes it): standardise the column (`reinforce-ada features` "
+                "does)"
+            )
         out.append(float(x))
     return out
 
@@ -288,14 +330,15 @@ def load_prompts(
     prompt_key: str = "prompt",
     answer_key: str = "answer",
     level_key: str | None = "level",
-    features_key: str | None = "features",
+    features_key: str | None = FEATURES_KEY,
     max_prompt_chars: int = MAX_PROMPT_CHARS,
 ) -> list[Prompt]:
     """The file's rows as prompts, by the module's rules; any bad row is a ConfigError naming it and its column."""
     p = Path(path)
     prompts = []
     width: tuple[int, int] | None = None  # (length of the first features vector, its row)
-    for i, row in enumerate(read_rows(p), start=1):
+    rows = read_rows(p)
+    for i, row in enumerate(rows, start=1):
         where = f"{p}: row {i}"
         text, answer, level = _row_prompt(row, where, (prompt_key, answer_key, level_key), max_prompt_chars)
         has_id = row.get("id") not in (None, "")
@@ -314,9 +357,22 @@ def load_prompts(
         prompts.append(Prompt(id=pid, text=text, answer=answer, level=level, meta=meta))
     if not prompts:
         raise ConfigError(f"dataset file {p} holds no rows")
-    ids = [x.id for x in prompts]
-    if len(set(ids)) != len(ids):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise ConfigError(f"{p}: id {dup!r} appears more than once")
+    if features_key and features_key != FEATURES_KEY and width is None:
+        columns = sorted({str(k) for row in rows[:100] for k in row})
+        raise ConfigError(
+            f"{p}: no row has the features column {features_key!r} (task.features_key); the columns are {columns}. "
+            "Name the column that holds them, or leave task.features_key at its default"
+        )
+    refuse_repeated_ids(p, prompts)
     _warn_duplicates(p, prompts)
     return prompts
+
+
+def refuse_repeated_ids(path: Path, prompts: list[Prompt]) -> None:
+    """A ConfigError naming the first id that appears twice and both rows (one pass over the ids: a file of a
+    million rows is checked in a second, where the old `ids.count` search took hours)."""
+    first: dict[str, int] = {}
+    for i, x in enumerate(prompts, start=1):
+        if x.id in first:
+            raise ConfigError(f"{path}: id {x.id!r} appears more than once (rows {first[x.id]} and {i})")
+        first[x.id] = i

@@ -25,6 +25,7 @@ import re
 import shutil
 import tempfile
 import tomllib
+import warnings
 import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
@@ -261,13 +262,17 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
     """`n_per_template` distinct instances of every template (fewer where its conditions allow fewer), seeded.
 
     Ids read `gsm-symbolic-<template>-<k>`; `meta` holds `template`, `id_orig` and the worked `solution`. A draw
-    whose expressions fail to evaluate counts as a rejected draw, so a broken template yields no instances; but a
+    whose expressions fail to evaluate counts as a rejected draw, so a broken template yields no instances (a warning
+    names such templates; when none yields any, a ConfigError); but a
     draw that breaks one of the template language's size limits, or a solution `{hole}` that does not parse, is a
     ConfigError naming the template (and the expression and limit): such a template is hostile or wrong, and
     retrying it would only waste `max_tries` draws.
     """
+    if isinstance(n_per_template, bool) or not isinstance(n_per_template, int) or n_per_template < 1:
+        raise ConfigError(f"n_per_template={n_per_template!r} must be a whole number >= 1 (task.n_per_template)")
     templates, replacements = load_templates(templates_dir)
     prompts = []
+    barren = []
     for t in templates:
         rng = Random(f"{seed}:{t.id}")
         seen: set[tuple[str, str]] = set()
@@ -286,6 +291,15 @@ def generate(templates_dir: str | Path, n_per_template: int, seed: int = 0, *, m
             question, answer, solution = got
             meta = {"template": t.id, "id_orig": t.id_orig, "solution": solution}
             prompts.append(Prompt(f"gsm-symbolic-{t.id:04d}-{len(seen) - 1:04d}", question, answer, meta=meta))
+        if not seen:
+            barren.append(t.id)
+    why = f"every one of {max_tries} draws failed its conditions or expressions"
+    if templates and len(barren) == len(templates):
+        raise ConfigError(f"no GSM-Symbolic template in {templates_dir} produced an instance ({why}): {barren[:10]}")
+    if barren:  # loud, not fatal: a real template (24) can fail every draw
+        warnings.warn(
+            f"GSM-Symbolic templates {barren[:10]} produced no instance ({why}); they are left out", stacklevel=2
+        )
     return prompts
 
 

@@ -8,7 +8,8 @@ place, and `latest` is replaced atomically afterwards, so a run killed at any mo
 checkpoint; `verify` re-hashes every file, so a truncated or bit-flipped checkpoint is detected, and the trainer
 falls back to the previous good one. Checksums only catch accidents: a folder someone prepared can be rehashed, so
 the manifest may name only plain files inside the checkpoint (no `..`, absolute paths or links), and the state's step
-must be the one the checkpoint was written at (`check_state`), with every number in it finite.
+must be the one the checkpoint was written at (`check_state`), with every number in it finite. torch is imported
+where it is used, so that commands can resolve a model folder (`model_folder_for`) before any heavy import.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from safetensors import SafetensorError
 
 from reinforce_ada.errors import ConfigError
@@ -34,6 +34,9 @@ from reinforce_ada.training.config import load_toml
 from reinforce_ada.training.run_dir import MANIFEST, checkpoint_dir, write_file
 from reinforce_ada.training.run_dir import complete as complete  # the listing is the run folder's rule (run_dir)
 from reinforce_ada.training.run_dir import latest as latest  # kept importable here: checkpoint.latest(run)
+
+if TYPE_CHECKING:
+    import torch
 
 STATE_JSON, STATE_TENSORS = "state.json", "state.safetensors"
 
@@ -44,6 +47,8 @@ class CheckpointError(ConfigError):
 
 def pack(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
     """A JSON-able copy of `obj`; tensors (and numpy arrays) go to `tensors` under a key the JSON points at."""
+    import torch
+
     if isinstance(obj, torch.Tensor):
         key = f"t{len(tensors)}"
         tensors[key] = obj.detach().cpu().contiguous()
@@ -263,6 +268,8 @@ def check_state(ckpt: Path, state: Any) -> None:
 
 def _non_finite(obj: Any, where: str) -> str:
     """The path of the first non-finite number in `obj` (tensors, floats, nested dicts/lists), else ""."""
+    import torch
+
     stack = [(obj, where)]
     while stack:
         x, at = stack.pop()
@@ -282,11 +289,14 @@ def model_folder(path: Path) -> Path:
     path = Path(path)
     if (path / "config.json").exists() or (path / "adapter_config.json").exists():
         return path
-    if (path / "model").is_dir():
-        return path / "model"
-    ckpt = latest(path)
+    ckpt = path if (path / "model").exists() or (path / "model").is_symlink() else latest(path)
     if ckpt is None:
         raise FileNotFoundError(f"{path} holds no checkpoint (expected model/, state.pt or checkpoints/)")
+    if (ckpt / "model").is_symlink():  # checkpoints hold no links: this one was edited (or prepared) by someone
+        raise CheckpointError(
+            f"{ckpt / 'model'} is a symbolic link (to {os.readlink(ckpt / 'model')}); a checkpoint holds none. "
+            "Evaluate the folder it points to with --model"
+        )
     return ckpt / "model"
 
 
@@ -326,9 +336,12 @@ def model_folder_for(checkpoint: str | None, model: str | None) -> Path:
     """The folder to load: a checkpoint (its folder, model/ or a run folder's latest) or any HF / adapter folder."""
     if checkpoint:
         try:
-            return model_folder(Path(checkpoint))
+            folder = model_folder(Path(checkpoint))
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
+        if folder.name == "model" and (folder.parent / MANIFEST).exists():
+            verify(folder.parent)  # a weights file replaced (by a pickle, say) or damaged since the run saved it
+        return folder
     folder = Path(str(model))
     if not ((folder / "config.json").exists() or (folder / "adapter_config.json").exists()):
         raise ConfigError(f"--model {folder}: not a Hugging Face model folder (no config.json)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
@@ -27,6 +28,7 @@ from reinforce_ada.sampling.configure import config_from_table, strategy_config
 from reinforce_ada.sampling.options import coerce_value
 from reinforce_ada.sampling.strategies import strategy_class, validate
 from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.training.replay_config import REPLAY_MOVED, ReplayConfig
 
 MAX_LR = 1.0
 """The largest `optim.lr` accepted: AdamW moves each weight by about lr per step, so above 1 every step overshoots."""
@@ -35,6 +37,9 @@ MAX_WEIGHT_DECAY = 1.0
 OLD_LOGPROBS = ("auto", "sampler", "recompute")
 WARMUP_SHARE = 0.2
 """The lr warm-up lasts at most this share of run.steps (`TrainConfig.warmup_steps`)."""
+AGGREGATION_NAMES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+"""`losses.AGGREGATIONS`' names (a test keeps them equal): checking `optim.agg` must not import torch, so that a bad
+flag is refused before any heavy import."""
 IS_CORRECTIONS = ("auto", "none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
@@ -127,10 +132,8 @@ class OptimConfig:
             raise ConfigError(f"optim.clip_low={self.clip_low} must be < 1 (the ratio is clipped from 1 - clip_low)")
         if self.dual_clip <= 1:
             raise ConfigError(f"optim.dual_clip={self.dual_clip} must be > 1")
-        from reinforce_ada.training.losses import AGGREGATIONS
-
-        if self.agg not in AGGREGATIONS:
-            raise ConfigError(f"optim.agg={self.agg!r} is not valid; choose one of {sorted(AGGREGATIONS)}")
+        if self.agg not in AGGREGATION_NAMES:
+            raise ConfigError(f"optim.agg={self.agg!r} is not valid; choose one of {sorted(AGGREGATION_NAMES)}")
 
 
 @dataclass(frozen=True)
@@ -174,38 +177,6 @@ class RunConfig:
             raise ConfigError(f"run.max_verifier_error_share={share!r} must be a number in [0, 1] (1.0 = never stop)")
         if not str(self.run_dir).strip():
             raise ConfigError("run.run_dir is empty; give the folder the run writes to (default runs/default)")
-
-
-@dataclass(frozen=True)
-class ReplayConfig:
-    enabled: bool = False
-    """Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's
-    most recent earlier correct completion in place of one wrong sample, off-policy corrected (training.replay,
-    docs/replay.md)."""
-    max_age: int | None = None
-    """Use a stored answer only if generated at most this many steps ago (None: no limit)."""
-    clip: float = 2.0
-    """Truncate the replayed tokens' importance weight pi_old / pi_behaviour at this (>= 1)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(f"replay.enabled={self.enabled!r} must be true or false")
-        age = self.max_age
-        if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age < 1):
-            raise ConfigError(
-                f"replay.max_age={age!r} must be a whole number of steps >= 1 (a stored answer is at least one step "
-                "old when it is replayed), or none for no age limit"
-            )
-        clip = self.clip
-        if isinstance(clip, bool) or not isinstance(clip, int | float) or not (math.isfinite(clip) and clip >= 1.0):
-            raise ConfigError(
-                f"replay.clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
-                "pi_old / pi_behaviour, pi_old the learner before the update; 2 is the usual truncated-IS cap)"
-            )
-
-
-REPLAY_MOVED = {"replay": "enabled", "replay_max_age": "max_age", "replay_clip": "clip"}
-"""0.3's `[strategy]` replay keys -> their `[replay]` names (replay is a training setting, any strategy)."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +236,29 @@ class TrainConfig:
         cls = strategy_class(s.name)
         validate(cls, s)
         cls.check_training(s.options, self.run.batch_size)
+        check_memory_sized(s.options, self.run.batch_size)
+
+
+MEMORY_SIZED = {
+    "predictor_dim": (lambda v, batch: 32 * v, "the difficulty predictor's float64 weights (about 4 copies: state)"),
+    "candidates": (lambda v, batch: 1024 * v * batch, "candidate prompts drawn per step (about 1 KB each)"),
+    "calibration_prompts": (lambda v, batch: 1024 * v, "calibration prompts held (about 1 KB each)"),
+}
+"""Strategy options whose value sizes memory: option -> (bytes at value v with run.batch_size batch, what they are)."""
+
+
+def check_memory_sized(options: Any, batch: int) -> None:
+    """Refuse an option that would need more than physical memory (10**9 used to fail with MemoryError after minutes),
+    naming it and the largest value that fits."""
+    memory = physical_memory()
+    for name, (bytes_at, what) in MEMORY_SIZED.items():
+        value = getattr(options, name, None)
+        if isinstance(value, int) and bytes_at(value, batch) > memory:
+            fits = memory // max(1, bytes_at(1, batch))
+            raise ConfigError(
+                f"strategy.{name}={value}: {what} would need about {bytes_at(value, batch) / 2**30:.0f} GiB, more "
+                f"than this machine's {memory / 2**30:.1f} GiB; the largest {name} here is {fits}"
+            )
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]

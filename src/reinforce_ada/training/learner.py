@@ -84,8 +84,8 @@ def accumulate(
         is_weight = None
         if cfg.is_correction != "none":
             is_weight, _ = importance_weights(old, sampler, mask, mode=cfg.is_correction, cap=o.is_cap)
-        if replay:  # replayed rows: min(pi_old / pi_behaviour, replay.clip)
-            is_weight = replay_weights(micro, old, sampler, mask, cfg.replay.clip, is_weight)
+        if replay:  # replayed rows: min(pi_old / pi_behaviour, replay.clip), of the answer or of each token
+            is_weight = replay_weights(micro, old, sampler, mask, cfg.replay.clip, is_weight, cfg.replay.correction)
         res = policy_loss(
             logp,
             old,

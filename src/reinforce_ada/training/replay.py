@@ -13,13 +13,26 @@ The rule (`[replay] enabled = true`, any strategy; our trainer only):
    the replay as one of the pool's draws. Advantages and weights are then recomputed exactly as `sampling.ledger.finish`
    does (`compute_advantages` with the strategy's estimator), so the group now carries signal.
 3) Off-policy correction. A replayed row's PPO "old" policy is the learner's log-probs before the update (one no-grad
-   forward over the replayed rows only), and each of its tokens' loss is multiplied by the truncated importance
-   weight min(pi_old / pi_behaviour, `replay.clip`), pi_behaviour being the stored log-probs: the decomposition the
-   trainer already uses for the sampler/learner mismatch (`losses.importance_weights`, mode token_truncate). At the
-   first optimizer step pi_theta = pi_old, so the gradient is A * min(pi_theta / pi_behaviour, clip) * grad log
-   pi_theta: truncated importance sampling (Yao et al.; IMPALA's rho-bar). PPO's clip on pi_theta / pi_old still
-   bounds later minibatches and epochs. On-policy rows are unchanged. Replayed rows are left out of the
-   sampler/learner mismatch metrics (they are stale by design).
+   forward over the replayed rows only), and its loss is importance-weighted against the stored behaviour log-probs
+   pi_behaviour, by `replay.correction`:
+   - `sequence` (the default): every token by w = min(prod_t pi_old(y_t | y_<t) / pi_behaviour(y_t | y_<t),
+     `replay.clip`), the whole answer's ratio (`losses.importance_weights`, mode sequence_truncate). At the first
+     optimizer step pi_theta = pi_old, so the gradient is A * w * grad log pi_theta(y): truncated importance sampling
+     of the current policy's gradient from a behaviour sample (Yao et al.; IMPALA's rho-bar), unbiased up to the
+     truncation. Why the default: it corrects the distribution of the whole answer. `test_replay.py` shows it on an
+     exactly enumerable two-token toy: the sequence ratio's expected gradient points exactly along the current
+     policy's (cosine 1.00), the per-token ratio's does not (cosine 0.91).
+   - `token`: each token by its own min(pi_old(y_t | y_<t) / pi_behaviour(y_t | y_<t), clip) (mode token_truncate):
+     lower variance on long answers, but the prefix y_<t each token is conditioned on is still drawn from the
+     behaviour policy, so the expected gradient is not the current policy's (the toy's 0.91).
+   What neither corrects: the stored answer is conditioned on having been correct. It is the behaviour policy's
+   draw given reward > threshold, pi_behaviour(y | correct) = pi_behaviour(y) 1[correct] / P_behaviour(correct),
+   not a draw from pi_behaviour; the ratio divides by pi_behaviour(y) only. So a replayed row estimates the current
+   policy's gradient restricted to correct answers, scaled by 1 / P_behaviour(correct) (the prompt's pass rate when
+   the answer was drawn, which the buffer does not know): a deliberately optimistic signal for a prompt whose
+   group found none, not an unbiased estimate of the group's gradient. PPO's clip on pi_theta / pi_old still bounds
+   later minibatches and epochs. On-policy rows are unchanged. Replayed rows are left out of the sampler/learner
+   mismatch metrics (they are stale by design).
 4) Accounting: a replayed sample was not generated this step, so it is not in `samples_generated` /
    `tokens_generated` (the engine's counts); it is trained, so it is in `samples_trained` / `tokens_trained`. The
    ledger's trained-side fields are refreshed; metrics `replay_prompts`, `replay_share` (replayed / trained samples),
@@ -34,9 +47,9 @@ module; compose `replay` with `seq:exit=positive` for something close. NOT verif
 replace rather than append (keeps the learner's batch, its cost and `n` fixed, the GRPO group statistics over n
 samples); the last wrong sample is the one replaced (deterministic, no extra RNG state); `replay.max_age` (off by
 default: no age limit was mentioned in what we could read); and the off-policy correction (a truncated IS weight
-against the stored behaviour log-probs; AR3PO's exact ratio, clip and any weighting of the reused response are
-unknown to us). The prompt's PromptOrder still decides when it is revisited, so with a pool larger than a few
-batches a replay fires only from the second epoch on.
+against the stored behaviour log-probs, of the whole answer by default; AR3PO's exact ratio, clip and any weighting
+of the reused response are unknown to us). The prompt's PromptOrder still decides when it is revisited, so with a
+pool larger than a few batches a replay fires only from the second epoch on.
 """
 
 from __future__ import annotations
@@ -210,13 +223,16 @@ def replay_weights(
     mask_BT: torch.Tensor,
     clip: float,
     base_BT: torch.Tensor | None,
+    correction: str = "sequence",
 ) -> torch.Tensor | None:
-    """Per-token importance weights of a micro-batch: min(pi_old / pi_behaviour, clip) on replayed rows, `base_BT`
-    (the sampler/learner correction, or 1) on the others; `base_BT` itself when no row is replayed."""
+    """Per-token importance weights of a micro-batch: on replayed rows min(pi_old / pi_behaviour, clip) of the whole
+    answer (`correction="sequence"`) or of each token (`"token"`), `base_BT` (the sampler/learner correction, or 1)
+    on the others; `base_BT` itself when no row is replayed (module docstring, 3)."""
     flags = [bool(getattr(r, "replayed", False)) for r in rows]
     if not any(flags):
         return base_BT
-    w_BT, _ = importance_weights(old_logp_BT, behaviour_logp_BT, mask_BT, mode="token_truncate", cap=clip)
+    mode = {"sequence": "sequence_truncate", "token": "token_truncate"}[correction]
+    w_BT, _ = importance_weights(old_logp_BT, behaviour_logp_BT, mask_BT, mode=mode, cap=clip)
     base = base_BT if base_BT is not None else torch.ones_like(w_BT)
     replayed_B = torch.tensor(flags, device=w_BT.device)
     return torch.where(replayed_B.unsqueeze(-1), w_BT, base.to(w_BT.dtype))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
+from reinforce_ada.training.run_dir import write_file
 from reinforce_ada.training.tracking import read_metrics
 
 
@@ -148,9 +150,8 @@ def make_report(run_dir: Path, title: str = "") -> Path:
         ax[3].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title="level")
     fig.tight_layout()
     out = Path(run_dir) / "report.png"
-    tmp = out.with_name(".report.tmp.png")
-    tmp.unlink(missing_ok=True)  # a link left there is removed, never written through
-    fig.savefig(tmp, dpi=100, bbox_inches="tight")  # keeps the per-level legend outside the axes in the image
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100, bbox_inches="tight")  # keeps the per-level legend outside the axes
     plt.close(fig)
-    tmp.replace(out)
+    write_file(out, png.getvalue())  # as every file of the run: O_NOFOLLOW, atomic rename
     return out

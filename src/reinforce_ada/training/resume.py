@@ -7,7 +7,9 @@
    before its first checkpoint starts over, its metric lines too.
 2) `load` puts one checkpoint into the trainer: model weights, optimizer, strategy (+ memory), prompt order, engine,
    both RNGs and the replay buffer (`Trainer.state_dict` is what it reads back). Any failure restores the weights
-   it started from and raises CheckpointError, so the next older checkpoint is tried on the model as it was.
+   it started from and raises CheckpointError, so the next older checkpoint is tried on the model as it was. A
+   predictor whose learned feature width no longer fits the task's `features` is such a failure (it used to load,
+   then fail mid-step).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def load(trainer: Any, ckpt: Path) -> None:
             raise checkpoint.CheckpointError(f"{ckpt}: the model weights hold NaN or inf")
         trainer.opt.load_state_dict(state["optimizer"])
         trainer.strategy.load_state_dict(state["strategy"])
+        check_feature_width(trainer.strategy, trainer.train_prompts, ckpt)
         trainer.order.load_state_dict(state["order"])
         trainer.sync_weights()  # vLLM would otherwise sample from the base weights until step 1 ends
         trainer.engine.load_state_dict(state["engine"])
@@ -66,3 +69,20 @@ def load(trainer: Any, ckpt: Path) -> None:
             raise
         raise checkpoint.CheckpointError(f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})") from None
     trainer.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
+
+
+def check_feature_width(strategy: Any, prompts: Any, ckpt: Path) -> None:
+    """The predictor's learned feature weights must fit the task's `features` as they are now: a features file
+    rewritten with another width since the checkpoint used to load and then fail in the middle of the next step."""
+    predictor = getattr(getattr(strategy, "memory", None), "predictor", None)
+    learned = getattr(predictor, "w_dense", None)
+    if learned is None:
+        return
+    width = next((len(p.meta["features"]) for p in prompts if p.meta and p.meta.get("features") is not None), None)
+    if width != len(learned):
+        now = "no features" if width is None else f"features of {width} values"
+        raise checkpoint.CheckpointError(
+            f"{ckpt}: its difficulty predictor learned {len(learned)} feature weights, but the task's prompts now "
+            f"have {now} (task.features_key): the features file changed since. Restore the file the run trained "
+            "on, or start a new run"
+        )

@@ -23,6 +23,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -260,12 +261,18 @@ def write_file(path: Path, data: str | bytes) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line to `path`, refusing to follow a link there (ELOOP names it)."""
+    """Append to `path`, refusing to follow a link there (ELOOP names it) and to write into anything but a regular
+    file: O_NONBLOCK makes opening a FIFO fail or return at once instead of blocking, and fstat refuses it."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise ConfigError(f"{path} is a symbolic link; the trainer does not write through links") from None
+        if e.errno == errno.ENXIO:  # a FIFO with no reader
+            raise ConfigError(f"{path} is a FIFO, not a regular file; the trainer writes only files") from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{path} is not a regular file (a FIFO, socket or device); the trainer writes only files")
     with os.fdopen(fd, "a") as fh:
         fh.write(line)

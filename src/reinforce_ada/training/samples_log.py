@@ -15,18 +15,23 @@ when a run cannot learn.
 3) `python -m reinforce_ada.training.samples_log RUN [--step N] [-n K]` prints a run's samples.
 
 A resumed run first drops the rows of steps at or after the one it resumes at (its metrics.jsonl does the same).
+The file is written as metrics.jsonl is (`run_dir.append_line`, `run_dir.write_file`: O_NOFOLLOW, atomic rewrite),
+so a link put in its place while the run goes is refused, not written through; a damaged file (rows that are not
+objects, steps that are not whole numbers, deep nesting) is read row by row, the bad lines skipped and counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.ledger import StepBatch
+from reinforce_ada.training.run_dir import append_line, write_file
 
 FILE = "samples.jsonl"
 MAX_CHARS = 4000
@@ -130,42 +135,64 @@ class SampleLog:
             if msg:
                 print(msg, file=sys.stderr, flush=True)
         rows = sample_rows(step, batch, self.per_step)
-        if rows:
-            with self.path.open("a") as fh:
-                fh.writelines(json.dumps(r) + "\n" for r in rows)
+        if rows:  # O_NOFOLLOW, as metrics.jsonl: a link put here mid-run is refused, never written through
+            append_line(self.path, "".join(json.dumps(r) + "\n" for r in rows))
         return {"completions_clipped_share": clipped_share(batch)}
 
     def _drop_from(self, step: int) -> None:
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             return
-        keep = [ln for ln in self.path.read_text(errors="replace").splitlines() if _step_of(ln, default=step) < step]
-        tmp = self.path.with_name(f".{FILE}.tmp")
-        tmp.write_text("".join(ln + "\n" for ln in keep))
-        tmp.replace(self.path)
+        text = _read_text(self.path)
+        keep = [ln for ln in text.split("\n") if (row := _row(ln)) is not None and row["step"] < step]
+        write_file(self.path, "".join(ln + "\n" for ln in keep))  # atomic, never through a link
 
 
-def _step_of(line: str, default: int) -> int:
+def _row(line: str) -> dict[str, Any] | None:
+    """A samples.jsonl line as a row: a JSON object whose `step` is a whole number; None for anything else (a
+    half-written line, a list, a number, null, a text / missing / infinite / NaN step, nesting too deep)."""
     try:
         row = json.loads(line)
-        return int(row["step"]) if isinstance(row, dict) else default
-    except (ValueError, KeyError, TypeError):
-        return default  # a half-written line is dropped with the rest
+    except (ValueError, RecursionError):  # deliberate: RecursionError is how Python's parser meets deep nesting
+        return None
+    if not isinstance(row, dict):
+        return None
+    step = row.get("step")
+    if isinstance(step, bool) or not isinstance(step, int):
+        return None
+    return row
 
 
-def read_samples(run_dir: Path, step: int | None = None) -> list[dict[str, Any]]:
-    """The rows of a run's samples.jsonl (of one step, or the last step logged when `step` is -1)."""
+def _read_text(path: Path) -> str:
+    """The file's text; a folder, FIFO, socket, device or link in its place is a ConfigError (a FIFO would block)."""
+    if path.is_symlink():
+        raise ConfigError(f"{path} is a symbolic link; a run folder holds no links (remove it)")
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not the samples file `reinforce-ada train` writes; remove or rename it")
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a regular file (a FIFO, socket or device); remove it")
+    return path.read_text(errors="replace")
+
+
+def read_samples(run_dir: Path, step: int | None = None, damaged: list[int] | None = None) -> list[dict[str, Any]]:
+    """The rows of a run's samples.jsonl (of one step, or the last step logged when `step` is -1). Lines that are
+    not a row (`_row`) are skipped; their line numbers go to `damaged` when given. Lines split on "\\n" only: a raw
+    U+2028 or U+0085 inside a JSON string is valid JSON, not a line break."""
     path = Path(run_dir) / FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ConfigError(f"{path} does not exist: give a run folder made by `reinforce-ada train`")
     rows = []
-    for ln in path.read_text(errors="replace").splitlines():
-        try:
-            rows.append(json.loads(ln))
-        except ValueError:
+    for i, ln in enumerate(_read_text(path).split("\n"), start=1):
+        if not ln.strip():
             continue
+        row = _row(ln)
+        if row is None:
+            if damaged is not None:
+                damaged.append(i)
+            continue
+        rows.append(row)
     if step == -1 and rows:
-        step = max(int(r["step"]) for r in rows)
-    return [r for r in rows if step is None or r.get("step") == step]
+        step = max(r["step"] for r in rows)
+    return [r for r in rows if step is None or r["step"] == step]
 
 
 def format_sample(row: dict[str, Any]) -> str:
@@ -183,11 +210,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=int, default=-1, help="step to show (default: the last one logged)")
     ap.add_argument("-n", type=int, default=1, help="samples to print (default 1)")
     args = ap.parse_args(argv)
+    damaged: list[int] = []
     try:
-        rows = read_samples(Path(args.run), args.step)
+        rows = read_samples(Path(args.run), args.step, damaged)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if damaged:
+        lines = ", ".join(map(str, damaged[:5])) + (", ..." if len(damaged) > 5 else "")
+        print(
+            f"note: skipped {len(damaged)} line(s) of {Path(args.run) / FILE} that are not a sample row "
+            f"(line {lines}: not a JSON object with a whole-number step)",
+            file=sys.stderr,
+        )
     if not rows:
         print(f"no samples for step {args.step} in {Path(args.run) / FILE}", file=sys.stderr)
         return 1

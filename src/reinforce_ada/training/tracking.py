@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,16 @@ def postfix(m: dict[str, Any]) -> dict[str, str]:
 
 
 def progress_bar(enabled: bool, **kw: Any) -> Any:
+    """A tqdm bar, or a bar that shows nothing. Off a terminal (a log file, CI) a bar opened while another is open
+    (the trainer's inside `compare`'s, or one given a `position`) is not drawn: tqdm keeps nested bars apart with
+    cursor-movement escapes, which a log shows as garbage. A single bar off a terminal still prints its updates."""
     if enabled:
         from tqdm.auto import tqdm
 
+        stream = kw.get("file") or sys.stderr
+        nested = kw.get("position") is not None or len(getattr(tqdm, "_instances", ())) > 0
+        if nested and not (hasattr(stream, "isatty") and stream.isatty()):
+            return _NullBar()
         return tqdm(**kw, dynamic_ncols=True)
     return _NullBar()
 

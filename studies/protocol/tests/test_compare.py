@@ -46,9 +46,11 @@ def test_the_package_command_has_no_study_flags(capsys):
 
 
 @pytest.mark.slow
-def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path):
+def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_path, monkeypatch):
     import gzip
     import subprocess
+
+    monkeypatch.chdir(tmp_path)  # the run's pools and run folders go under runs/compare of the working directory
 
     from reinforce_ada.bench.compute import TARGETS
 
