@@ -53,10 +53,23 @@ def test_the_cli_says_it_in_one_line(path, capsys):
     ],
 )
 def test_memory_sized_strategy_options_are_refused_up_front(name, options):
-    """Issue 40: predictor_dim, candidates, calibration_prompts of 10**9 failed with MemoryError after minutes."""
+    """Issue 40: predictor_dim, candidates, calibration_prompts of 10**9 failed with MemoryError after minutes. The
+    options refuse them wherever a strategy is built (train, plan, simulate, TRL, verl)."""
     from reinforce_ada.sampling.configure import strategy_config
-    from reinforce_ada.training.config import TrainConfig
 
     option = next(iter(k for k in options if k != "select"))
-    with pytest.raises(ConfigError, match=rf"strategy.{option}=1000000000: .* the largest {option} here is \d+"):
-        TrainConfig(strategy=strategy_config(name, **options))
+    with pytest.raises(ConfigError, match=rf"{option}=1000000000: .* the largest {option} here is \d+"):
+        strategy_config(name, **options)
+
+
+def test_candidates_are_sized_with_the_batch_at_training_config_load(monkeypatch):
+    """Candidates x batch prompts are drawn a step: a value each option check lets through can still not fit."""
+    from reinforce_ada.sampling.configure import strategy_config
+    from reinforce_ada.training import config as training_config
+    from reinforce_ada.training.config import RunConfig, TrainConfig
+
+    monkeypatch.setattr(training_config, "physical_memory", lambda: 2**30)
+    strategy = strategy_config("uniform", select="mopps", candidates=1000)
+    TrainConfig(strategy=strategy, run=RunConfig(batch_size=8))
+    with pytest.raises(ConfigError, match=r"strategy.candidates=1000: .* the largest candidates here is 512"):
+        TrainConfig(strategy=strategy, run=RunConfig(batch_size=2048))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from reinforce_ada.cli.checks import finite, read_lrs
@@ -29,6 +30,7 @@ def compare_config(args: argparse.Namespace) -> Any:
     arms = tuple(split_arms(args.arms)) if args.arms else tuple(ARMS)
     names = {a.partition("=")[0].strip() for a in arms}
     fields: dict[str, Any] = {"arms": arms, "out": out, "workers": args.workers, "seed_offset": args.seed_offset}
+    fields["run_root"] = str(Path(out).parent)  # pools, run folders and records beside the result, not in the cwd
     fields["fixed_lrs"] = tuple((k, v) for k, v in fixed.items() if k in names)
     if args.pool:
         fields["pools"] = tuple(args.pool)
@@ -40,7 +42,7 @@ def compare_config(args: argparse.Namespace) -> Any:
         for lr in fields["lrs"]:
             finite(f"--lrs {args.lrs}: each", lr, least=0.0)
     if args.quick:
-        fields.update(QUICK, run_root="runs/compare-quick")  # scratch records too, apart from the full runs'
+        fields.update(QUICK)
     if args.sweep_each_pool:
         fields["sweep_each_pool"] = True
     if args.long_arms:

@@ -219,7 +219,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--out",
         default=None,
         help="output path without suffix: OUT.json and OUT.png (default runs/compare/convergence; --quick: "
-        "runs/compare-quick/convergence)",
+        "runs/compare-quick/convergence); the pools, run folders and records go in OUT's folder",
     )
     co.add_argument("--sweep-each-pool", action="store_true", help="sweep the lr on every pool, not only the first")
     co.add_argument(
@@ -238,7 +238,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--records",
         default=None,
         metavar="DIR",
-        help="where finished runs are kept and reused (default RUN_ROOT/records); resumes an interrupted benchmark",
+        help="where finished runs are kept and reused (default OUT's folder/records); resumes an interrupted benchmark",
     )
     co.add_argument(
         "--report-only",

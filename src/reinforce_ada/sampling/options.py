@@ -23,6 +23,7 @@ import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
 from reinforce_ada.sampling.objectives import OBJECTIVES
@@ -71,6 +72,17 @@ def check_group(n: int, max_samples: int) -> None:
     at_least("max_samples", max_samples, 1)
     if n > max_samples:
         raise ConfigError(f"n={n} must be <= max_samples={max_samples} (cannot train on more than is drawn)")
+
+
+def fits_memory(name: str, value: Any, bytes_each: int, what: str) -> None:
+    """An option whose value sizes memory (`bytes_each` per unit) must fit this machine's physical memory: 10**9 used
+    to fail with MemoryError minutes into a run. The training config checks again with the batch size."""
+    memory = physical_memory()
+    if isinstance(value, int) and value * bytes_each > memory:
+        raise ConfigError(
+            f"{name}={value}: {what} would need about {value * bytes_each / 2**30:.0f} GiB, more than this machine's "
+            f"{memory / 2**30:.1f} GiB; the largest {name} here is {memory // bytes_each}"
+        )
 
 
 def boolean(name: str, value: Any) -> None:
@@ -277,6 +289,7 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
         at_least("history", self.history, 2)
         positive("predictor_lr", self.predictor_lr)
         at_least("predictor_dim", self.predictor_dim, 0)
+        fits_memory("predictor_dim", self.predictor_dim, 32, "the difficulty predictor's weights and state")
         boolean("prior_decays", self.prior_decays)
         choice("forgetting", self.forgetting, ("fixed", "drift"))
         positive("drift_half", self.drift_half)
@@ -288,6 +301,7 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
             raise ConfigError("prior_file does not apply to estimator='oracle' (the exact rate needs no prior)")
         # admission (`select` is checked against the admission registry by `sampling.configure`)
         at_least("candidates", self.candidates, 1)
+        fits_memory("candidates", self.candidates, 1024, "candidate prompts drawn per prompt a step takes")
         unit("target", self.target)
         unit("zero_variance_target", self.zero_variance_target)
         unit("select_explore", self.select_explore)

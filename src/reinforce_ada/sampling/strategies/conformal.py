@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.options import Options, at_least, boolean, check_group, choice, option, unit
+from reinforce_ada.sampling.options import Options, at_least, boolean, check_group, choice, fits_memory, option, unit
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
@@ -120,6 +120,7 @@ class ConformalOptions(Options):
         boolean("split_delta", self.split_delta)
         at_least("recalibrate_every", self.recalibrate_every, 0)
         at_least("calibration_prompts", self.calibration_prompts, 0)
+        fits_memory("calibration_prompts", self.calibration_prompts, 1024, "calibration prompts held")
 
 
 DELTA_CLIP = (0.05, 0.95)
