@@ -24,17 +24,24 @@ from typing import Any
 def _cell(text: Any) -> str:
     """Text safe inside a Markdown table cell."""
     s = " ".join(str(text).split())
-    return s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    s = s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return s.replace("[", "\\[").replace("]", "\\]").replace("*", "\\*")
+
+
+def code(text: Any) -> str:
+    """Inline code safe inside a Markdown table cell (a backtick span would show an escaped pipe's backslash)."""
+    s = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "<code>" + s.replace("|", "&#124;") + "</code>"
 
 
 def _default(value: Any) -> str:
     if value is None or value is argparse.SUPPRESS:
         return ""
     if isinstance(value, tuple | list):
-        return "`" + ",".join(str(v) for v in value) + "`"
+        return code(",".join(str(v) for v in value))
     if isinstance(value, str) and value == "":
-        return '`""`'
-    return f"`{value}`"
+        return code('""')
+    return code(value)
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, tuple[str, argparse.ArgumentParser]]:
@@ -62,7 +69,7 @@ def _flag(a: argparse.Action) -> str:
             "{" + ",".join(map(str, a.choices)) + "}" if a.choices and len(a.choices) < 8 else a.dest.upper()
         )
         names += f" {mv}"
-    return f"`{names}`"
+    return code(names)
 
 
 def cli_page() -> str:
@@ -147,7 +154,7 @@ def config_page() -> str:
         lines += ["| field | type | default | meaning |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             lines.append(
-                f"| `{f.name}` | `{_cell(type_name(f.type))}` | {_default(_field_default(f))} | "
+                f"| `{f.name}` | {code(type_name(f.type))} | {_default(_field_default(f))} | "
                 f"{_cell(docs.get(f.name, ''))} |"
             )
     return "\n".join(lines) + "\n"
@@ -197,7 +204,7 @@ def strategies_page() -> str:
         lines += ["", f"## {name}", "", _cell(doc), ""]
         if own:
             lines += ["| option | type | default | meaning |", "|---|---|---|---|"]
-            lines += [f"| `{s.name}` | `{_cell(s.type)}` | {_default(s.default)} | {_cell(s.help)} |" for s in own]
+            lines += [f"| `{s.name}` | {code(s.type)} | {_default(s.default)} | {_cell(s.help)} |" for s in own]
         else:
             lines.append("No options of its own: the shared ones below.")
         if changed:
@@ -214,7 +221,7 @@ def strategies_page() -> str:
     for group, title in titles.items():
         specs = [s for s in base.values() if s.group == group]
         lines += ["", f"### {title}", "", "| option | type | default | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{s.name}` | `{_cell(s.type)}` | {_default(s.default)} | {_cell(s.help)} |" for s in specs]
+        lines += [f"| `{s.name}` | {code(s.type)} | {_default(s.default)} | {_cell(s.help)} |" for s in specs]
     return "\n".join(lines) + "\n"
 
 
