@@ -1,8 +1,8 @@
 """`python -m docgen`: regenerate the committed results pages, figures, BENCHMARKS.md and the README's results table.
 
-    python -m docgen                       # write them (seconds; reads the studies' JSON, trains nothing)
-    python -m docgen --check               # exit 1 naming every file that differs from what would be written
-    python -m docgen reference --out DIR   # the reference pages the site builds, as files in DIR
+python -m docgen                       # write them (seconds; reads the studies' JSON, trains nothing)
+python -m docgen --check               # exit 1 naming every file that differs from what would be written
+python -m docgen reference --out DIR   # the reference pages the site builds, as files in DIR
 """
 
 from __future__ import annotations

@@ -41,7 +41,11 @@ def tokens_data() -> dict[str, Any]:
         for arm, row in t["table"].items():
             tok = row.get("tokens") or {}
             if tok.get("value") is not None:
-                arms[arm] = [round(tok["value"], 4), round(tok.get("t_lo", tok["value"]), 4), round(tok.get("t_hi", tok["value"]), 4)]
+                arms[arm] = [
+                    round(tok["value"], 4),
+                    round(tok.get("t_lo", tok["value"]), 4),
+                    round(tok.get("t_hi", tok["value"]), 4),
+                ]
         out[pool] = {"reference": t["axes"]["tokens"]["best_uniform"], "arms": arms}
     return out
 
@@ -105,9 +109,7 @@ def rounds_data() -> dict[str, Any]:
     for g in batch.groups:
         rewards = [int(r > cfg.options.threshold) for r in g.pool_rewards]
         kept = sorted((s.round, int((s.reward or 0) > cfg.options.threshold)) for s in g.samples)
-        rows.append(
-            {"prompt": g.prompt.id, "rewards": rewards, "kept": kept, "resolved": g.resolved, "per_round": m}
-        )
+        rows.append({"prompt": g.prompt.id, "rewards": rewards, "kept": kept, "resolved": g.resolved, "per_round": m})
     return {"strategy": "seq:exit=balanced (M=8, N_max=32, n=4, k_pos=k_neg=2)", "rows": rows}
 
 
@@ -126,7 +128,9 @@ def draw_rounds(data: dict[str, Any], path: Path) -> None:
             kept = (rnd, r) in left
             if kept:
                 left.remove((rnd, r))
-            ax.add_patch(Rectangle((x, y - 0.3), 0.9, 0.6, color="#2ca02c" if r else "#d62728", alpha=1 if kept else 0.35))
+            ax.add_patch(
+                Rectangle((x, y - 0.3), 0.9, 0.6, color="#2ca02c" if r else "#d62728", alpha=1 if kept else 0.35)
+            )
             if kept:
                 ax.add_patch(Rectangle((x - 0.08, y - 0.38), 1.06, 0.76, fill=False, lw=1.6, color="black"))
         n = len(row["rewards"])

@@ -254,7 +254,8 @@ def summary_table(summary: dict[str, Any], keys: list[str]) -> list[str]:
             if p.get("best_after_the_fact") or "after the fact" in str(e.get("what", "")):
                 pre_text = "no: picked after the fact" if not pre else pre_text
             lines.append(
-                f"| {k} | {cell(e.get('what', ''))} | {p.get('arm') or e.get('arm') or ''} | {pool or e.get('pool', '')} | "
+                f"| {k} | {cell(e.get('what', ''))} | {p.get('arm') or e.get('arm') or ''} | "
+                f"{pool or e.get('pool', '')} | "
                 f"{with_interval(p)} | {cell(e.get('goal') or 'none')} | {verdict(p, e.get('goal'), pool)} | "
                 f"{pre_text} |"
             )
@@ -330,11 +331,20 @@ def summary_checks(study: str, summary: dict[str, Any], results: dict[str, dict]
         if p.get("value") is not None
     ]
     if any(x is not None for x in pre):
-        checks.append(("figures read against a registration committed before the runs", f"{sum(map(bool, pre))} of {len(pre)}"))
-    seeds = {len(p["per_seed"]) for e in summary.values() for p in (e.get("pools") or {None: e}).values() if p.get("per_seed")}
+        checks.append(
+            ("figures read against a registration committed before the runs", f"{sum(map(bool, pre))} of {len(pre)}")
+        )
+    seeds = {
+        len(p["per_seed"])
+        for e in summary.values()
+        for p in (e.get("pools") or {None: e}).values()
+        if p.get("per_seed")
+    }
     if seeds:
         checks.append(("paired seeds per figure", ", ".join(map(str, sorted(seeds)))))
-    testbeds = [r["meta"]["testbed"] for r in results.values() if isinstance((r.get("meta") or {}).get("testbed"), dict)]
+    testbeds = [
+        r["meta"]["testbed"] for r in results.values() if isinstance((r.get("meta") or {}).get("testbed"), dict)
+    ]
     if testbeds:
         shipped = sum(t.get("sha256") == t.get("shipped_sha256") for t in testbeds)
         checks.append(("policy is the shipped warm start (sha256)", f"{shipped} of {len(testbeds)} results"))
@@ -461,9 +471,11 @@ def belief_quality_page() -> Page:
         page.body.append(f"| `{b}` | " + " | ".join(f"{f2(mean(p, b))} / {f2(share(p, b))}" for p in pools) + " |")
     deployable = [b for b in beliefs if b not in ("uniform", "oracle") and "oracle" not in b]
     best = {p: max(deployable, key=lambda b: share(p, b) or -9) for p in pools}
-    page.verdict = "Diagnostic (not pre-registered). The best deployable belief recovers " + ", ".join(
-        f"{f2(share(p, best[p]))} of the oracle's gain on `{p}` (`{best[p]}`)" for p in pools
-    ) + "."
+    page.verdict = (
+        "Diagnostic (not pre-registered). The best deployable belief recovers "
+        + ", ".join(f"{f2(share(p, best[p]))} of the oracle's gain on `{p}` (`{best[p]}`)" for p in pools)
+        + "."
+    )
     page.checks += [
         ("pre-registered", "no: a diagnostic chosen after the signal-draw result"),
         ("seeds", str(len(next(iter(pools.values()))["beliefs"]["uniform"]["signal"]))),
@@ -483,7 +495,7 @@ def fewer_samples_page() -> Page:
     page.body += [
         "## Registration",
         "",
-        f"`studies/fewer_samples/registrations/preregistration.toml`"
+        "`studies/fewer_samples/registrations/preregistration.toml`"
         + (f", written {written.group(1)}" if written else "")
         + f", before any registered run; code commit `{str(reg.get('code', ''))[:10]}`. Pools "
         + ", ".join(f"`{p}`" for p in inst.get("pools", []))
@@ -509,7 +521,12 @@ def fewer_samples_page() -> Page:
     page.cost = cpu_hours(runs)
     page.updated = str(res.get("date", ""))
     claims = res.get("claims", {})
-    rows = ["## Result", "", "| figure | arm | pool | value [90% interval] | goal | verdict |", "|---|---|---|---|---|---|"]
+    rows = [
+        "## Result",
+        "",
+        "| figure | arm | pool | value [90% interval] | goal | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for fig, c in claims.items():
         for pool, e in (c.get("by_pool") or {}).items():
             rows.append(
