@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-SOURCES = ("README.md", "docs/*.md", "studies/README.md", "studies/*/README.md", "examples/*.py")
+SOURCES = ("README.md", "docs/**/*.md", "studies/README.md", "studies/*/README.md", "examples/*.py")
 """Where a newcomer reads commands: markdown ```bash blocks, and the indented command lines of example docstrings."""
 
 FIXTURES = {"rates.csv": "p\n0.05\n0.1\n0.5\n"}

@@ -33,6 +33,7 @@ STEPS: tuple[Step, ...] = (
     Step("reinforce-ada train --strategy seq --exit positive --k-pos 2 --optim.lr 1e-4 --steps 200 --seed 1", 900),
     Step("reinforce-ada train --resume runs/default --steps 400", 900, needs=(TRAIN,)),
     Step("reinforce-ada train --help", 120),
+    Step("reinforce-ada train --strategy auto --run-dir runs/grpo-auto", 900),
     Step(SMOL, 900),
     Step(
         "reinforce-ada train --model.path models/smollm2 --model.lora_r 16 --task.name gsm_symbolic "
@@ -43,6 +44,7 @@ STEPS: tuple[Step, ...] = (
     ),
     Step("reinforce-ada eval --checkpoint runs/default --samples 8", 600, needs=(TRAIN,)),
     Step("reinforce-ada samples runs/default -n 2", 120, needs=(TRAIN,)),
+    Step("reinforce-ada simulate --strategy seq", 300),
     # "Train your own model on your own data"
     Step(
         "reinforce-ada eval --model models/smollm2 --dataset examples/data/word_problems_eval.jsonl --prompt-key "
@@ -155,9 +157,33 @@ STEPS: tuple[Step, ...] = (
         quick=f"python examples/trl_own_data.py --model {TINY} --steps 2",
     ),
     Step("python examples/trl_gsm_symbolic.py --steps 3", 1800, slow=True),
+    Step(
+        "python examples/train_own_data.py --model src/reinforce_ada/models/data/tiny-arithmetic --max-new-tokens 8",
+        300,
+    ),
+    Step(
+        "python examples/train_own_data.py --model models/smollm2",
+        3600,
+        slow=True,
+        needs=(SMOL,),
+        quick=f"python examples/train_own_data.py --model {TINY} --max-new-tokens 8 --steps 2",
+    ),
+    # docs/compare.md: three arms on a pool of your own (minutes)
+    Step(
+        'reinforce-ada compare --arms "grpo-n4;seq-bal;mopps" --pool mine=arithmetic:weights=0/0/0/1/1/1/1,size=512 '
+        "--steps 40 --seeds 3 --other-seeds 3 --sweep-seeds 1 --lrs 2e-4 --out runs/compare-mine/convergence",
+        1800,
+        slow=True,
+    ),
+    # docs/index.md: the docs site (the docs extra) and its generated results pages
+    Step("python -m docgen", 300),
 )
 
 NOT_RUN = {
+    'pip install -e ".[docs]" && mkdocs serve': "a server that runs until stopped; `mkdocs build --strict` builds the "
+    "same site (.ci/run; tests/test_docs.py where mkdocs is installed)",
+    "mkdocs build --strict": "needs the docs extra: .ci/run runs it, and tests/test_docs.py::test_site_builds_strict "
+    "where mkdocs is installed",
     "reinforce-ada train --rollout-workers 2 --rollout.threads 1": "starts a local Ray; tests/test_ray.py runs it",
     "ray start --head --port 6379": "needs a Ray cluster",
     "ray start --address HEAD_IP:6379": "needs a Ray cluster",
@@ -197,7 +223,7 @@ NOT_RUN = {
     'reinforce-ada simulate --steps 200 --seeds 5 --batch-size 64 --strategies "uniform;uniform:n=8;uniform:n=16;'
     'dynamic;seq;seq:exit=positive;est" --out studies/allocators_sim/results/simulate_hard_pool': "the committed "
     "result's command (it writes into the study's results); the quick tour's simulate runs the same code",
-    "reinforce-ada compare --quick": "benchmark (minutes on 2 cores, writes runs/compare-quick)",
+    "reinforce-ada compare --quick": "benchmark (hours on 2 cores, writes runs/compare-quick)",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
     "command as the quick tour's simulate with one arm fewer",
     "apt-get install bubblewrap": "a system package (root); the code sandbox falls back to unshare(1)",

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StrategyConfig:
+    """A strategy, configured: its registered name, its options (an instance of its class's `Options`) and its seed.
+
+    Make one with `strategy_config("seq", k_pos=2)` or `parse_arm("seq:k_pos=2")`; `cfg.k_pos` reads
+    `cfg.options.k_pos`, and `cfg.replace(k_pos=3)` changes options by name.
+    """
+
     name: str
     """The registered strategy name (`sampling.strategies.STRATEGIES`)."""
     options: Options

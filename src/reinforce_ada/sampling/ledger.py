@@ -69,10 +69,16 @@ class Ledger:
 
 @dataclass
 class StepBatch:
+    """What one step of sampling returns (`collect`, `collect_streaming`): everything the learner trains on."""
+
     groups: list[Group]
+    """One group per prompt trained on: its kept samples and every reward drawn for it."""
     advantages: list[np.ndarray]
+    """Per group, one advantage per kept sample (the strategy's baseline and scaling applied)."""
     weights: np.ndarray
+    """Per group, the prompt's weight in the loss (1, or e.g. Ada-Est's residual 1/sqrt(p))."""
     ledger: Ledger
+    """Where the step's sampling budget went: samples and tokens drawn and trained, prompts without signal, rounds."""
 
 
 def _call(verifier: Verifier, completion: str, answer: str, timeout_s: float | None) -> float:

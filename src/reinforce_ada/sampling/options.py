@@ -12,6 +12,7 @@
    weights, cross-step trackers), so `reinforce-ada plan` offers no flag for it.
 3) The names are one vocabulary: config field, CLI flag (`--k-pos`), arm spec (`seq:k_pos=2`), TOML key, metric.
    Two strategies that share a name share its type (the contract test checks it).
+The checks an options class runs (`at_least`, `choice`, `unit`, ...) are in `sampling.checks`.
 This module knows no strategy: the registry (`sampling.strategies`) maps names to classes and `sampling.configure`
 builds a config from flat names.
 """
@@ -19,13 +20,12 @@ builds a config from flat names.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
+from reinforce_ada.sampling.checks import at_least, boolean, choice, fits_memory, positive, unit
 from reinforce_ada.sampling.objectives import OBJECTIVES
 
 ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
@@ -41,53 +41,6 @@ def same_as(base: type, name: str, default: Any) -> Any:
     """The option `name` of `base` with another default: a strategy's own default for a shared option (Seq's
     baseline is the whole pool's mean), with the shared help."""
     return field(default=default, metadata=base.__dataclass_fields__[name].metadata)
-
-
-# -- checks shared by every options class: each message names the option, the value and what is valid -----------
-def choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
-    if value not in valid:
-        raise ConfigError(f"{name}={value!r} is not valid; choose one of {list(valid)}")
-
-
-def at_least(name: str, value: Any, lo: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < lo:
-        raise ConfigError(f"{name}={value!r} is out of range; it must be >= {lo}")
-
-
-def unit(name: str, value: float, *, open_lo: bool = False, open_hi: bool = False) -> None:
-    lo_ok = value > 0.0 if open_lo else value >= 0.0
-    hi_ok = value < 1.0 if open_hi else value <= 1.0
-    if not (lo_ok and hi_ok):
-        lo, hi = "(0" if open_lo else "[0", "1)" if open_hi else "1]"
-        raise ConfigError(f"{name}={value!r} is out of range; it must be in {lo}, {hi}")
-
-
-def positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ConfigError(f"{name}={value} is out of range; it must be > 0")
-
-
-def check_group(n: int, max_samples: int) -> None:
-    """A strategy that trains on n of at most max_samples samples needs n <= max_samples."""
-    at_least("max_samples", max_samples, 1)
-    if n > max_samples:
-        raise ConfigError(f"n={n} must be <= max_samples={max_samples} (cannot train on more than is drawn)")
-
-
-def fits_memory(name: str, value: Any, bytes_each: int, what: str) -> None:
-    """An option whose value sizes memory (`bytes_each` per unit) must fit this machine's physical memory: 10**9 used
-    to fail with MemoryError minutes into a run. The training config checks again with the batch size."""
-    memory = physical_memory()
-    if isinstance(value, int) and value * bytes_each > memory:
-        raise ConfigError(
-            f"{name}={value}: {what} would need about {value * bytes_each / 2**30:.0f} GiB, more than this machine's "
-            f"{memory / 2**30:.1f} GiB; the largest {name} here is {memory // bytes_each}"
-        )
-
-
-def boolean(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r} is not valid; it must be true or false")
 
 
 @dataclass(frozen=True)

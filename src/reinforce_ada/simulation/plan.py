@@ -58,7 +58,14 @@ MC_BYTES_PER_SAMPLE = 600
 
 
 def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
-    """Exact answers per pass rate (see the module docstring for which method applies)."""
+    """What strategy `cfg` does with a prompt of each pass rate in `rates`, exactly (no sampling).
+
+    One `PlanRow` per rate: the probability the prompt gives no gradient (all trained advantages zero, dropped or
+    not trained), the expected samples it draws, and how often it ends unresolved; closed forms or exact enumeration
+    over the strategy's law of one visit, whichever its class declares (module docstring). `plan_monte_carlo` checks
+    it by running the real strategy. Raises ConfigError for a strategy without a planner or a cap too large to
+    enumerate.
+    """
     cls = strategy_class(cfg.name)
     check_size(cls, cfg.options)
     r = check_rates(rates)

@@ -24,6 +24,8 @@ from reinforce_ada.types import Group, Prompt, Request, Sample
 
 @dataclass(frozen=True)
 class SimConfig:
+    """How the simulated policy learns and what it reports (module docstring)."""
+
     lr: float = 0.3
     """Step size on the logits (0 freezes the policy)."""
     optimizer: str = "normalized"
@@ -54,6 +56,13 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 class SimulatedPolicy:
+    """An engine over `prompts` with true pass rates `pass_rates` that move under `update` (module docstring).
+
+    `generate(requests)` draws 0/1 rewards from each prompt's current pass rate; `update(groups, advantages, weights)`
+    applies the exact policy gradient of a step's training surrogate; `pass_rates` and `oracle()` give the truth a
+    real policy hides. Build a pool shaped like the paper's hard set with `hard_pool(n)`.
+    """
+
     def __init__(self, prompts: Sequence[Prompt], pass_rates: Sequence[float], cfg: SimConfig | None = None):
         self.cfg = cfg or SimConfig()
         if self.cfg.optimizer not in ("normalized", "sgd"):

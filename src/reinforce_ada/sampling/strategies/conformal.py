@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.options import Options, at_least, boolean, check_group, choice, fits_memory, option, unit
+from reinforce_ada.sampling.checks import at_least, boolean, check_group, choice, fits_memory, unit
+from reinforce_ada.sampling.options import Options, option
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt

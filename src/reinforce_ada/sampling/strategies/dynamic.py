@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.options import Options, at_least, option
+from reinforce_ada.sampling.checks import at_least
+from reinforce_ada.sampling.options import Options, option
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt

@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.checks import at_least, check_group, choice
 from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
-from reinforce_ada.sampling.options import Options, at_least, check_group, choice, option, same_as
+from reinforce_ada.sampling.options import Options, option, same_as
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt

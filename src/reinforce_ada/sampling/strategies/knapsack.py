@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.options import choice, option
+from reinforce_ada.sampling.checks import choice
+from reinforce_ada.sampling.options import option
 from reinforce_ada.sampling.strategies.est import BudgetOptions, Est, knapsack_allocate
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group

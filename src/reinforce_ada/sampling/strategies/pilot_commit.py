@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.options import Options, at_least, check_group, option, same_as, unit
+from reinforce_ada.sampling.checks import at_least, check_group, unit
+from reinforce_ada.sampling.options import Options, option, same_as
 from reinforce_ada.sampling.protocol import PoolStrategy, split_correct
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt

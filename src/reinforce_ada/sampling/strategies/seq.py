@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.checks import at_least, check_group, choice, unit
 from reinforce_ada.sampling.law import exit_holds, resolve_chance
-from reinforce_ada.sampling.options import Options, at_least, check_group, choice, option, same_as, unit
+from reinforce_ada.sampling.options import Options, option, same_as
 from reinforce_ada.sampling.protocol import PoolStrategy, downsample, split_correct
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group

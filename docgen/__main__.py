@@ -1,0 +1,66 @@
+"""`python -m docgen`: regenerate the committed results pages, figures, BENCHMARKS.md and the README's results table.
+
+python -m docgen                       # write them (seconds; reads the studies' JSON, trains nothing)
+python -m docgen --check               # exit 1 naming every file that differs from what would be written
+python -m docgen reference --out DIR   # the reference pages the site builds, as files in DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from docgen import figures, readme, reference, results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generated() -> dict[str, str]:
+    """Every generated text file: repository path -> its text (the figures' data included, not their PNGs)."""
+    out = results.pages()
+    out["README.md"] = readme.with_results((ROOT / "README.md").read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in figures.write(Path(tmp)):
+            if path.suffix == ".json":
+                out[path.relative_to(tmp).as_posix()] = path.read_text()
+    return out
+
+
+def stale() -> list[str]:
+    """Files whose committed text differs from what `python -m docgen` writes."""
+    return [p for p, text in generated().items() if not (ROOT / p).exists() or (ROOT / p).read_text() != text]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m docgen", description=__doc__.splitlines()[0])
+    ap.add_argument("what", nargs="?", choices=["all", "reference"], default="all")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a committed file is stale")
+    ap.add_argument("--out", default=None, help="reference: the folder to write the pages to")
+    args = ap.parse_args(argv)
+    if args.what == "reference":
+        out = Path(args.out or "site-reference")
+        for uri, render in reference.PAGES.items():
+            (out / uri).parent.mkdir(parents=True, exist_ok=True)
+            (out / uri).write_text(render())
+            print(f"wrote {out / uri}")
+        return 0
+    if args.check:
+        bad = stale()
+        for p in bad:
+            print(f"stale: {p} (run `python -m docgen`)", file=sys.stderr)
+        return 1 if bad else 0
+    for path, text in generated().items():
+        (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
+        if not (ROOT / path).exists() or (ROOT / path).read_text() != text:
+            (ROOT / path).write_text(text)
+            print(f"wrote {path}")
+    for path in figures.write(ROOT):
+        if path.suffix == ".png":
+            print(f"drew {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

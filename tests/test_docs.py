@@ -1,0 +1,142 @@
+"""The documentation: a short README that starts right, results that cannot drift from their data, a reference that
+lists every command, flag, config field and strategy option, and a site that builds with `mkdocs build --strict`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from docgen import reference, results
+from docgen.__main__ import stale
+from docgen.hooks import repo_link, rewrite_links
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_is_short_and_its_first_screen_says_what_and_how():
+    lines = README.splitlines()
+    assert len(lines) <= 200
+    assert lines[3:5] == [
+        "pip install torch==2.13.0 -e . && reinforce-ada train",
+        'pip install torch==2.13.0 -e ".[dev]" && python -m pytest',
+    ]  # the two set-up commands, first and unchanged
+    first_screen = "\n".join(lines[:40])
+    assert "language models" in first_screen and "verifiable rewards" in first_screen  # what it is
+    assert "--strategy auto" in first_screen and "--strategy seq" in first_screen  # which sampler, in one line
+
+
+def test_the_default_and_the_recommendation_agree_in_train_help(capsys, monkeypatch):
+    from reinforce_ada.cli.main import build_parser
+
+    monkeypatch.setenv("COLUMNS", "300")
+    with pytest.raises(SystemExit):
+        build_parser(["train"]).parse_args(["train", "--help"])
+    entry = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("--strategy NAME"))
+    assert "default seq" in entry and "auto" in entry and "per token" in entry
+
+
+def test_committed_results_are_what_docgen_writes():
+    """A number on a results page, in BENCHMARKS.md or in the README's table is regenerated from the studies' JSON:
+    `python -m docgen` rewrites them; a committed file that differs fails here."""
+    assert stale() == [], "run `python -m docgen` and commit what it writes"
+
+
+def test_a_registered_study_without_results_says_it_is_running(tmp_path, monkeypatch):
+    page = results.fewer_samples_page()
+    if not (results.STUDIES / "fewer_samples" / "results" / "fewer_samples.json").exists():
+        assert "runs in progress" in page.verdict and page.status == "info" and not page.provenance
+    assert "C1" in page.render() and "spo-64" in page.render()  # the registered claims, from the registration
+
+
+@pytest.mark.parametrize(
+    ("entry", "goal", "pool", "expected"),
+    [
+        ({"value": 2.1, "t_lo": 2.05, "t_hi": 2.2}, ">= 2.0", None, "**met**"),
+        ({"value": 2.1, "lo": 1.9, "hi": 2.3}, ">= 2.0", None, "**met** on the point estimate"),
+        ({"value": 1.03, "t_lo": 0.89, "t_hi": 1.19}, ">= 2.0 on default and hard, >= 1.5 on small", "hard",
+         "missed (interval excludes the goal)"),
+        ({"value": 1.2, "t_lo": 0.9, "t_hi": 1.6}, ">= 2.0 on default, >= 1.5 on small", "small",
+         "missed (interval reaches it)"),
+        ({"value": 0.79}, "<= 0.7", None, "missed"),
+        ({"value": 0.98, "lo": 0.93, "hi": 1.02}, "<= 1.05", None, "**met**"),
+        ({"value": 1.06}, "none: the ceiling", None, "reported (no goal)"),
+    ],
+)  # fmt: skip
+def test_verdicts_say_where_the_interval_lies(entry, goal, pool, expected):
+    assert results.verdict(entry, goal, pool) == expected
+
+
+def test_cli_reference_lists_every_command_and_flag():
+    from reinforce_ada.cli.main import build_parser
+
+    page = reference.cli_page()
+    for name, (_, sp) in reference.subcommands(build_parser([])).items():
+        assert f"\n## {name}\n" in page, name
+        section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        for action in sp._actions:
+            if action.help is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            for flag in action.option_strings or [action.dest]:
+                assert flag in section, f"{name}: {flag}"
+
+
+def test_config_reference_lists_every_field_of_every_section():
+    from reinforce_ada.training.config import SECTIONS, TrainConfig
+
+    page = reference.config_page()
+    assert set(reference.config_sections()) == set(SECTIONS) - {"strategy"}
+    assert {f.name for f in dataclasses.fields(TrainConfig)} == set(SECTIONS)
+    for sec, cls in reference.config_sections().items():
+        section = page.split(f"\n## [{sec}]", 1)[1].split("\n## ", 1)[0]
+        for f in dataclasses.fields(cls):
+            assert f"| `{f.name}` |" in section, f"[{sec}] {f.name}"
+
+
+def test_strategy_reference_lists_every_strategy_and_option():
+    from reinforce_ada.sampling.options import Options, option_specs
+    from reinforce_ada.sampling.strategies import STRATEGIES, strategy_class
+
+    page = reference.strategies_page()
+    shared = page.split("\n## Shared options", 1)[1]
+    for f in dataclasses.fields(Options):
+        assert f"| `{f.name}` |" in shared, f.name
+    for name in set(STRATEGIES) - {"auto"}:
+        section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        for spec in option_specs(strategy_class(name).Options):
+            if spec.group == "own":
+                assert f"| `{spec.name}` |" in section, f"{name}: {spec.name}"
+
+
+def test_links_to_repository_files_become_site_pages_or_code():
+    assert repo_link("docs/trl.md") == "trl.md"
+    assert repo_link("studies/compute_to_target/README.md") == "results/compute_to_target.md"
+    assert repo_link("docs/verl.md#install", "reference") == "../verl.md#install"
+    text = "see [studies/README.md](studies/README.md), [pyproject](pyproject.toml) and [TRL](https://x.org)"
+    assert rewrite_links(text) == "see [studies/README.md](results/index.md), `pyproject` and [TRL](https://x.org)"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="the docs extra: pip install -e '.[docs]'")
+def test_site_builds_strict(tmp_path):
+    """`mkdocs build --strict`: a broken link, a missing page or a page left out of the nav fails (about 20 s)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    for page in ("reference/cli", "reference/config", "reference/strategies", "reference/api", "results"):
+        assert (tmp_path / "site" / page / "index.html").exists(), page
+    assert (tmp_path / "site" / "search" / "search_index.json").exists()  # the site has search
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
+    assert len(re.findall(r'id="reinforce_ada\.', api)) >= 30  # the public API rendered from its docstrings
