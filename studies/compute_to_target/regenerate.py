@@ -27,6 +27,7 @@ from studies.compute_to_target.tiebreak import load_tiebreak, result_names, tieb
 from studies.protocol import records
 from studies.protocol.compare_results import rebuild, shape
 from studies.protocol.headlines import summary_entries
+from studies.protocol.prereg import first_quoted
 from studies.protocol.summary import merge_pools, stamped, write_summary
 
 
@@ -35,7 +36,11 @@ def regenerate_one(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Pa
     with its runs."""
     phases = records.runs_of(ctx, runs)
     sk = ctx["skeleton"]
-    res = rebuild(ctx["meta"], phases, tables="compute" in sk["by_pool"])
+    meta = ctx["meta"]
+    if meta.get("registration"):  # each claim against the registration as it stood when this result was first committed
+        quoted = first_quoted(registration_path(meta["registration"]["path"]), RESULTS / f"{ctx['name']}.json")
+        meta = {**meta, "registration": {**meta["registration"], "first_quoted": quoted}}
+    res = rebuild(meta, phases, tables="compute" in sk["by_pool"])
     reg = (ctx["meta"].get("registration") or {}).get("content")
     pools = list(ctx["meta"]["pools"])
     if "partial" in sk["top"]:
