@@ -141,6 +141,6 @@ def table(cost: GpuCost | None = None) -> str:
             how = "fitted" if r["fitted"] else ("reference" if arm == "grpo" else "check")
             lines.append(
                 f"| {row} | {arm} | {r['seconds']:.0f} | {r['ratio']:.2f} | {r['paper_ratio']:.2f} | "
-                f"{r['error']:+.0%} | {how} |"
+                f"{round(r['error'], 2) + 0.0:+.0%} | {how} |"
             )
     return "\n".join(lines)
