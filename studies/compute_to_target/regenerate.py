@@ -6,7 +6,8 @@
 For each result the records file lists (`protocol.records`), in name order so that a first run is written before
 its re-run reads it: the runs it reads are rebuilt into a `compare` result with this checkout's analysis
 (`protocol.compare_results.rebuild`: the lr choice, each pool's table and compute-to-target table, the goals, C0-C3
-against the registration as it was), then what the study script added: `partial`, the re-run's `agreement` with its
+against the registration as it was and as it stood when the result was first committed, `protocol.prereg.first_quoted`,
+which reads the git history), then what the study script added: `partial`, the re-run's `agreement` with its
 first run (`rerun`), the tie-break's reading (`tiebreak`). The result JSON keeps its committed keys, with each run
 named by its record id instead of its curves; the PNG is drawn from the runs; summary.json's C-entries are read from
 the results with the command and date they were written with.
