@@ -6,7 +6,8 @@
 For each result the records file lists (`protocol.records`), in name order so that a first run is written before
 its re-run reads it: the runs it reads are rebuilt into a `compare` result with this checkout's analysis
 (`protocol.compare_results.rebuild`: the lr choice, each pool's table and compute-to-target table, the goals, C0-C3
-against the registration as it was), then what the study script added: `partial`, the re-run's `agreement` with its
+against the registration as it was and as it stood when the result was first committed, `protocol.prereg.first_quoted`,
+which reads the git history), then what the study script added: `partial`, the re-run's `agreement` with its
 first run (`rerun`), the tie-break's reading (`tiebreak`). The result JSON keeps its committed keys, with each run
 named by its record id instead of its curves; the PNG is drawn from the runs; summary.json's C-entries are read from
 the results with the command and date they were written with.
@@ -27,6 +28,7 @@ from studies.compute_to_target.tiebreak import load_tiebreak, result_names, tieb
 from studies.protocol import records
 from studies.protocol.compare_results import rebuild, shape
 from studies.protocol.headlines import summary_entries
+from studies.protocol.prereg import first_quoted
 from studies.protocol.summary import merge_pools, stamped, write_summary
 
 
@@ -35,7 +37,11 @@ def regenerate_one(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Pa
     with its runs."""
     phases = records.runs_of(ctx, runs)
     sk = ctx["skeleton"]
-    res = rebuild(ctx["meta"], phases, tables="compute" in sk["by_pool"])
+    meta = ctx["meta"]
+    if meta.get("registration"):  # each claim against the registration as it stood when this result was first committed
+        quoted = first_quoted(registration_path(meta["registration"]["path"]), RESULTS / f"{ctx['name']}.json")
+        meta = {**meta, "registration": {**meta["registration"], "first_quoted": quoted}}
+    res = rebuild(meta, phases, tables="compute" in sk["by_pool"])
     reg = (ctx["meta"].get("registration") or {}).get("content")
     pools = list(ctx["meta"]["pools"])
     if "partial" in sk["top"]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
@@ -66,6 +67,8 @@ def run(argv: list[str]) -> int:
     if ours.preregistration:  # a bad file fails before any run, naming the key
         content = prereg.load(ours.preregistration)
         registration = {**prereg.provenance(ours.preregistration), "content": content}
+        out_json = Path(c.out).with_suffix(".json")  # a result written over one committed before: its claims then
+        registration["first_quoted"] = prereg.first_quoted(ours.preregistration, out_json)
     first = read_json_object("--check-against", ours.check_against) if ours.check_against else None
     results = run_compare(c)
     settings = {**dataclasses.asdict(c), "preregistration": ours.preregistration}

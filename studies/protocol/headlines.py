@@ -33,10 +33,16 @@ def figures(pool_summary: dict[str, Any], arm: str) -> dict[str, Any]:
 def compute_headlines(config: dict[str, Any], results: dict[str, Any], registration: dict[str, Any] | None) -> dict:
     """C0-C3 per pool for the registered arm (or the config's `compute_arm`), each checked against the registration.
     `config`: the compare run's settings (steps, compute_arm, uniform, oracles); `registration`: the provenance of
-    the registration file with its content under `content` (`prereg.provenance` + `prereg.load`), or None."""
-    reg = (registration or {}).get("content")
-    prov = {k: v for k, v in (registration or {}).items() if k != "content"} if registration else None
-    out: dict[str, Any] = {"preregistration": registration}
+    the registration file with its content under `content` (`prereg.provenance` + `prereg.load`), or None; under
+    `first_quoted`, the registration as it stood when the result was first committed (`prereg.first_quoted`: each
+    claim is checked against it; written without its content)."""
+    given = registration or {}
+    reg, quoted = given.get("content"), given.get("first_quoted")
+    prov = {k: v for k, v in given.items() if k not in ("content", "first_quoted")} if registration else None
+    written = registration
+    if quoted is not None:
+        written = {**registration, "first_quoted": {k: v for k, v in quoted.items() if k != "content"}}
+    out: dict[str, Any] = {"preregistration": written}
     out["targets"] = list(compute.TARGETS)
     out["by_pool"], out["best_after_the_fact"] = {}, {}
     for pool, summ in results["by_pool"].items():
@@ -48,7 +54,7 @@ def compute_headlines(config: dict[str, Any], results: dict[str, Any], registrat
             head = figures(comp, config["compute_arm"] if arm == "oracle" else arm)[fig]
             row = comp["table"].get(head.get("arm") or "", {})
             run = {"seeds": row.get("seeds", []), "steps": config["steps"], "targets": list(compute.TARGETS)}
-            head["preregistration"] = prereg.check(reg, prov, fig, arm, pool, run)
+            head["preregistration"] = prereg.check(reg, prov, fig, arm, pool, run, quoted)
             figs[fig] = head
         out["by_pool"][pool] = figs
         out["best_after_the_fact"][pool] = compute.best_after_the_fact(comp, (*config["uniform"], *config["oracles"]))

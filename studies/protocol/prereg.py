@@ -19,10 +19,14 @@ and the oracle arms) and, per headline figure, the arm it is read for:
     goal = ">= 2.0"
 
 `provenance(path)` records the file's sha256, the last commit that touched it and whether the file equals that
-commit's copy (an uncommitted edit is not a pre-registration). `check(prereg, run)` marks each headline figure of a
-run as pre-registered or not, with every mismatch spelled out: a figure whose arm, pool, seeds, horizon or targets
-differ from the file, or whose file was not committed, is reported as not pre-registered (it stays in the results,
-labelled).
+commit's copy (an uncommitted edit is not a pre-registration). `first_quoted(path, result)` is the registration as
+it stood when the result that quotes it was first committed (`first_committed`): a claim must be the same then and
+now, or a claim edited and committed after the results would still read as registered before them. `check(prereg,
+prov, ..., quoted=)` marks each headline figure of a run as pre-registered or not, with every mismatch spelled out: a
+figure whose arm, pool, seeds, horizon or targets differ from the file, whose file was not committed, or whose claim
+or instrument differs from the registration as first quoted, is reported as not pre-registered (it stays in the
+results, labelled). Edits elsewhere in the file (a comment, an amendment table that names itself) do not unmark a
+claim.
 """
 
 from __future__ import annotations
@@ -123,11 +127,8 @@ def provenance(path: str | Path) -> dict[str, Any]:
     out["committed"] = False
 
     def git(*args: str, cwd: Path = p.parent) -> str | None:
-        try:
-            r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return r.stdout.decode().strip() if r.returncode == 0 else None
+        out = _git(cwd, *args)
+        return out.decode().strip() if out is not None else None
 
     top = git("rev-parse", "--show-toplevel")
     if top is None:
@@ -140,19 +141,110 @@ def provenance(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def _git(cwd: Path, *args: str) -> bytes | None:
+    """A git command's stdout (None when git or the repository is missing, or the command fails)."""
+    try:
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def first_committed(result: str | Path) -> str | None:
+    """The oldest commit that added the result file (None: never committed): at its path followed through renames,
+    or under its file name in any `results/` folder (a study that moved kept its results' names while their contents
+    changed too much for git to see a rename)."""
+    p = Path(result).resolve()
+    top = _git(p.parent if p.parent.exists() else Path.cwd(), "rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    root = Path(top.decode().strip())
+
+    def added(*spec: str) -> list[str]:
+        return (_git(root, "log", "--diff-filter=A", "--format=%H", *spec) or b"").decode().split()
+
+    found = added("--follow", "--", p.relative_to(root).as_posix()) if p.is_relative_to(root) else []
+    found += added("--", f":(glob)**/results/{p.name}")
+    found = list(dict.fromkeys(found))
+    for c in found:  # the one every other descends from (commit times tie within a second)
+        if all(o == c or _git(root, "merge-base", "--is-ancestor", c, o) is not None for o in found):
+            return c
+    return found[-1] if found else None
+
+
+def first_quoted(registration: str | Path, result: str | Path) -> dict[str, Any] | None:
+    """The registration as it stood when `result` was first committed: {commit, path, sha256, content} (content and
+    sha256 None when no file of the registration's name was in that commit); None when the result was never
+    committed (it is being written now, against the registration as it stands). The registration is found by its
+    file name in that commit's tree (registrations keep their names when a study moves)."""
+    commit = first_committed(result)
+    if commit is None:
+        return None
+    reg = Path(registration).resolve()
+    top = _git(reg.parent, "rev-parse", "--show-toplevel") or _git(Path(result).resolve().parent, "rev-parse",
+                                                                   "--show-toplevel")  # fmt: skip
+    root = Path(top.decode().strip()) if top else Path.cwd()
+    tree = (_git(root, "ls-tree", "-r", "--name-only", commit) or b"").decode().split("\n")
+    named = sorted(t for t in tree if t.rsplit("/", 1)[-1] == reg.name)
+    if len(named) > 1 and reg.is_relative_to(root) and reg.relative_to(root).as_posix() in named:
+        named = [reg.relative_to(root).as_posix()]
+    out: dict[str, Any] = {"commit": commit, "path": named[0] if len(named) == 1 else None, "sha256": None}
+    out["content"] = None
+    if len(named) == 1:
+        raw = _git(root, "show", f"{commit}:{named[0]}") or b""
+        out["sha256"] = hashlib.sha256(raw).hexdigest()
+        try:
+            out["content"] = tomllib.loads(raw.decode())
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError):  # unreadable then: compared as "not the same"
+            out["content"] = {}
+    elif len(named) > 1:
+        out["path"] = named
+    return out
+
+
+def _as_first_quoted(prereg: dict[str, Any], quoted: dict[str, Any], figure: str) -> list[str]:
+    """Why `figure`'s claim (or the instrument) now differs from the registration as first quoted; [] if it does
+    not."""
+    when = f"when the results quoting it were first committed ({quoted['commit'][:7]})"
+    then = quoted.get("content")
+    if then is None:
+        where = f"several files named so: {quoted['path']}" if isinstance(quoted.get("path"), list) else "none"
+        return [f"the registration was not in the repository {when} ({where})"]
+    why = []
+    inst_then, inst_now = then.get("instrument") or {}, prereg["instrument"]
+    changed = sorted(k for k in set(inst_then) | set(inst_now) if inst_then.get(k) != inst_now.get(k))
+    if changed:
+        why.append(f"[instrument] {changed} edited after the registration stood as it did {when}")
+    now_claims = claims_for(prereg, figure)
+    then_claims = [c for c in then.get("claim", []) if c.get("figure") == figure]
+    if now_claims != then_claims:
+        why.append(f"{figure}'s claim was {then_claims or 'absent'} {when}, now {now_claims or 'absent'}")
+    return why
+
+
 def claims_for(prereg: dict[str, Any], figure: str) -> list[dict[str, Any]]:
     return [c for c in prereg["claim"] if c["figure"] == figure]
 
 
 def check(
-    prereg: dict[str, Any] | None, prov: dict[str, Any] | None, figure: str, arm: str, pool: str, run: dict[str, Any]
+    prereg: dict[str, Any] | None,
+    prov: dict[str, Any] | None,
+    figure: str,
+    arm: str,
+    pool: str,
+    run: dict[str, Any],
+    quoted: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Is `figure` for `arm` on `pool` pre-registered? `run`: the run's seeds, steps and targets."""
+    """Is `figure` for `arm` on `pool` pre-registered? `run`: the run's seeds, steps and targets; `quoted`: the
+    registration as it stood when the results quoting it were first committed (`first_quoted`; None when they never
+    were)."""
     if prereg is None:
         return {"preregistered": False, "why": ["no pre-registration file was given"]}
     why = []
     if not (prov or {}).get("committed"):
         why.append("the pre-registration file differs from its last commit (or is not committed)")
+    if quoted is not None:
+        why += _as_first_quoted(prereg, quoted, figure)
     cl = [c for c in claims_for(prereg, figure) if c["arm"] == arm]
     if not cl:
         named = [c["arm"] for c in claims_for(prereg, figure)]

@@ -5,8 +5,10 @@ One JSON object a line, gzip'd with a fixed mtime (the same runs give the same b
    the record it was made from (for a `compare` run: the record file's name in the records folder, a hash of the code
    and the job, `bench.jobs`), so its provenance can be checked against the commit that made it; git history keeps
    the full records. `compact` reduces a `bench.run` record: curves at every evaluation kept whole, the per-step
-   series a figure draws kept (`KEEP`), the others reduced to the statistics the tables read over the first `steps`
-   (`bench.analysis.head_stat`) and to the cumulative CPU and GPU-model seconds at each evaluation (`bench.compute`).
+   series a figure draws kept (`KEEP`) and the ones the GPU cost model prices a step by (`bench.costmodel.GPU_SERIES`:
+   rows per round and samples trained, so a revised model reprices every run), the others reduced to the statistics
+   the tables read over the first `steps` (`bench.analysis.head_stat`) and to the cumulative CPU seconds at each
+   evaluation (`bench.compute`; a run without the GPU series keeps its GPU-model seconds as they were computed).
 2) `{"kind": "result", "name": ...}`: one committed result: what no run gives (settings, machine, testbed and pool
    digests, a registration's provenance and content as they were when the result was written, the command and date)
    and the ids of the runs it reads, per phase.
@@ -38,16 +40,20 @@ def compact(record: dict[str, Any], steps: int, run_id: str) -> dict[str, Any]:
     """A `bench.run` record as a compact run (module docstring); `steps`: the horizon the tables read."""
     from reinforce_ada.bench.analysis import head_stat
     from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.costmodel import GPU_SERIES
 
     out: dict[str, Any] = {"kind": "run", "id": run_id, **{k: record[k] for k in RUN_FIELDS}}
     if record["phase"] != "main":
         return out
     out.update({k: record[k] for k in MAIN_FIELDS if k in record})
     out.update({k: record[k] for k in KEEP if k in record})
+    priced = all(k in record for k in GPU_SERIES)
+    if priced:  # whole: the GPU model reprices the run from them (`bench.compute.axis_x`)
+        out.update({k: record[k] for k in GPU_SERIES})
     out["head"] = {"steps": steps}
     for stat, keys in HEAD.items():
         out["head"][stat] = {k: head_stat(record, k, steps, stat) for k in keys if k in record}
-    for axis in ("cpu_s", "gpu_s"):
+    for axis in ("cpu_s",) if priced else ("cpu_s", "gpu_s"):
         try:
             out[f"eval_{axis}"] = axis_x(record, axis)
         except (KeyError, ValueError):  # a run without the series that axis needs: the axis is left out, as before

@@ -5,7 +5,9 @@ how much, and how far is that from the best any allocator could do?* Records are
 
 1) Cost axes. A run's curve is read against four x's (`axis_x`): RL `steps`, generated `tokens`, `cpu_s` (the run's
    own recorded step times summed up to each evaluation: this machine, the load the interleaved runs shared) and
-   `gpu_s` (the same steps priced by `bench.costmodel`'s memory-bound GPU model). Evaluation time is in none.
+   `gpu_s` (the same steps priced by `bench.costmodel`'s GPU model, fitted to the paper's step times; a run that
+   keeps its rows per round is priced by this checkout's model, one that keeps only its cumulative seconds is read
+   as stored). Evaluation time is in none.
 2) The best uniform arm, per pool and per axis: among the uniform arms run (GRPO-n with n in {2, 4, 8, 16}, each at
    its own swept lr), the one with the largest time-scale factor against GRPO-n4 on that axis. Picking the best of
    four after seeing the data flatters the reference, so every factor against it is conservative for the allocators.
@@ -46,8 +48,10 @@ def axis_x(record: dict[str, Any], axis: str) -> list[float]:
     if axis == "tokens":
         return [float(t) for t in record["eval_tokens"]]
     if axis in ("cpu_s", "gpu_s"):
-        from reinforce_ada.bench.costmodel import cumulative
+        from reinforce_ada.bench.costmodel import GPU_SERIES, cumulative
 
+        if axis == "gpu_s" and all(k in record for k in GPU_SERIES):  # priced by this checkout's model
+            return cumulative(record, "gpu")
         if "time_step_s" not in record and isinstance(record.get(f"eval_{axis}"), list):
             return [float(v) for v in record[f"eval_{axis}"]]  # a results JSON's run: its stored cumulative seconds
 

@@ -8,9 +8,9 @@
 3) At the end it also samples the held-out set with the trainer's own evaluation (Ave@k at temperature 1) and
    records both numbers: the gap is what exact evaluation does not count (whitespace variants, special tokens).
 4) The record keeps per-step series (`SERIES`, one entry per step from step 1), among them what `bench.costmodel`
-   prices a step by on other hardware (rounds, longest completion, samples and tokens trained; `rows_per_round`: each
-   step's list of samples per sequential round), and the machine it ran on: `cpu` and `load` (the 1-minute load
-   average at start and end), so its wall-clock can be read against load.
+   prices a step by on other hardware (`rows_per_round`: each step's list of samples per sequential round, and the
+   samples trained; rounds, longest completion and tokens trained beside them), and the machine it ran on: `cpu` and
+   `load` (the 1-minute load average at start and end), so its wall-clock can be read against load.
 Everything a job does is fixed by its fields (seeded), so jobs can run in any order or in worker processes.
 """
 

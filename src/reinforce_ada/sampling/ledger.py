@@ -34,8 +34,9 @@ class Ledger:
     samples_generated: int = 0
     tokens_generated: int = 0
     max_completion_tokens: int = 0
-    """The longest completion that came back this step (in tokens): what a memory-bound decode's time follows
-    (`bench.costmodel`). Samples cancelled in flight never come back, so they are not seen."""
+    """The longest completion that came back this step (in tokens), kept in a run's records; the GPU cost model
+    (`bench.costmodel`) prices rounds from an assumed length law instead. Samples cancelled in flight never come
+    back, so they are not seen."""
     samples_trained: int = 0
     tokens_trained: int = 0
     """Completion tokens of the trained samples (prompt tokens not counted): the learner's share of the bill."""

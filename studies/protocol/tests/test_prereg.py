@@ -64,3 +64,69 @@ def test_prereg_check_marks_every_mismatch(tmp_path):
     edited = prereg.check(prereg.load(f), prereg.provenance(f), "C1", "mopps", "hard", run)
     assert not edited["preregistered"] and "last commit" in edited["why"][0]
     assert not prereg.check(None, None, "C1", "mopps", "hard", run)["preregistered"]
+
+
+def test_a_claim_edited_after_its_results_were_first_committed_is_not_preregistered(tmp_path):
+    def commit(msg):
+        _git(tmp_path, "add", "-A")
+        _git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", msg)
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True).stdout.decode().strip()
+
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "study" / "results").mkdir(parents=True)
+    f, result = tmp_path / "study" / "p.toml", tmp_path / "study" / "results" / "r.json"
+    f.write_text(GOOD)
+    commit("prereg")
+    result.write_text('{"C1": 1.0}\n')
+    assert prereg.first_quoted(f, result) is None  # not committed yet: the registration as it stands is quoted
+    first = commit("results")
+    run = {"seeds": [0, 1, 2], "steps": 200, "targets": [0.1, 0.5, 0.9]}
+    quoted = prereg.first_quoted(f, result)
+    assert quoted["commit"] == first and quoted["path"] == "study/p.toml" and quoted["content"] == prereg.load(f)
+    assert prereg.check(prereg.load(f), prereg.provenance(f), "C1", "mopps", "hard", run, quoted)["preregistered"]
+    f.write_text(GOOD.replace('arm = "mopps"', 'arm = "seq-bal"'))  # the claim moved to the arm that did well
+    result.write_text('{"C1": 2.0}\n')
+    commit("edit the claim, rewrite the results")
+    reg, prov = prereg.load(f), prereg.provenance(f)
+    assert prov["committed"]  # committed, so the last-commit check alone reads it as registered
+    assert prereg.check(reg, prov, "C1", "seq-bal", "hard", run)["preregistered"]
+    quoted = prereg.first_quoted(f, result)
+    got = prereg.check(reg, prov, "C1", "seq-bal", "hard", run, quoted)
+    assert not got["preregistered"] and len(got["why"]) == 1
+    assert "C1's claim was [{'figure': 'C1', 'arm': 'mopps', 'goal': '>= 2.0'}]" in got["why"][0]
+    assert f"first committed ({first[:7]})" in got["why"][0] and "'seq-bal'" in got["why"][0]
+    # the study moves: both files under new folders, the result rewritten (git sees a new file): still its first commit
+    (tmp_path / "moved" / "results").mkdir(parents=True)
+    f.rename(tmp_path / "moved" / "p.toml")
+    result.unlink()
+    (tmp_path / "moved" / "results" / "r.json").write_text('{"C1": 2.0, "regenerated": true}\n')
+    commit("move")
+    quoted = prereg.first_quoted(tmp_path / "moved" / "p.toml", tmp_path / "moved" / "results" / "r.json")
+    assert quoted["commit"] == first and quoted["path"] == "study/p.toml"
+    assert not prereg.check(reg, prov, "C1", "seq-bal", "hard", run, quoted)["preregistered"]
+
+
+def test_first_quoted_edits_elsewhere_and_a_late_registration(tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "results").mkdir()
+    result, f = tmp_path / "results" / "r.json", tmp_path / "p.toml"
+    result.write_text("{}\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "results before any registration")
+    f.write_text(GOOD + '[[claim]]\nfigure = "C2"\narm = "mopps"\n')
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "registered late")
+    run = {"seeds": [0, 1, 2], "steps": 200, "targets": [0.1, 0.5, 0.9]}
+    reg, prov, quoted = prereg.load(f), prereg.provenance(f), prereg.first_quoted(f, result)
+    late = prereg.check(reg, prov, "C1", "mopps", "hard", run, quoted)
+    assert not late["preregistered"] and "not in the repository when the results" in late["why"][0]
+    # registered, then results, then a comment and another figure's claim edited: C1 stays registered, C2 does not
+    then = {"commit": "f" * 40, "path": "p.toml", "sha256": None, "content": prereg.load(f)}
+    f.write_text(GOOD + '# a comment added later\n[[claim]]\nfigure = "C2"\narm = "seq-bal"\n')
+    now = prereg.load(f)
+    assert prereg.check(now, prov, "C1", "mopps", "hard", run, then)["preregistered"]
+    c2 = prereg.check(now, prov, "C2", "seq-bal", "hard", run, then)
+    assert not c2["preregistered"] and "C2's claim was" in c2["why"][-1]
+    f.write_text(GOOD.replace("steps = 200", "steps = 100"))
+    inst = prereg.check(prereg.load(f), prov, "C1", "mopps", "hard", {**run, "steps": 100}, then)
+    assert not inst["preregistered"] and "[instrument] ['steps']" in inst["why"][0]

@@ -26,7 +26,25 @@ def test_a_compact_run_keeps_what_the_table_reads():
     for key, stat in (("time_step_s", "median"), ("zero_adv_share", "nanmean"), ("samples_per_step", "mean")):
         assert analysis.head_stat(c, key, 10, stat) == analysis.head_stat(full, key, 10, stat)
     assert c["eval_cpu_s"][:2] == pytest.approx([0.0, 1.0])
+    assert "eval_gpu_s" not in c and "rows_per_round" not in c  # a record without the GPU series: no GPU axis
     assert records.compact({**full, "phase": "sweep"}, 10, "s").keys() == {"kind", "id", *records.RUN_FIELDS}
+
+
+def test_a_compact_run_keeps_what_the_gpu_model_prices_so_a_revised_model_reprices_it():
+    from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.costmodel import GPU_SERIES, GpuCost, cumulative, gpu_record_seconds
+
+    full = _full(0)
+    n = len(full["time_step_s"])
+    full.update(rows_per_round=[[8, 4]] * n, samples_trained=[4.0] * n)
+    c = records.compact(full, 10, "abc")
+    assert all(c[k] == full[k] for k in GPU_SERIES) and "eval_gpu_s" not in c  # kept whole, not the model's sums
+    assert axis_x(c, "gpu_s") == axis_x(full, "gpu_s") == cumulative(full, "gpu")
+    other = GpuCost(step_s=0.0)  # another model prices the compact run as it prices the full record
+    model = lambda r: gpu_record_seconds(r, other)  # noqa: E731
+    assert cumulative(c, model) == cumulative(full, model) != cumulative(c, "gpu")
+    old = {k: v for k, v in c.items() if k not in GPU_SERIES} | {"eval_gpu_s": [0.0, 1.5, 3.0]}
+    assert axis_x(old, "gpu_s") == [0.0, 1.5, 3.0]  # a run compacted before: its seconds as they were stored
 
 
 def test_the_file_round_trips_dedupes_and_updates(tmp_path):
