@@ -197,3 +197,22 @@ def test_train_and_eval_from_the_command_line_with_the_level_report(model_dir, t
     assert main([*eval_args, "--limit", "5", "--max-new-tokens", "6", "--threads", "1", "--out", str(out)]) == 0
     res = json.loads(out.read_text())["datasets"][PREFIX + "spell_backward"]
     assert res["eval_prompts"] == 5 and res["eval_verifier_errors"] == 0
+
+
+@needs_rg
+def test_a_dataset_joins_the_family_with_one_line():
+    from reinforce_ada.tasks.reasoning import Family
+    from reinforce_ada.tasks.registry import register_reasoning_dataset
+
+    levels = tuple(dict(min_n=1, max_n=10**k) for k in (1, 2, 3, 4, 6))
+    try:
+        register_reasoning_dataset("count_bits", Family("1 bits of a number", "max_n", levels))
+        train, held_out, verifier = build(TaskConfig(name=PREFIX + "count_bits", train_size=20, eval_size=2))
+        assert len(held_out) == 10 and PREFIX + "count_bits" in trainable_names()
+        gold = read_envelope(held_out[-1].answer)["answer"]
+        assert verifier(f"<answer>{gold}</answer>", held_out[-1].answer) == 1.0
+        with pytest.raises(ConfigError, match="already in the family"):
+            register_reasoning_dataset("count_bits", Family("other", "max_n", levels))
+    finally:
+        FAMILY.pop("count_bits", None)
+        TASKS.pop(PREFIX + "count_bits", None)
