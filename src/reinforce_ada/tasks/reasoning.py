@@ -143,7 +143,7 @@ def level_config(dataset: str, level: int) -> dict[str, Any]:
     return dict(levels[level - 1])
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=16_384)
 def entry(dataset: str, level: int, seed: int, index: int) -> dict[str, Any]:
     """One reasoning-gym entry (question, answer, metadata), the same on every call and machine."""
     return _generator(dataset, level, seed)[index]

@@ -221,6 +221,7 @@ def _reasoning_gym_held_out(dataset: str, task: Any) -> list[Prompt]:
 def register_reasoning_dataset(name: str, family: Any = None, *, replace: bool = False) -> TaskSpec:
     """`reasoning_gym:<name>` in the table; with `family` (a `tasks.reasoning.Family`), the dataset joins the family
     first (an error for a taken name unless `replace=True`). The package is imported only when a split is made."""
+    from reinforce_ada.tasks import reasoning
     from reinforce_ada.tasks.reasoning import FAMILY, MIX, PREFIX
 
     if family is not None:
@@ -229,6 +230,8 @@ def register_reasoning_dataset(name: str, family: Any = None, *, replace: bool =
         if name in FAMILY and FAMILY[name] is not family and not replace:
             raise ConfigError(f"reasoning-gym dataset {name!r} is already in the family; pass replace=True")
         FAMILY[name] = family
+        reasoning._generator.cache_clear()  # a replaced family must not score with its old levels' generators
+        reasoning.entry.cache_clear()
     summary = "every dataset of the family mixed" if name == MIX else FAMILY[name].summary
     levels = max(len(f.levels) for f in FAMILY.values()) if name == MIX else len(FAMILY[name].levels)
     spec = TaskSpec(
