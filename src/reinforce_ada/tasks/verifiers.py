@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks import arithmetic
+from reinforce_ada.tasks import arithmetic, reasoning
 from reinforce_ada.tasks.answers import (  # noqa: F401 (re-exported: the verifiers' public names)
     _NUMBER,
     MAX_ANSWER_CHARS,
@@ -242,10 +242,15 @@ VERIFIERS: dict[str, Verifier] = {
     "arithmetic": arithmetic.verify,
     "math": math_answer,
     "code": code_answer,
+    "reasoning_gym": reasoning.verify,
 }
 """Built-in verifiers. Each bounds its own work: exact/numeric/arithmetic are linear in the completion, math runs in a
-process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits."""
-_REQUIRES = {"math": ("math_verify", _MISSING_MATH)}
+process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits, reasoning_gym scores an
+answer of at most `MAX_ANSWER_CHARS` with the family's cheap exact scorers (`tasks.reasoning`)."""
+_REQUIRES = {
+    "math": ("math_verify", _MISSING_MATH),
+    "reasoning_gym": ("reasoning_gym", f"the `reasoning_gym` verifier needs reasoning-gym: {reasoning.INSTALL}"),
+}
 """Registered verifiers that need an optional package: `get` checks for it so a run fails at start, not with 0s."""
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -278,8 +283,23 @@ def _not_code(answer: str) -> str | None:
     return "it is a code task's tests" if text.startswith("{") and parse_answer(text).tests != text else None
 
 
-_ANSWER_FORMAT: dict[str, Callable[[str], str | None]] = {"code": _code_tests, "numeric": _number, "math": _not_code}
-"""Built-in verifiers that read only some answers: why an answer is not theirs. The others read any text."""
+def _not_envelope(answer: str) -> str | None:
+    return "it is a reasoning-gym answer envelope (verifier reasoning_gym)" if reasoning.read_envelope(answer) else None
+
+
+def _plain(answer: str) -> str | None:
+    return _not_envelope(answer) or _not_code(answer)
+
+
+_ANSWER_FORMAT: dict[str, Callable[[str], str | None]] = {
+    "code": _code_tests,
+    "numeric": _number,
+    "math": _plain,
+    "exact": _not_envelope,
+    "arithmetic": _not_envelope,
+    "reasoning_gym": reasoning.answer_format,
+}
+"""Built-in verifiers that read only some answers: why an answer is not theirs. A user verifier reads any text."""
 
 
 def fit(name: str, task: str, answers: Sequence[tuple[str, str]]) -> None:

@@ -161,6 +161,7 @@ class RunConfig:
     max_verifier_error_share: float = 0.5
     """Stop the run (after saving a checkpoint) when the verifier fails on more than this share of a step's
     samples: a dead reward trains on nothing. 1.0 = never stop."""
+    report_to: str = field(default="tensorboard", metadata={"help": "any of tensorboard,wandb,mlflow,trackio, or none"})
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_samples", "save_every", "keep_checkpoints"):

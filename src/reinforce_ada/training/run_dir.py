@@ -44,6 +44,7 @@ RESUME_MAY_CHANGE = {
         "run_dir",
         "max_verifier_error_share",
         "samples_per_step",
+        "report_to",
     ),
     "model": ("threads", "device"),
     "task": ("verifier_timeout_s",),

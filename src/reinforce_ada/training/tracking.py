@@ -1,6 +1,11 @@
-"""Metrics sinks: `metrics.jsonl` (the contract), TensorBoard events, and a progress bar.
+"""Metrics sinks: `metrics.jsonl` (the contract), the trackers of `run.report_to` (`training.trackers`: TensorBoard,
+W&B, MLflow, trackio), and a progress bar.
 
-`metrics.jsonl` is appended and rewritten without following links (`run_dir.append_line`, `run_dir.write_file`)."""
+`metrics.jsonl` is appended and rewritten without following links (`run_dir.append_line`, `run_dir.write_file`) and
+keeps everything: a tracker that fails is switched off with one warning and the run goes on. Trackers other than
+TensorBoard start at the first `log`, once the trainer knows whether it resumed: the ids in the run folder's
+`trackers.json` continue the same tracker run, else a new one is made and given the config.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +16,39 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.training.run_dir import append_line, write_file
+from reinforce_ada.training.samples_log import FILE as SAMPLES_FILE
+from reinforce_ada.training.trackers import SINKS, parse_report_to
+
+STATE_FILE = "trackers.json"
+"""The run folder's record of each tracker's run (W&B id, MLflow run id and store, trackio project and name)."""
 
 
 class Tracker:
-    def __init__(self, run_dir: Path, *, tensorboard: bool = True):
-        self.path = Path(run_dir) / "metrics.jsonl"
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        tensorboard: bool = True,
+        report_to: str = "tensorboard",
+        config: dict[str, Any] | None = None,
+    ):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+        names = [n for n in parse_report_to(report_to) if tensorboard or n != "tensorboard"]
+        self.config = config or {}
+        self.sinks: dict[str, Any] = {}
+        self._waiting = [n for n in names if n != "tensorboard"]  # started at the first log
+        if "tensorboard" in names:
+            self.sinks["tensorboard"] = SINKS["tensorboard"](self.run_dir, self.config, None)
+        self._samples_at = 0
+        self._pending: list[dict[str, Any]] = []
 
-            self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"))
+    @property
+    def writer(self) -> Any:
+        """The TensorBoard writer (None without TensorBoard)."""
+        tb = self.sinks.get("tensorboard")
+        return tb.writer if tb is not None else None
 
     def truncate_after(self, step: int) -> None:
         """Keep one line per step up to `step` (resuming from a checkpoint repeats the later ones); a half-written
@@ -38,15 +65,85 @@ class Tracker:
     def log(self, metrics: dict[str, Any]) -> None:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
         append_line(self.path, json.dumps(clean) + "\n")
-        if self.writer is not None:
-            for k, v in metrics.items():
-                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k != "step":
-                    self.writer.add_scalar(tb_tag(k), v, metrics["step"])
-            self.writer.flush()
+        if self._waiting:
+            self._start()
+        if not self.sinks:
+            return
+        step = metrics["step"]
+        scalars = {
+            tb_tag(k): float(v)
+            for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k != "step"
+        }
+        rows = self._new_samples(step) if set(self.sinks) - {"tensorboard"} else []
+        for name in list(self.sinks):
+            self._call(name, "log", step, scalars)
+            if rows and name in self.sinks:
+                self._call(name, "table", step, rows)
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        for name in list(self.sinks):
+            self._call(name, "close")
+        self.sinks.clear()
+
+    def _start(self) -> None:
+        """Start the waiting trackers: each continues its run named in `trackers.json`, else makes one."""
+        path = self.run_dir / STATE_FILE
+        try:
+            state = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError:
+            state = {}  # a damaged record: new tracker runs, rather than no tracking
+        state = state if isinstance(state, dict) else {}
+        for name in self._waiting:
+            resume = state.get(name) if isinstance(state.get(name), dict) else None
+            try:
+                sink = SINKS[name](self.run_dir, self.config, resume)
+            except Exception as e:  # deliberate: any tracker failure leaves the run and the JSONL alone
+                _warn(name, "could not start", e)
+                continue
+            self.sinks[name] = sink
+            state[name] = sink.state
+        self._waiting = []
+        write_file(path, json.dumps(state, indent=1) + "\n")
+
+    def _call(self, name: str, method: str, *args: Any) -> None:
+        try:
+            getattr(self.sinks[name], method)(*args)
+        except Exception as e:  # deliberate: as in _start; the tracker is off from here on
+            sink = self.sinks.pop(name)
+            _warn(name, f"failed ({method})", e)
+            if method != "close":
+                try:
+                    sink.close()
+                except Exception:  # deliberate: it already failed; closing is a courtesy
+                    pass
+
+    def _new_samples(self, step: int) -> list[dict[str, Any]]:
+        """`samples.jsonl`'s rows of `step`: the file is read on from where the last call left it (from the start
+        when a resumed run rewrote it shorter); rows of later steps wait for their step."""
+        path = self.run_dir / SAMPLES_FILE
+        if path.exists():
+            with path.open("rb") as fh:
+                if fh.seek(0, 2) < self._samples_at:
+                    self._samples_at = 0
+                fh.seek(self._samples_at)
+                data = fh.read()
+            end = data.rfind(b"\n") + 1  # a line still being written waits for the next call
+            self._samples_at += end
+            rows = [_parse(ln) for ln in data[:end].decode(errors="replace").splitlines()]
+            self._pending += [r for r in rows if r is not None and isinstance(r.get("step"), int)]
+        now = [r for r in self._pending if r["step"] == step]
+        self._pending = [r for r in self._pending if r["step"] > step]
+        return now
+
+
+def _warn(name: str, what: str, e: BaseException) -> None:
+    print(
+        f"warning: tracker {name} {what} ({type(e).__name__}: {e}); it is off for the rest of this run, which goes "
+        "on: metrics.jsonl keeps every metric",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 TB_GROUPS = (

@@ -55,7 +55,7 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
-from reinforce_ada.training.config import TrainConfig, to_toml
+from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
 from reinforce_ada.training.context import fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
@@ -66,6 +66,7 @@ from reinforce_ada.training.replay import ReplayBuffer, mark, replay_step
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows
 from reinforce_ada.training.samples_log import SampleLog
+from reinforce_ada.training.trackers import parse_report_to
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
@@ -83,6 +84,7 @@ class Trainer:
             raise
 
     def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
+        parse_report_to(cfg.run.report_to)  # an unknown tracker or a missing package fails before the model loads
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
@@ -116,7 +118,7 @@ class Trainer:
         if o.kl_coef > 0:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
-        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard)
+        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to, config=to_dict(cfg))
         self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
         if cfg.warmup_steps < o.warmup_steps:
             print(
