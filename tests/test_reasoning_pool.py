@@ -48,3 +48,20 @@ def test_written_pool_is_a_compare_file_pool_with_the_paper_filter(tmp_path):
     pool = build_pool(spec, model, tok, tmp_path / "out")
     assert 0 < len(pool.train) < 140 and all(0 < r <= 0.375 for r in pool.train_rates)
     assert pool.level_weights is not None and pool.stats["prompts"] == len(pool.train)
+
+
+def test_compare_names_the_pool_by_source_with_the_same_prompts_as_the_file(tmp_path):
+    """`NAME=reasoning_gym:...` draws `make_split`'s prompts itself (no file to write first); a bad option is named."""
+    from reinforce_ada.bench.testbed import _draw, parse_pool
+    from reinforce_ada.errors import ConfigError
+
+    spec = parse_pool("general=reasoning_gym:weights=1/1/0/0/0/0/1,size=30,seed=2")
+    train, held_out = _draw(spec)
+    want_train, want_held_out = make_split((1, 1, 0, 0, 0, 0, 1), train_size=30, eval_size=256, seed=2)
+    assert [p.text for p in train] == [p.text for p in want_train] and len(held_out) == len(want_held_out)
+    filtered = parse_pool("general=reasoning_gym:filter=0-0.375,size=10")
+    assert filtered.weights is None and len(_draw(filtered)[0]) == 40  # 4 x size candidates before the filter
+    with pytest.raises(ConfigError, match="NAME=reasoning_gym"):
+        parse_pool("general=reasoning-gym:size=10")
+    with pytest.raises(ConfigError, match="needs 7 weights"):
+        _draw(parse_pool("general=reasoning_gym:weights=1/1"))

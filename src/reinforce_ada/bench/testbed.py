@@ -51,11 +51,16 @@ EVAL_SIZE = 256
 """Held-out prompts per arithmetic level: the set the warm start excluded from its training (seed 0)."""
 
 
+SOURCES = ("arithmetic", "reasoning_gym", "file")
+"""Where a pool's prompts come from (`PoolSpec.source`)."""
+
+
 @dataclass(frozen=True)
 class PoolSpec:
     name: str
     source: str
-    """`arithmetic` (the built-in task) or `file`."""
+    """`arithmetic` (the built-in task), `reasoning_gym` (reasoning-gym's chain sums and products in the tiny
+    model's alphabet, `tasks.reasoning_pool`; the `reasoning` extra) or `file`."""
     weights: tuple[float, ...] | None = None
     size: int = 4096
     seed: int = 0
@@ -74,10 +79,10 @@ class PoolSpec:
 
 
 _KEYS = {
-    "weights": "level weights, '/'-separated (arithmetic)",
+    "weights": "level weights, '/'-separated (arithmetic; reasoning_gym, default equal)",
     "size": "prompts in the pool",
     "seed": "seed of the pool's draw",
-    "candidates": "problems drawn before filtering (arithmetic)",
+    "candidates": "problems drawn before filtering (arithmetic, reasoning_gym)",
     "path": "prompt file (file)",
     "eval": "held-out prompt file (file; default: 512 rows of path)",
     "prompt_key": "prompt column (file)",
@@ -89,7 +94,8 @@ _KEYS = {
 
 
 def parse_pool(spec: str) -> PoolSpec:
-    """`default`, `hard`, or `NAME=arithmetic:weights=0/0/1/1/1/1/1,filter=0-0.375` / `NAME=file:path=p.jsonl`."""
+    """`default`, `hard`, or `NAME=arithmetic:weights=0/0/1/1/1/1/1,filter=0-0.375` / `NAME=file:path=p.jsonl` /
+    `NAME=reasoning_gym:filter=0-0.375`."""
     spec = spec.strip()
     name, eq, body = spec.partition("=")
     if not eq:
@@ -97,8 +103,8 @@ def parse_pool(spec: str) -> PoolSpec:
             raise ConfigError(f"unknown pool {name!r}; use one of {sorted(BUILTIN_POOLS)} or NAME=SOURCE:OPTIONS")
         name, body = name, BUILTIN_POOLS[name]
     source, _, opts = body.partition(":")
-    if source not in ("arithmetic", "file") or not name.strip():
-        raise ConfigError(f"pool {spec!r}: write NAME=arithmetic:... or NAME=file:path=...")
+    if source not in SOURCES or not name.strip():
+        raise ConfigError(f"pool {spec!r}: write NAME=arithmetic:..., NAME=reasoning_gym:... or NAME=file:path=...")
     kw: dict[str, Any] = {"name": name.strip(), "source": source, "spec": f"{name.strip()}={body}"}
     for kv in filter(None, opts.split(",")):
         key, eq, raw = (x.strip() for x in kv.partition("="))
@@ -193,6 +199,11 @@ def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
         train, held_out = make_split(cfg)
         used = {i + 1 for i, w in enumerate(cfg.level_weights) if w > 0}
         return train, [p for p in held_out if p.level in used]
+    if spec.source == "reasoning_gym":
+        from reinforce_ada.tasks import reasoning_pool
+
+        size = (spec.candidates or 4 * spec.size) if selects(spec) else spec.size
+        return reasoning_pool.make_split(spec.weights or reasoning_pool.WEIGHTS, size, EVAL_SIZE, spec.seed)
     from reinforce_ada.tasks.files import load_prompts
 
     prompts = load_prompts(spec.path, prompt_key=spec.prompt_key, answer_key=spec.answer_key)

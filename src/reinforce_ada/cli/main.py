@@ -191,7 +191,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         default=None,
         metavar="SPEC",
         help="repeatable: default, hard, NAME=arithmetic:weights=0/0/1/1/1/1/1[,size=N][,filter=0-0.375] or "
-        "NAME=file:path=FILE[,eval=FILE][,filter=LO-HI]; default: default and hard (the lr sweep runs on the first)",
+        "NAME=file:path=FILE[,eval=FILE][,filter=LO-HI] or NAME=reasoning_gym[:size=N,...] (the reasoning extra); "
+        "default: default and hard (the lr sweep runs on the first)",
     )
     co.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
     co.add_argument(
