@@ -182,6 +182,11 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """A training run, whole: the strategy (`[strategy]`, its own options), `[model]`, `[task]`, `[generation]`
+    (and `[rollout]`), `[optim]`, `[run]`, `[replay]`. Every field is checked when the config is built; the error
+    names it and what is valid. Read one from TOML with `load_toml`, change fields with `apply_overrides` (what the
+    CLI's `--section.field` flags do), write one with `to_toml` (a run folder's `config.toml`)."""
+
     strategy: StrategyConfig = field(default_factory=strategy_config)
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)

@@ -72,6 +72,16 @@ from reinforce_ada.training.warm_start import resolve_model_path, warm_start_inf
 
 
 class Trainer:
+    """The library's own RL trainer: one `TrainConfig` in, a run folder out (`examples/train_own_data.py`).
+
+    `Trainer(cfg)` opens `cfg.run.run_dir` (refused if another run holds it) and loads the model, task and engine;
+    `fit()` trains `run.steps` steps and returns the last metrics; `resume()` continues a folder from its newest good
+    checkpoint; `train_step()` is one step: the strategy collects groups through the engine, the verifier scores
+    them, the learner updates on their advantages, the engine gets the new weights; `evaluate()` is held-out
+    accuracy; `close()` releases the folder (`fit()` does it on return). `tensorboard=False` leaves TensorBoard out
+    of `run.report_to` (the JSONL logs stay).
+    """
+
     def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
         self.cfg = cfg
         self.run_dir = Path(cfg.run.run_dir)
