@@ -1,0 +1,69 @@
+"""How the results pages write a number: two decimals, an interval, a goal read from its registration's words, and
+the verdict of a figure against its goal (`verdict`: where the interval lies, not only the point)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def f2(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def interval(e: dict[str, Any]) -> tuple[float | None, float | None, str]:
+    """The entry's 90% interval: the t-interval where the study has one (what its write-up quotes), else the
+    bootstrap one."""
+    if e.get("t_lo") is not None:
+        return e["t_lo"], e["t_hi"], "t"
+    if e.get("lo") is not None:
+        return e["lo"], e["hi"], "bootstrap"
+    return None, None, ""
+
+
+def with_interval(e: dict[str, Any]) -> str:
+    lo, hi, _ = interval(e)
+    v = e.get("value")
+    if v is None:
+        return "n/a"
+    return f"{f2(v)} [{f2(lo)}, {f2(hi)}]" if lo is not None else f2(v)
+
+
+def threshold(goal: str | None, pool: str | None = None) -> tuple[str, float] | None:
+    """The goal's comparison for `pool`: `>= 2.0 on default and hard, >= 1.5 on small` reads per pool; a goal with
+    no number, or one that starts with `none`, has no threshold."""
+    if not goal or goal.strip().lower().startswith("none"):
+        return None
+    parts = re.findall(r"(>=|<=)\s*(\d+(?:\.\d+)?)(?:\s+on\s+((?:\w+(?:,\s*|\s+and\s+)?)+))?", goal)
+    for op, num, pools in parts:
+        if pool and pools and pool in re.findall(r"\w+", pools):
+            return op, float(num)
+    return (parts[0][0], float(parts[0][1])) if parts else None
+
+
+def verdict(e: dict[str, Any], goal: str | None, pool: str | None = None) -> str:
+    """Met / missed against the goal's threshold, saying where the interval lies (never more than the data say)."""
+    t = threshold(goal, pool)
+    v = e.get("value")
+    if t is None or v is None:
+        return "reported (no goal)" if v is not None else "undefined"
+    op, g = t
+    lo, hi, _ = interval(e)
+    sign = 1 if op == ">=" else -1
+    near, far = (lo, hi) if op == ">=" else (hi, lo)
+    if sign * (v - g) >= 0:
+        return "**met**" + ("" if near is None or sign * (near - g) >= 0 else " on the point estimate")
+    if far is not None and sign * (far - g) < 0:
+        return "missed (interval excludes the goal)"
+    return "missed" + ("" if far is None else " (interval reaches it)")
+
+
+def code(text: Any) -> str:
+    """Inline code inside a table cell (`docgen.reference.code`)."""
+    from docgen.reference import code as _code
+
+    return _code(text)
+
+
+def cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")

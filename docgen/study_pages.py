@@ -1,0 +1,159 @@
+"""The pages of the studies without a `summary.json` of registered figures: the simulated allocators, the belief's
+quality, and the fewer-samples study (which says so while its registered runs are in progress)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from docgen.cells import cell, code, f2, with_interval
+from docgen.page import Page, provenance, study_figures
+from docgen.sources import STUDIES, cpu_hours, read_json, read_records
+
+
+def allocators_sim_page() -> Page:
+    study = "allocators_sim"
+    res = read_json(STUDIES / study / "results" / "allocators_sim.json")
+    runs, results = read_records(study)
+    page = Page(study, figures=study_figures(study), provenance=provenance(study, runs, results))
+    page.cost = cpu_hours(runs)
+    page.updated = max(str(p["date"]) for p in page.provenance if p.get("date"))
+    ref = res["settings"].get("reference", "grpo-n4")
+    rows = []
+    for group in ("arms", "probe"):
+        for arm, a in (res.get(group) or {}).items():
+            per = a["summary"]["per_seed"]
+            med = _median([s["samples_to_target_vs_ref"] for s in per])
+            steps = _median([s["steps_to_target_vs_ref"] for s in per])
+            rows.append((arm, a.get("spec", ""), steps, med, _median([s["final_pass_rate"] for s in per]), len(per)))
+    best = min((r for r in rows if r[0] != ref), key=lambda r: r[3])
+    page.verdict = (
+        f"Exploratory (no registration). Per sample the cheapest arm to the target pass rate "
+        f"{res['target_pass_rate']:.3f} is `{best[0]}` at {best[3]:.2f}x `{ref}`'s samples (median over seeds); "
+        "below 1 would be cheaper than GRPO-n4."
+    )
+    page.body += [
+        "## Result",
+        "",
+        f"Simulated hard pool ({res['pool']['size']} prompts, mean pass rate {res['pool']['mean_pass_rate']:.3f}), "
+        f"{res['settings']['steps']} steps, {res['settings']['seeds']} seeds, {res['settings']['batch_size']} prompts "
+        f"a step; ratios to `{ref}`, medians over seeds (below 1: fewer steps or samples than `{ref}`).",
+        "",
+        "| arm | spec | steps to target vs ref | samples to target vs ref | final pass rate | seeds |",
+        "|---|---|---|---|---|---|",
+        *[f"| `{a}` | `{s}` | {f2(st)} | {f2(m)} | {f2(fp)} | {n} |" for a, s, st, m, fp, n in rows],
+    ]
+    page.checks += [
+        ("pre-registered", "no: exploratory, on a simulated policy"),
+        ("deterministic (the simulation re-ran to the same numbers)", "see `studies/allocators_sim/README.md`"),
+        ("committed results regenerate from the records", "`studies/allocators_sim/tests/test_regenerate.py`"),
+    ]
+    return page
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def belief_quality_page() -> Page:
+    study = "belief_quality"
+    res = read_json(STUDIES / study / "results" / "belief_quality.json")
+    runs, results = read_records(study)
+    page = Page(study, figures=study_figures(study), provenance=provenance(study, runs, results))
+    page.cost = cpu_hours(runs)
+    page.updated = str(res.get("date", ""))
+    pools = res["pools"]
+    beliefs = list(dict.fromkeys(b for p in pools.values() for b in p.get("beliefs", {})))
+
+    def mean(p: str, b: str) -> float | None:
+        xs = pools[p].get("beliefs", {}).get(b, {}).get("signal")
+        return sum(xs) / len(xs) if xs else None
+
+    def share(p: str, b: str) -> float | None:
+        u, o, x = mean(p, "uniform"), mean(p, "oracle"), mean(p, b)
+        return None if None in (u, o, x) or o == u else (x - u) / (o - u)
+
+    page.body += [
+        "## Result",
+        "",
+        "Mean exact P(signal at n=4) of the admitted prompts after the burn-in, and the belief's share of the "
+        "oracle's gain over uniform admission, (belief - uniform) / (oracle - uniform); policy held fixed, seed means.",
+        "",
+        "| belief | " + " | ".join(f"{p} P / share" for p in pools) + " |",
+        "|---|" + "---|" * len(pools),
+    ]
+    for b in beliefs:
+        page.body.append(f"| `{b}` | " + " | ".join(f"{f2(mean(p, b))} / {f2(share(p, b))}" for p in pools) + " |")
+    deployable = [b for b in beliefs if b not in ("uniform", "oracle") and "oracle" not in b]
+    best = {p: max(deployable, key=lambda b: share(p, b) or -9) for p in pools}
+    page.verdict = (
+        "Diagnostic (not pre-registered). The best deployable belief recovers "
+        + ", ".join(f"{f2(share(p, best[p]))} of the oracle's gain on `{p}` (`{best[p]}`)" for p in pools)
+        + "."
+    )
+    page.checks += [
+        ("pre-registered", "no: a diagnostic chosen after the signal-draw result"),
+        ("seeds", str(len(next(iter(pools.values()))["beliefs"]["uniform"]["signal"]))),
+        ("committed results regenerate from the records", "`studies/belief_quality/tests/test_regenerate.py`"),
+    ]
+    return page
+
+
+def fewer_samples_page() -> Page:
+    study = "fewer_samples"
+    reg_path = STUDIES / study / "registrations" / "preregistration.toml"
+    reg = tomllib.loads(reg_path.read_text())
+    result = STUDIES / study / "results" / "fewer_samples.json"
+    page = Page(study, figures=study_figures(study))
+    written = re.search(r"Written (\d{4}-\d{2}-\d{2})", reg_path.read_text())
+    inst = reg.get("instrument", {})
+    page.body += [
+        "## Registration",
+        "",
+        "`studies/fewer_samples/registrations/preregistration.toml`"
+        + (f", written {written.group(1)}" if written else "")
+        + f", before any registered run; code commit `{str(reg.get('code', ''))[:10]}`. Pools "
+        + ", ".join(f"`{p}`" for p in inst.get("pools", []))
+        + f"; {len(inst.get('seeds', []))} paired seeds; every arm to {inst.get('token_budget', 0):,} generated "
+        "tokens.",
+        "",
+        "| figure | arm | goal |",
+        "|---|---|---|",
+        *[f"| {c['figure']} | `{c['arm']}` | {cell(c.get('goal', ''))} |" for c in reg.get("claim", [])],
+        "",
+        "| arm | spec |",
+        "|---|---|",
+        *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
+    ]
+    if not result.exists():
+        page.verdict = "Registered, runs in progress: no result yet, and nothing here claims that SPO wins."
+        page.status = "info"
+        page.updated = ""
+        return page
+    res = read_json(result)
+    runs, results = read_records(study)
+    page.provenance = provenance(study, runs, results)
+    page.cost = cpu_hours(runs)
+    page.updated = str(res.get("date", ""))
+    claims = res.get("claims", {})
+    rows = [
+        "## Result",
+        "",
+        "| figure | arm | pool | value [90% interval] | goal | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for fig, c in claims.items():
+        for pool, e in (c.get("by_pool") or {}).items():
+            rows.append(
+                f"| {fig} | `{c.get('arm')}` | {pool} | {with_interval(e) if isinstance(e, dict) else e} | "
+                f"{cell(c.get('goal') or 'none')} | {cell(c.get('verdict') or '')} |"
+            )
+    page.body = rows + [""] + page.body
+    page.verdict = " ".join(f"{fig}: {c.get('verdict')}." for fig, c in claims.items() if c.get("verdict")) or (
+        "Results recorded; see the table."
+    ) + (" (partial)" if res.get("partial") else "")
+    return page
