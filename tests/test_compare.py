@@ -229,6 +229,43 @@ def test_finished_runs_are_reused_by_the_same_code(tmp_path, monkeypatch):
     assert all(f.name.endswith(".json.gz") for f in (tmp_path / "r2").iterdir())
 
 
+def test_an_edited_record_is_refused_and_an_older_one_is_counted(tmp_path, monkeypatch):
+    """A record carries the digest of its content: one edited by hand (an accuracy set to 1.0) is an error naming the
+    file when a report or a resume reads it, not a result; one written before records had a digest is read and
+    counted in the log."""
+    import gzip
+
+    monkeypatch.setattr(
+        bench_jobs,
+        "run_job",
+        lambda job: {
+            "key": job.key,
+            "accuracy": [0.1, 0.2],
+            "steps": 1,
+            "samples_per_step": [4.0],
+            "seconds": {"total": 0},
+        },
+    )
+    job = Job("p", "a", parse_arm("uniform"), 1e-4, 0, 1, 4, 1, "m", "t", "e", None, str(tmp_path / "a"))
+    logs = []
+    (rec,) = bench_jobs.run_jobs([job], 1, logs.append, tmp_path / "rec", "code")
+    (path,) = (tmp_path / "rec").glob("*.json.gz")
+    with gzip.open(path, "rt") as f:
+        stored = json.load(f)
+    assert stored.pop("digest") and stored == rec and "digest" not in rec
+    with gzip.open(path, "wt") as f:
+        json.dump({**stored, "accuracy": [0.1, 1.0], "digest": bench_jobs._digest(rec)}, f)
+    with pytest.raises(ConfigError, match=rf"{path.name}: its content does not match its digest .*delete it"):
+        bench_jobs.run_jobs([job], 1, logs.append, tmp_path / "rec", "code", only_cached=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(stored, f)  # as older code wrote it: no digest
+    assert bench_jobs.run_jobs([job], 1, logs.append, tmp_path / "rec", "code", only_cached=True) == [rec]
+    assert any("1 of them carry no digest" in line for line in logs)
+    path.write_bytes(b"not gzip")
+    with pytest.raises(ConfigError, match="not a readable gzip'd JSON record"):
+        bench_jobs.run_jobs([job], 1, logs.append, tmp_path / "rec", "code", only_cached=True)
+
+
 def test_update_summary_keeps_other_entries(tmp_path):
     f = tmp_path / "summary.json"
     f.write_text(json.dumps({"P5": {"value": 0.5}}))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.strategies import strategy_class
 
@@ -120,22 +121,57 @@ def _record_path(
     return cache / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json.gz"
 
 
-def _read_record(path: Path) -> dict[str, Any]:
-    import gzip
+DIGEST = "digest"
+"""A record's own field: the sha256 of the rest of it, so a record edited by hand (an accuracy set to 1.0) is refused
+when it is read, not reported. It guards against edits and damage, not against someone who recomputes it."""
+
+
+def _digest(rec: dict[str, Any]) -> str:
+    import hashlib
     import json
 
-    with gzip.open(path, "rt") as f:
-        return json.load(f)
+    body = {k: v for k, v in rec.items() if k != DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read_record(path: Path, unchecked: list[str] | None = None) -> dict[str, Any]:
+    """A record, its digest checked (and dropped: two runs of one job compare equal field by field); a record that
+    is not readable JSON, or whose digest does not match, is a ConfigError naming the file and what to do. A record
+    written before records had a digest is accepted, its path added to `unchecked` (a report says how many)."""
+    import gzip
+    import json
+    import zlib
+
+    try:
+        with gzip.open(path, "rt") as f:
+            rec = json.load(f)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(
+            f"run record {path}: not a readable gzip'd JSON record ({e}); delete it to run it again"
+        ) from None
+    if not isinstance(rec, dict):
+        raise ConfigError(f"run record {path}: not a record (a JSON object); delete it to run it again")
+    if DIGEST not in rec:
+        if unchecked is not None:
+            unchecked.append(str(path))
+        return rec
+    if rec.pop(DIGEST) != _digest(rec):
+        raise ConfigError(
+            f"run record {path}: its content does not match its digest (edited or damaged after the run wrote it); "
+            "delete it to run it again"
+        )
+    return rec
 
 
 def _write_record(path: Path, rec: dict[str, Any]) -> None:
-    """Atomically (a crash never leaves half a record), gzip'd with fixed mtime (same bytes for the same run)."""
+    """Atomically (a crash never leaves half a record), gzip'd with fixed mtime (same bytes for the same run), with
+    its digest (`DIGEST`)."""
     import gzip
     import json
 
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
-        f.write(json.dumps(rec, separators=(",", ":")).encode())
+        f.write(json.dumps({**rec, DIGEST: _digest(rec)}, separators=(",", ":")).encode())
     tmp.replace(path)
 
 
@@ -162,14 +198,17 @@ def run_jobs(
     t0, done, out = time.perf_counter(), 0, {}
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
+        unchecked: list[str] = []
         for j in jobs:
             f = _record_path(cache, j, fingerprint, identity, schema)
             if f is not None and carry is not None:
                 carry(j, f)
             if f is not None and f.exists():
-                out[j.key] = _read_record(f)
+                out[j.key] = _read_record(f, unchecked)
         if out:
             log(f"reusing {len(out)} of {len(jobs)} runs from {cache}")
+        if unchecked:
+            log(f"{len(unchecked)} of them carry no digest (written before records had one): not checked for edits")
     todo = [j for j in jobs if j.key not in out]
     if only_cached:
         log(f"report only: {len(out)} of {len(jobs)} runs have records, {len(todo)} not run (yet)")
