@@ -324,3 +324,12 @@ def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):
     assert bench_jobs._record_path(tmp_path, plain, "code", schema=older) == bench_jobs._record_path(
         tmp_path, plain, "code"
     )  # an arm without learner settings keeps the key it had before the field existed
+
+
+@pytest.mark.parametrize("lrs", [(float("nan"),), ("1e-4",), (2.0,), (0.0,), ()])
+def test_a_learning_rate_that_cannot_train_is_refused(lrs):
+    """A registration's lr of NaN (or text, or past optim.lr's range) was accepted and ran as NaN."""
+    with pytest.raises(ConfigError, match="every lr a number in"):
+        CompareConfig(lrs=lrs)
+    with pytest.raises(ConfigError, match=r"every lr .*got \[nan\]"):
+        CompareConfig(fixed_lrs=(("grpo-n4", float("nan")),))

@@ -127,8 +127,15 @@ class CompareConfig:
         for name in ("steps", "batch_size", "sweep_seeds", "seeds", "other_seeds", "eval_every", "threads", "workers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"compare: {name}={getattr(self, name)} must be >= 1")
-        if self.ref_steps_factor < 1 or not self.lrs or any(lr <= 0 for lr in self.lrs):
-            raise ConfigError("compare: ref_steps_factor must be >= 1 and lrs positive")
+        bad = [
+            lr
+            for lr in (*self.lrs, *(v for _, v in self.fixed_lrs))
+            if not (isinstance(lr, int | float) and 0 < lr < 1)
+        ]
+        if self.ref_steps_factor < 1 or not self.lrs or bad:
+            raise ConfigError(
+                f"compare: ref_steps_factor must be >= 1 and every lr a number in (0, 1] (as optim.lr); got {bad}"
+            )
         if not self.pools:
             raise ConfigError("compare: give at least one pool")
         if self.extend_sweep < 0:
