@@ -54,10 +54,16 @@ _CLAIM = {"figure": str, "arm": str}
 def read_file(p: Path) -> dict[str, Any]:
     """A version-1 pre-registration TOML as a dict (any study's: this module's and `studies.llm_convergence.study`'s);
     the error names the file and what is wrong with it."""
+    if not p.exists():
+        raise ConfigError(f"pre-registration {p} does not exist")
+    if not p.is_file():  # a folder, a FIFO (reading one blocks until a writer comes), a device
+        raise ConfigError(f"pre-registration {p} is not a regular file; give the registration's .toml file")
+    if p.stat().st_size > 1 << 20:
+        raise ConfigError(f"pre-registration {p} is {p.stat().st_size} bytes; a registration is a small TOML file")
     try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"pre-registration {p} does not exist") from None
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"pre-registration {p}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"pre-registration {p} is not valid TOML: {e}") from None
     if data.get("version") != 1:

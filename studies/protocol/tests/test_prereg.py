@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -41,6 +42,16 @@ def test_prereg_loads_and_rejects_bad_files(tmp_path):
             prereg.load(f)
     with pytest.raises(ConfigError, match="does not exist"):
         prereg.load(tmp_path / "nope.toml")
+    # a folder, a FIFO (reading one blocked until a writer came) and Latin-1 text were a traceback or a hang
+    with pytest.raises(ConfigError, match="not a regular file"):
+        prereg.load(tmp_path)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.toml")
+        with pytest.raises(ConfigError, match="not a regular file"):
+            prereg.load(tmp_path / "fifo.toml")
+    f.write_bytes(GOOD.replace("mopps", "mopps caf\xe9").encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        prereg.load(f)
 
 
 def _git(cwd, *args):
