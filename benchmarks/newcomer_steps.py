@@ -284,8 +284,11 @@ NOT_RUN = {
     "runs/my_study/results/my_study --no-summary --workers 2": "a template: my_prereg.toml is yours to write",
     # studies/fewer_samples/README.md
     "nice -n 10 python -m studies.fewer_samples.run --workers 2": "a study's run (CPU-hours, resumable)",
+    "nice -n 10 python -m studies.fewer_samples.run --workers 2 --pools hard": "a study's run, one pool's jobs (hours)",
     "python -m studies.fewer_samples.run --report-only": "records the runs a running study has finished (a fresh clone "
-    "has none)",
+    "has none; studies/fewer_samples/tests/test_resume.py runs its pieces on a tiny study)",
+    'git add studies/fewer_samples/results && git commit -m "fewer_samples: runs recorded so far"': "commits a "
+    "study's state at the end of a session",
     "python -m studies.fewer_samples.run --quick --pools hard": "a scratch run of minutes (its pieces are tested in "
     "tests/test_equal_tokens.py)",
     "python -m studies.fewer_samples.regenerate": "the study has no recorded runs yet (its test regenerates a "

@@ -1,33 +1,38 @@
 """Fewer samples, more prompts: SPO against the grid of uniform GRPO (n x prompts per step), every arm to the same
 token budget, pre-registered (registrations/preregistration.toml).
 
-    nice -n 10 python -m studies.fewer_samples.run --workers 2          # every registered pool (CPU-hours:
-                                                                        # resumable, see below)
-    nice -n 10 python -m studies.fewer_samples.run --workers 2 --pools hard   # one pool
-    python -m studies.fewer_samples.run --report-only                   # record and write the runs finished so far
-    python -m studies.fewer_samples.run --quick                         # a few minutes, scratch (runs/fewer-quick)
+    nice -n 10 python -m studies.fewer_samples.run --workers 2          # run what is missing (CPU-hours in all)
+    nice -n 10 python -m studies.fewer_samples.run --workers 2 --pools hard   # only one pool's jobs
+    python -m studies.fewer_samples.run --report-only                   # run nothing: record and write what finished
+    python -m studies.fewer_samples.run --quick --pools hard            # minutes; scratch (runs/fewer-quick, --scratch)
     python -m studies.fewer_samples.regenerate                          # the committed result from the records
 
-1) The registered commit's package runs the jobs, from a detached worktree (`protocol.worktree`), so the runs keep
-   their code while the library moves on; this checkout records them and writes the result.
-2) Resumable: every finished run's full record is kept under runs/fewer_samples/records (scratch: carry that folder
-   to continue elsewhere); a stopped study runs only what is missing. Jobs go seed by seed across arms.
-3) The report pass (`--report-only`, also after the runs) reads those records with this checkout's package, compacts
-   them into results/records.jsonl.gz with the result's context, and writes results/fewer_samples.{json,png}
-   (`regenerate`); a result missing seeds or pools says so in `partial`.
+The study takes more CPU-hours than a session has, and the machine is wiped between sessions: only what is committed
+survives. So the committed compact records file (results/records.jsonl.gz) is the study's state (`protocol.resume`):
+1) The registered commit's package plans and runs the jobs (`protocol.jobrunner`, in a subprocess with the detached
+   worktree of the registration's `code` first on the path: `protocol.worktree`), in `bench.compare.run_compare`'s
+   order (the lr sweep on every pool, grown at an edge, then the main runs seed by seed across arms); a job is run
+   only when neither the records file nor the raw folder (runs/fewer_samples/records, scratch) holds it.
+2) This checkout compacts each run as it finishes (within `--poll` seconds, and when the session ends or is stopped)
+   into the records file with the result's context, then writes results/fewer_samples.{json,png} (`regenerate`); a
+   result missing seeds or pools says so in `partial`. Commit results/ before the session stops: a fresh clone then
+   runs only what is missing, its lr choice read from the recorded sweep runs' curves.
+3) A recorded run whose job the plan now makes differently (the registration or the code edited after runs started)
+   stops the session, naming the pool and arm, before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import gzip
-import json
+import functools
+import signal
 import sys
+from pathlib import Path
 from typing import Any
 
-from studies.fewer_samples.study import PREREG, RAW, RECORDS, config_fields, load
+from studies.fewer_samples.study import PREREG, RAW, RECORDS, RESULTS, ROOT, config_fields, load
+from studies.protocol.resume import Places, Study
 
 NAME = "fewer_samples"
 QUICK = {"pool_size": 256, "seeds": 1, "other_seeds": 1, "sweep_seeds": 1, "token_budget": 12000, "eval_points": 4}
@@ -36,48 +41,102 @@ QUICK_ARMS = ("grpo-n2x32", "grpo-n4", "spo-64", "spo-64-prior")
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m studies.fewer_samples.run", description=__doc__.split("\n")[0])
-    ap.add_argument("--pools", default=None, help="comma-separated registered pools to run (default: all)")
+    ap.add_argument("--pools", default=None, help="comma-separated registered pools whose jobs run (default: all)")
     ap.add_argument("--workers", type=int, default=1, help="runs at a time (1 torch thread each)")
     ap.add_argument("--prereg", default=str(PREREG), help="the registration TOML")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
     ap.add_argument("--report-only", action="store_true", help="run nothing: record the runs finished so far")
     ap.add_argument("--quick", action="store_true", help="a few minutes on capped pools; scratch output only")
+    ap.add_argument("--scratch", default="runs/fewer-quick", help="with --quick: where its records and result go")
+    ap.add_argument("--poll", type=float, default=30.0, help="seconds between records-file updates while running")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
-    from reinforce_ada.bench.compare import CompareConfig, run_compare
-    from studies.protocol.worktree import frozen_checkout, run_frozen
+    from studies.fewer_samples import regenerate
+    from studies.protocol import records, resume
 
     args = parse(argv)
     reg = load(args.prereg)
     registered = list(reg["instrument"]["pools"])
-    pools = [p for p in registered if p in (args.pools.split(",") if args.pools else registered)]
-    if args.pools and len(pools) != len(args.pools.split(",")):
+    run_pools = args.pools.split(",") if args.pools else None
+    if run_pools and set(run_pools) - set(registered):
         raise SystemExit(f"--pools {args.pools}: registered pools are {registered}")
-    fields = {**config_fields(reg, pools), "workers": args.workers}
+    fields = config_fields(reg, registered)  # every pool is planned: --pools limits what runs
+    places = Places(RECORDS, RAW, RESULTS, RAW.parent)
     if args.quick:
         arms = [a for a in fields["arms"] if a.partition("=")[0] in QUICK_ARMS]
-        fields.update(QUICK, arms=tuple(arms), uniform=("grpo-n2x32", "grpo-n4"), records=None)
-        c = CompareConfig(**fields, run_root="runs/fewer-quick", out="runs/fewer-quick/fewer_samples")
-        res = run_compare(c)
-        print(json.dumps(figures(res, reg, pools)["claims"], indent=1, default=str)[:3000])
-        return 0
+        fields.update(QUICK, arms=tuple(arms), uniform=("grpo-n2x32", "grpo-n4"))
+        scratch = Path(args.scratch).resolve()
+        places = Places(scratch / "records.jsonl.gz", scratch / "records", scratch, scratch)
+    study = build_study(reg, fields, args)
+    signal.signal(signal.SIGTERM, _terminated)  # a stopped session still records what finished
+    ctx = resume.session(study, places, package_of(reg, args.here), run=not args.report_only,
+                         run_pools=run_pools, poll_s=args.poll)  # fmt: skip
+    res = regenerate.write(ctx, records.runs_of(ctx, records.read(places.records)[0]), places.out)
+    n = {phase: len(ids) for phase, ids in ctx["runs"].items()}
+    print(f"recorded {n} runs in {places.records}; wrote {places.out / NAME}.json and .png"
+          + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else ""))  # fmt: skip
+    print({k: v.get("verdict") for k, v in res["claims"].items()})
+    return 0
+
+
+def build_study(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Namespace) -> Study:
+    """The study as `protocol.resume` runs it: `fields` (`study.config_fields`) for the runner, this study's
+    compaction and the result's context."""
+    compact = functools.partial(compact_run, steps=fields["steps"])
+    return Study(NAME, {**fields, "workers": args.workers}, compact, context_meta(reg, fields, args))
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def package_of(reg: dict[str, Any], here: bool) -> Path:
+    """The `reinforce_ada` folder that runs the jobs: the registered commit's (a detached worktree), or this
+    checkout's with `here` or when the registration names no commit yet."""
+    from studies.protocol.worktree import frozen_checkout
+
     code = reg.get("code")
-    frozen = frozen_checkout(code) if code and code != "REGISTERED_CODE" else None
-    if frozen is not None and not (args.here or args.report_only):
-        rc = run_frozen(code, "studies.fewer_samples.run", [*argv, "--here"])
-        if rc != 0:
-            return rc
-        print("recording the runs and writing the result with this checkout's analysis (--report-only)")
-        return main([*argv, "--report-only"])
-    common = {**fields, "records": str(RAW), "run_root": "runs/fewer_samples"}
-    if not args.report_only:
-        run_compare(CompareConfig(**common, out=str(RAW.parent / NAME)))
-        return 0
-    package = str(frozen / "src" / "reinforce_ada") if frozen is not None else None
-    c = CompareConfig(**common, only_cached=True, fingerprint_of=package, out=str(RAW.parent / NAME))
-    return record(run_compare(c), c, reg, args, argv, pools, registered)
+    if here or not code or code == "REGISTERED_CODE":
+        return ROOT / "src" / "reinforce_ada"
+    return frozen_checkout(code) / "src" / "reinforce_ada"
+
+
+def compact_run(record: dict[str, Any], run_id: str, steps: int) -> dict[str, Any]:
+    """A full record as the records file keeps it (`protocol.records.compact`), a main run with V1's inputs reduced
+    to its means (`analysis.value_errors`) and its prior pass."""
+    from studies.fewer_samples.analysis import value_errors
+    from studies.protocol import records
+
+    run = records.compact(record, steps, run_id)
+    if record["phase"] == "main":
+        errors = value_errors([record])
+        run["errors"] = errors[record["arm"]] if errors else {}
+        run["prior"] = record.get("prior")
+    return run
+
+
+SESSION_FIELDS = ("workers", "records", "run_root", "out", "only_cached", "fingerprint_of")
+"""`CompareConfig` fields a session chooses (places, processes): not the result's settings, so not in its context."""
+
+
+def context_meta(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The result's settings, the registration as it is now and the command that makes it; nothing a session chooses
+    (`SESSION_FIELDS`, the pools it ran), so the same finished runs give the same result wherever they were made."""
+    from reinforce_ada.bench.compare import CompareConfig
+    from studies.protocol.prereg import provenance
+
+    def rel(p: Path) -> str:
+        return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+    config = {k: v for k, v in dataclasses.asdict(CompareConfig(**fields)).items() if k not in SESSION_FIELDS}
+    command = "python -m studies.fewer_samples.run" + " --quick" * args.quick + " --here" * args.here
+    if Path(args.prereg).resolve() != PREREG:
+        command += f" --prereg {args.prereg}"
+    registration = {**provenance(args.prereg), "content": reg}
+    registration["path"] = rel(Path(registration["path"]))
+    return {"config": config, "registration": registration, "command": command}
 
 
 def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
@@ -95,57 +154,11 @@ def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> d
     return {"by_pool": by_pool, "claims": claims(by_pool, reg)}
 
 
-def record(
-    results: dict[str, Any],
-    c: Any,
-    reg: dict[str, Any],
-    args: argparse.Namespace,
-    argv: list[str],
-    pools: list[str],
-    registered: list[str],
-) -> int:
-    """Compact the finished runs into the records file with the result's context, then write the result."""
-    from studies.fewer_samples import regenerate
-    from studies.fewer_samples.analysis import value_errors
-    from studies.protocol import records
-    from studies.protocol.prereg import provenance
-
-    ids = record_ids(results)
-    runs = []
-    for rs in results["runs"].values():
-        for r in rs:
-            run = records.compact(r, c.steps, ids[id(r)])
-            if r["phase"] == "main":  # V1's inputs, reduced to each run's means
-                run["errors"] = value_errors([r])[r["arm"]] if value_errors([r]) else {}
-                run["prior"] = r.get("prior")
-            runs.append(run)
-    meta = {k: results[k] for k in ("date", "machine", "arms", "code_fingerprint", "git_commit", "testbed", "pools")}
-    meta["config"] = dataclasses.asdict(c)
-    meta["registration"] = {**provenance(args.prereg), "content": reg}
-    meta["command"] = "python -m studies.fewer_samples.run " + " ".join(a for a in argv if a != "--report-only")
-    meta["recorded"] = datetime.date.today().isoformat()
-    meta["lrs_by_pool"] = results["lrs_by_pool"]
-    ctx = {"name": NAME, "meta": json.loads(json.dumps(meta, default=str)), "pools_run": pools}
-    ctx["runs"] = {phase: [ids[id(r)] for r in rs] for phase, rs in results["runs"].items()}
-    records.update(RECORDS, ctx, runs)
-    regenerate.write(ctx, records.runs_of(ctx, records.read(RECORDS)[0]))
-    return 0
-
-
-def record_ids(results: dict[str, Any]) -> dict[int, str]:
-    """Each run's id: the name of its record file in RAW (found by key, pool and total seconds)."""
-    index = {}
-    for f in RAW.glob("*.json.gz"):
-        with gzip.open(f, "rt") as fh:
-            r = json.load(fh)
-        index[(r["key"], r["pool"], r["seconds"]["total"])] = f.name[:24]
-    return {id(r): index[(r["key"], r["pool"], r["seconds"]["total"])] for rs in results["runs"].values() for r in rs}
-
-
 if __name__ == "__main__":
     from reinforce_ada.errors import ConfigError
+    from studies.protocol.jobrunner import StudyChanged
 
     try:
         sys.exit(main(sys.argv[1:]))
-    except ConfigError as e:
+    except (ConfigError, StudyChanged) as e:
         sys.exit(f"error: {e}")
