@@ -333,3 +333,31 @@ def test_a_learning_rate_that_cannot_train_is_refused(lrs):
         CompareConfig(lrs=lrs)
     with pytest.raises(ConfigError, match=r"every lr .*got \[nan\]"):
         CompareConfig(fixed_lrs=(("grpo-n4", float("nan")),))
+
+
+def test_records_of_an_older_options_based_copy_are_keyed_by_the_options_it_has(tmp_path):
+    """`--fingerprint-of` a 0.4-style copy that lacks options added since (`forgetting`, ...): a job leaving them at
+    their defaults is keyed as that copy keyed it (its own options of the job's strategy); a job setting one, or of a
+    strategy that copy lacks, could not have run there (None). Keyed by the default strategy's options, the registered
+    fewer-samples study matched 0 of its 593 planned runs."""
+    from reinforce_ada.sampling.configure import strategy_config
+
+    added = ("forgetting", "drift_half", "rho_min", "rho_max")
+    strategies = {
+        n: {k: v for k, v in strategy_config(n).to_dict().items() if k not in added} for n in ("uniform", "seq")
+    }
+    older = {"job": [f.name for f in dataclasses.fields(Job)], "strategy": strategies["seq"], "all_fields": 0}
+    older["strategies"] = strategies
+
+    def job(spec):
+        return Job("p", "a", parse_arm(spec), 1e-4, 0, 1, 4, 1, "m", "t", "e", None, str(tmp_path))
+
+    plain = bench_jobs._record_path(tmp_path, job("uniform"), "code", schema=older)
+    assert plain is not None and plain != bench_jobs._record_path(tmp_path, job("uniform"), "code")
+    assert plain == bench_jobs._record_path(tmp_path, job("uniform:select=mopps,select=none"), "code", schema=older)
+    assert bench_jobs._record_path(tmp_path, job("uniform:forgetting=drift"), "code", schema=older) is None
+    assert bench_jobs._record_path(tmp_path, job("spo"), "code", schema=older) is None
+    full = {**older, "strategies": {n: strategy_config(n).to_dict() for n in ("uniform", "seq")}}
+    assert bench_jobs._record_path(tmp_path, job("uniform"), "code", schema=full) == bench_jobs._record_path(
+        tmp_path, job("uniform"), "code"
+    )

@@ -61,10 +61,14 @@ def record_schema(package: str | Path) -> dict[str, Any]:
     code = (
         "import dataclasses, json; from reinforce_ada.bench.run import Job\n"
         "try:\n    from reinforce_ada.sampling.configure import strategy_config\n"
+        "    from reinforce_ada.sampling.strategies import STRATEGIES\n"
         "    s, a = strategy_config().to_dict(), 0\n"
+        "    per = {n: strategy_config(n).to_dict() for n in STRATEGIES if n != 'auto'}\n"
         "except ImportError:  # 0.3: one flat StrategyConfig of every strategy's fields\n"
         "    from reinforce_ada.sampling.config import StrategyConfig; s, a = dataclasses.asdict(StrategyConfig()), 1\n"
-        "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], 'strategy': s, 'all_fields': a}, "
+        "    per = None\n"
+        "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], 'strategy': s, 'all_fields': a, "
+        "'strategies': per}, "
         "default=str))"
     )
     src = Path(package).resolve().parent
@@ -108,7 +112,15 @@ def _record_path(
         if "train" in fields and "train" not in theirs:
             return None
         fields = {k: v for k, v in fields.items() if k in theirs}
-        if schema.get("all_fields", True):  # 0.3 keyed every strategy's fields, None for "the strategy's default"
+        if not schema.get("all_fields", True) and "strategies" in schema:  # options-based: its own options
+            theirs_opts = (schema["strategies"] or {}).get(job.strategy.name)
+            if theirs_opts is None:
+                return None  # the other copy has no such strategy
+            ours = strategy_config(job.strategy.name).to_dict()
+            if any(k not in theirs_opts and strat[k] != ours[k] for k in strat):
+                return None  # an option the other copy does not have is set: it could not have run this job
+            fields["strategy"] = {k: v for k, v in strat.items() if k in theirs_opts}
+        elif schema.get("all_fields", True):  # 0.3 keyed every strategy's fields, None for "the strategy's default"
             ours = strategy_config(job.strategy.name).to_dict()
             if any(k not in defaults and strat[k] != ours[k] for k in strat):
                 return None
