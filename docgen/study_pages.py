@@ -130,7 +130,13 @@ def fewer_samples_page() -> Page:
         *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
     ]
     if not result.exists():
-        page.verdict = "Registered, runs in progress: no result yet, and nothing here claims that SPO wins."
+        runs, _ = read_records(study)
+        phases = [r.get("phase") for r in runs.values()]
+        main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
+        done = f" ({phases.count('sweep')} lr-sweep runs and {phases.count('main')} of {main} main runs recorded)"
+        page.verdict = (
+            f"Registered, runs in progress{done if runs else ''}: no result yet, and nothing here claims that SPO wins."
+        )
         page.status = "info"
         page.updated = ""
         return page
