@@ -15,7 +15,7 @@ import pytest
 
 from docgen import reference, results
 from docgen.__main__ import stale
-from docgen.hooks import repo_link, rewrite_links
+from docgen.links import repo_link, rewrite_links
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
