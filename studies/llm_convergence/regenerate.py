@@ -37,10 +37,13 @@ def write_llm(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Path, s
     analysis = None
     if any(r["arm"] == "grpo-n4" for r in main):
         analysis = analyse(main, inst["targets"], inst.get("min_shared_gain", 1e-4))
-    sweep = dict(meta["lr_sweep"])
-    done = [r for r in every if r["phase"] == "sweep" and f"{r['lr']:g}" in {f"{lr:g}" for lr in sweep.get("grid", [])}]
-    if done:  # the choice from the sweep's runs; the grid, its growth and the note as the run recorded them
-        sweep.update(chosen_lr(done))
+    sweeps = {"grpo-n4": dict(meta["lr_sweep"])} | {a: dict(v) for a, v in meta.get("lr_sweeps", {}).items()}
+    for arm, sweep in sweeps.items():  # the choice from each sweep's runs; its grid, growth and note as recorded
+        grid = {f"{lr:g}" for lr in sweep.get("grid", [])}
+        done = [r for r in every if r["phase"] == "sweep" and r["arm"] == arm and f"{r['lr']:g}" in grid]
+        if done:
+            sweep.update(chosen_lr(done))
+    sweep = sweeps["grpo-n4"]
     run = {k: inst[k] for k in ("steps", "eval_prompts", "eval", "batch_size", "max_new_tokens")}
     head = headline(analysis, reg, meta["preregistration_file"], run, ctx.get("deviations", []))
     if meta.get("smoke"):
@@ -48,6 +51,8 @@ def write_llm(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Path, s
             e.update(preregistered=False, why_not_preregistered=["--smoke run"])
     res = {**{k: meta[k] for k in ("command", "date", "partial", "smoke", "preregistration_file", "instrument")}}
     res.update(model=meta["model"], lr_sweep=sweep, grpo_matched=meta["grpo_matched"], analysis=analysis)
+    if "lr_sweeps" in meta:  # arms swept besides GRPO-n4 (a later registration's)
+        res["lr_sweeps"] = {a: v for a, v in sweeps.items() if a != "grpo-n4"}
     res.update(headline=head, testbed=testbed_comparison(analysis) if analysis else None, runs=every)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{ctx['name']}.json.tmp"

@@ -81,19 +81,37 @@ class Study:
         )
         self.data = hashlib.sha256(self.train_path.read_bytes() + b"\0" + self.eval_path.read_bytes()).hexdigest()
         self.records: dict[str, dict[str, Any]] = {}
-        self.sweep: dict[str, Any] = {}
+        self.sweep: dict[str, Any] = {}  # GRPO-n4's lr: its sweep, or the registered lr
+        self.sweeps: dict[str, dict[str, Any]] = {}  # other swept arms' sweeps (`lr_sweep_arms`)
         self.matched: dict[str, Any] = {}
+        self.own = dict(self.inst.get("arm_specs", {}))
+        for arm, own in self.own.items():  # a typo in a registered strategy fails here, before any run
+            from reinforce_ada.sampling.configure import parse_arm
+
+            try:
+                parse_arm(own["strategy"])
+            except (ValueError, KeyError) as e:
+                raise SystemExit(f"error: arm_specs.{arm}: strategy {own['strategy']!r}: {e}") from None
         if not args.smoke:
             self.records.update(committed_runs(Path(args.out).with_suffix(".json"), prov))
 
+    def strategy(self, arm: str) -> str:
+        """The arm's strategy spec: the registration's own (`arm_specs`), budget-matched GRPO's n, or `bench.arms`."""
+        from reinforce_ada.bench.arms import ARMS
+
+        if arm in self.own:
+            return self.own[arm]["strategy"]
+        return f"uniform:n={self.matched_n()}" if arm == "grpo-matched" else ARMS[arm]
+
     def spec(self, phase: str, arm: str, strategy: str, lr: float, seed: int) -> RunSpec:
         i = self.inst
+        batch_size = self.own.get(arm, {}).get("batch_size", i["batch_size"])
         return RunSpec(
             phase=phase, arm=arm, strategy=strategy, lr=lr, seed=seed,
             folder=str((self.work / "runs" / phase / arm / f"lr{lr:g}" / f"seed{seed}").resolve()),
             model=str(Path(self.model).resolve()), template=self.args.template,
             train_path=str(self.train_path.resolve()), eval_path=str(self.eval_path.resolve()),
-            steps=i["steps"], batch_size=i["batch_size"], eval_every=i["eval_every"], eval=i["eval"],
+            steps=i["steps"], batch_size=batch_size, eval_every=i["eval_every"], eval=i["eval"],
             eval_samples=i["eval_samples"], check_samples=i["check_samples"], max_new_tokens=i["max_new_tokens"],
             lora_r=i["lora_r"], threads=self.args.threads, data=self.data,
         )  # fmt: skip
@@ -133,31 +151,52 @@ class Study:
               f"{rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}", flush=True)  # fmt: skip
         self.write()
 
-    def lr_sweep(self) -> float | None:
-        """GRPO-n4 over the lr grid and sweep seeds; an edge optimum grows the grid. None when nothing finished."""
-        from reinforce_ada.bench.arms import ARMS
+    def lrs(self) -> dict[str, float] | None:
+        """Each arm's lr: swept arms (`lr_sweep_arms`, GRPO-n4 by default) from their sweeps, `fixed_lrs` as
+        registered, every other arm at GRPO-n4's. None while a sweep has no finished run."""
+        from studies.llm_convergence.study import REFERENCE, lr_plan
+
+        swept, fixed = lr_plan(self.inst)
+        if REFERENCE in fixed:
+            self.sweep = {"lr": fixed[REFERENCE], "source": "registered (fixed_lrs)"}
+        out = dict(fixed)
+        for arm in swept:
+            sweep = self.lr_sweep(arm)
+            if sweep is None:
+                return None
+            if arm == REFERENCE:
+                self.sweep = sweep
+            else:
+                self.sweeps[arm] = sweep
+            out[arm] = sweep["lr"]
+        return {arm: out.get(arm, out[REFERENCE]) for arm in self.inst["arms"]}
+
+    def lr_sweep(self, arm: str = "grpo-n4") -> dict[str, Any] | None:
+        """The arm over the lr grid and sweep seeds; an edge optimum grows the grid. None when nothing finished."""
         from studies.llm_convergence.study import chosen_lr
 
         lrs = sorted(self.inst["lrs"])
         if not self.inst["sweep_seeds"]:
-            return lrs[len(lrs) // 2]
+            return {"lr": lrs[len(lrs) // 2]}
+        sweep: dict[str, Any] = {}
         for grown in range(self.inst["extend_sweep"] + 1):
-            self.run([self.spec("sweep", "grpo-n4", ARMS["grpo-n4"], lr, s) for lr in lrs
+            self.run([self.spec("sweep", arm, self.strategy(arm), lr, s) for lr in lrs
                       for s in self.inst["sweep_seeds"]])  # fmt: skip
             grid = {f"{lr:g}" for lr in lrs}  # this grid's runs only: a resumed study holds the grown grid's runs
-            done = [r for r in self.records.values() if r["phase"] == "sweep" and f"{r['lr']:g}" in grid]
+            done = [r for r in self.records.values()
+                    if r["phase"] == "sweep" and r["arm"] == arm and f"{r['lr']:g}" in grid]  # fmt: skip
             if not done:
                 return None
-            self.sweep = chosen_lr(done)
-            self.sweep["grid"], self.sweep["extended"] = lrs, grown
-            if self.sweep["edge"] is None or grown == self.inst["extend_sweep"]:
+            sweep = chosen_lr(done)
+            sweep["grid"], sweep["extended"] = lrs, grown
+            if sweep["edge"] is None or grown == self.inst["extend_sweep"]:
                 break
-            lrs = sorted({*lrs, lrs[0] / 2 if self.sweep["edge"] == "low" else lrs[-1] * 2})
-        if self.sweep["edge"] is not None:
-            self.sweep["note"] = f"the best lr is still at the {self.sweep['edge']} edge of {lrs}"
-        return self.sweep["lr"]
+            lrs = sorted({*lrs, lrs[0] / 2 if sweep["edge"] == "low" else lrs[-1] * 2})
+        if sweep["edge"] is not None:
+            sweep["note"] = f"the best lr is still at the {sweep['edge']} edge of {lrs}"
+        return sweep
 
-    def matched_n(self, lr: float) -> int:
+    def matched_n(self) -> int:
         """Budget-matched GRPO's n from the start model's exact held-out pass rates (any finished run's step 0)."""
         import numpy as np
 
@@ -171,6 +210,7 @@ class Study:
             return self.matched["n"]
         start = next((r for r in self.records.values() if r["start"].get("rates")), None)
         if start is None:  # nothing has run yet: GRPO-n4 of the first seed gives the start model's rates
+            lr = self.sweep["lr"]
             self.run([self.spec("main", "grpo-n4", ARMS["grpo-n4"], lr, self.inst["seeds"][0])])
             start = next((r for r in self.records.values() if r["start"].get("rates")), None)
             if start is None:
@@ -180,16 +220,14 @@ class Study:
         self.matched = {"n": n, "expected_samples": expected, "source": f"start exact rates of {start['key']}"}
         return n
 
-    def main_specs(self, lr: float, arms: list[str]) -> list[RunSpec]:
-        from reinforce_ada.bench.arms import ARMS
+    def main_specs(self, lrs: dict[str, float], arms: list[str]) -> list[RunSpec]:
         from studies.llm_convergence.study import seeds_for
 
         out = []
         for seed in self.inst["seeds"]:
             for arm in arms:
                 if seed in seeds_for({**self.reg, "instrument": self.inst}, arm):
-                    spec = f"uniform:n={self.matched_n(lr)}" if arm == "grpo-matched" else ARMS[arm]
-                    out.append(self.spec("main", arm, spec, lr, seed))
+                    out.append(self.spec("main", arm, self.strategy(arm), lrs[arm], seed))
         # the headline's arms (GRPO-n4 and the claims' arms) on all their seeds first, seed by seed, then the others:
         # a study cut short has its L-figures' seeds before the costly context arms (found in review before the run)
         headline = {"grpo-n4", *(c["arm"] for c in self.reg["claim"])}
@@ -211,6 +249,8 @@ class Study:
             "smoke": self.args.smoke, "preregistration_file": self.prov, "instrument": self.inst, "model": self.model,
             "lr_sweep": self.sweep, "grpo_matched": self.matched,
         }  # fmt: skip
+        if self.sweeps:  # arms swept besides GRPO-n4 (absent from the first registration's results)
+            meta["lr_sweeps"] = self.sweeps
         ctx = {"name": Path(self.args.out).name, "meta": meta, "registration": self.reg}
         ctx["deviations"] = self.deviations()
         ctx["runs"] = {"all": [r["key"] for r in runs], "main": main}
@@ -274,9 +314,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--arms", default=None, help=f"comma-separated subset of the registered arms {list(ARM_NAMES)}")
     ap.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1: beside other work)")
-    ap.add_argument("--work", default=None, help="run folders (default runs/llm_convergence; --smoke: runs/llm_smoke)")
+    ap.add_argument("--work", default=None, help="run folders (default runs/NAME, NAME the registration's `name`, "
+                    "llm_convergence by default; --smoke: runs/llm_smoke)")  # fmt: skip
     ap.add_argument("--out", default=None, help="results path without suffix (default studies/llm_convergence/results/"
-                    "llm_convergence; --smoke: <work>/llm_convergence)")  # fmt: skip
+                    "llm_convergence, or results/NAME/NAME for another registration's NAME; --smoke: "
+                    "<work>/NAME)")  # fmt: skip
     ap.add_argument("--eval-prompts", type=int, default=None, help="override the held-out size (not pre-registered)")
     ap.add_argument("--smoke", action="store_true", help="2 steps per arm, 1 seed, no sweep; scratch output")
     ap.add_argument("--report-only", action="store_true", help="run nothing: results from the finished runs")
@@ -288,11 +330,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
         v = getattr(args, name)
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-    args.work = args.work or str(ROOT / "runs" / ("llm_smoke" if args.smoke else "llm_convergence"))
-    args.out = args.out or (
-        str(Path(args.work) / "llm_convergence") if args.smoke else str(RESULTS / "llm_convergence")
-    )
+    args.defaulted = {"work": args.work is None, "out": args.out is None}
     args.argv = argv
+    return name_outputs(args, "llm_convergence")
+
+
+def name_outputs(args: argparse.Namespace, name: str) -> argparse.Namespace:
+    """The default run folders and results path of a registration named `name`: the first registration's
+    (`llm_convergence`) in `results/`, any other's in `results/<name>/` (its own records and summary.json)."""
+    if args.defaulted["work"]:
+        args.work = str(ROOT / "runs" / ("llm_smoke" if args.smoke else name))
+    if args.defaulted["out"]:
+        home = RESULTS if name == "llm_convergence" else RESULTS / name
+        args.out = str(Path(args.work) / name) if args.smoke else str(home / name)
     return args
 
 
@@ -306,6 +356,7 @@ def main(argv: list[str]) -> int:
         reg = load(args.prereg, ARM_NAMES)
     except ConfigError as e:
         raise SystemExit(f"error: {e}") from None
+    args = name_outputs(args, reg.get("name", "llm_convergence"))
     code = reg.get("code")
     if code and not (args.here or args.smoke):  # --report-only too: the registered analysis reads the runs
         from studies.protocol.worktree import run_frozen
@@ -319,12 +370,12 @@ def main(argv: list[str]) -> int:
     if "grpo-n4" not in arms:
         raise SystemExit("error: --arms must include grpo-n4 (every factor is read against it)")
     study = Study(args, reg, provenance(args.prereg))
-    lr = study.lr_sweep()
-    if lr is None:  # --report-only before any sweep run finished
+    lrs = study.lrs()
+    if lrs is None:  # --report-only before any sweep run finished
         study.write()
         return 0
-    study.planned = study.main_specs(lr, arms)
-    study.registered_plan = study.main_specs(lr, registered)
+    study.planned = study.main_specs(lrs, arms)
+    study.registered_plan = study.main_specs(lrs, registered)
     study.run(study.planned)
     res = study.write()
     for fig, e in res["headline"].items():

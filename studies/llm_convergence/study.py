@@ -11,7 +11,9 @@
    time-scale factor (90% t-interval on per-seed log factors, bootstrap beside it) and its per-target factors;
    targets are fractions of GRPO-n4's median fitted gain (`compute.target_levels`). Where this departs from the
    compute-to-target benchmark: the reference is GRPO-n4 itself, not the best of a uniform family (the study runs one
-   uniform n), and every arm runs at GRPO-n4's swept lr.
+   uniform n), and every arm runs at GRPO-n4's swept lr unless the registration sweeps it too (`lr_sweep_arms`) or
+   fixes its lr (`fixed_lrs`). A registration may add arms of its own (`arm_specs`: a strategy spec and prompts per
+   step, e.g. SPO at GRPO-n4's samples per step) and name its result (`name`: its own results folder).
 3) L1/L2 are `partial` until every registered seed of GRPO-n4 and the registered arm is in, `unmeasured` below two
    paired seeds; a figure whose instrument differs from the committed file, or whose file is not marked
    `status = "final"` (the default), is labelled not pre-registered. Time factors (L2, L2p) whose paired runs were
@@ -21,6 +23,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +36,8 @@ from reinforce_ada.bench.curves import area_gain, median_with_misses, ratio_of_m
 from reinforce_ada.errors import ConfigError
 
 REFERENCE = "grpo-n4"
+DEFAULT_NAME = "llm_convergence"
+"""A registration's `name` (its result's name and, for another name, its results folder), by default the first's."""
 FIGURES = {
     "L1": ("tokens", "generated tokens to target, GRPO-n4 / the registered arm (time-scale factor, paired seeds)"),
     "L2": ("cpu_s", "CPU wall-clock to target (recorded step times), GRPO-n4 / the registered arm (paired seeds)"),
@@ -97,7 +102,7 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
     if not isinstance(msg, int | float) or isinstance(msg, bool) or not 0 < msg < 1:
         raise ConfigError(f"pre-registration {p}: [instrument] min_shared_gain = {msg!r} must be an accuracy in (0, 1)")
     mn = inst.get("matched_n")
-    if (mn is not None or inst["eval"] == "sampled") and not (
+    if (mn is not None or (inst["eval"] == "sampled" and "grpo-matched" in inst["arms"])) and not (
         isinstance(mn, int) and not isinstance(mn, bool) and mn > 0
     ):
         raise ConfigError(f"pre-registration {p}: [instrument] matched_n = {mn!r}: budget-matched GRPO's n must be "
@@ -123,10 +128,17 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
         if not (str(lv).isdigit() and isinstance(w, int | float) and w > 0):
             raise ConfigError(f"pre-registration {p}: [instrument.levels] {lv} = {w!r}; keys are level numbers, "
                               "values weights > 0")  # fmt: skip
+    own = _arm_specs(p, inst, known_arms)
+    known_arms = [*known_arms, *own]
     unknown = [a for a in inst["arms"] if a not in known_arms]
     if unknown or REFERENCE not in inst["arms"]:
         raise ConfigError(f"pre-registration {p}: arms {unknown or inst['arms']}: every arm must be one of "
                           f"{list(known_arms)} and {REFERENCE!r} must be among them")  # fmt: skip
+    _lr_plan(p, inst)
+    name = data.get("name", DEFAULT_NAME)
+    if not (isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", name)):
+        raise ConfigError(f"pre-registration {p}: name = {name!r} must be a lower-case identifier (it names the "
+                          "result and its folder)")  # fmt: skip
     claims = data.get("claim")
     if not isinstance(claims, list) or not claims:
         raise ConfigError(f"pre-registration {p}: needs [[claim]] tables with figure (one of {list(FIGURES)}) and arm")
@@ -139,6 +151,55 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(f"pre-registration {p}: claim {i + 1} arm {c.get('arm')!r} is not among the "
                               f"registered arms {inst['arms']}")  # fmt: skip
     return data
+
+
+def _arm_specs(p: Path, inst: dict[str, Any], builtin: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`[instrument.arm_specs]`: arms beyond the built-in four, each `{ strategy = "SPEC", batch_size = N }` (a
+    strategy spec as `--strategy` takes it, checked by `run` before any run; prompts per step, default the
+    instrument's `batch_size`)."""
+    own = inst.get("arm_specs", {})
+    if not isinstance(own, dict):
+        raise ConfigError(f"pre-registration {p}: [instrument] arm_specs = {own!r} must be a table of arms")
+    for arm, spec in own.items():
+        if arm in builtin:
+            raise ConfigError(f"pre-registration {p}: arm_specs.{arm}: a built-in arm ({list(builtin)}) cannot be "
+                              "redefined; give the new arm another name")  # fmt: skip
+        bs = spec.get("batch_size", inst["batch_size"]) if isinstance(spec, dict) else None
+        extra = set(spec) - {"strategy", "batch_size"} if isinstance(spec, dict) else set()
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("strategy"), str)
+            or extra
+            or not (isinstance(bs, int) and not isinstance(bs, bool) and bs >= 1)
+        ):
+            raise ConfigError(f"pre-registration {p}: arm_specs.{arm} = {spec!r} must be "
+                              '{ strategy = "SPEC", batch_size = N >= 1 } (batch_size optional)')  # fmt: skip
+    return own
+
+
+def _lr_plan(p: Path, inst: dict[str, Any]) -> None:
+    """`lr_sweep_arms` (default [GRPO-n4]: each gets its own sweep over `lrs` on the sweep seeds) and `fixed_lrs`
+    (arm -> lr, e.g. an lr chosen by an earlier registration's sweep); every other arm runs at GRPO-n4's lr."""
+    swept, fixed = inst.get("lr_sweep_arms", [REFERENCE]), inst.get("fixed_lrs", {})
+    if not isinstance(swept, list) or not all(isinstance(a, str) for a in swept) or len(set(swept)) != len(swept):
+        raise ConfigError(f"pre-registration {p}: [instrument] lr_sweep_arms = {swept!r} must be a list of arms")
+    if not isinstance(fixed, dict):
+        raise ConfigError(f"pre-registration {p}: [instrument] fixed_lrs = {fixed!r} must be a table arm = lr")
+    for arm in [*swept, *fixed]:
+        if arm not in inst["arms"]:
+            raise ConfigError(f"pre-registration {p}: lr plan names {arm!r}, not among the arms {inst['arms']}")
+    for arm, lr in fixed.items():
+        if not (isinstance(lr, int | float) and not isinstance(lr, bool) and 0 < lr < 1) or arm in swept:
+            raise ConfigError(f"pre-registration {p}: fixed_lrs.{arm} = {lr!r} must be an lr in (0, 1) for an arm "
+                              "not in lr_sweep_arms")  # fmt: skip
+    if REFERENCE not in swept and REFERENCE not in fixed:
+        raise ConfigError(f"pre-registration {p}: {REFERENCE}'s lr must be swept (lr_sweep_arms) or registered "
+                          "(fixed_lrs): the arms without an lr of their own run at it")  # fmt: skip
+
+
+def lr_plan(inst: dict[str, Any]) -> tuple[list[str], dict[str, float]]:
+    """The arms swept (in order) and the registered fixed lrs (`_lr_plan`)."""
+    return list(inst.get("lr_sweep_arms", [REFERENCE])), {a: float(v) for a, v in inst.get("fixed_lrs", {}).items()}
 
 
 def registered_arm(prereg: dict[str, Any], figure: str = "L1") -> str:
@@ -156,7 +217,8 @@ def seeds_for(prereg: dict[str, Any], arm: str) -> list[int]:
 
 
 def chosen_lr(sweep: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """GRPO-n4's lr: the largest mean `area_gain` over the sweep seeds; `edge` says where the grid must grow."""
+    """A swept arm's lr (GRPO-n4's, by default): the largest mean `area_gain` over the sweep seeds of that arm's runs;
+    `edge` says where the grid must grow."""
     by_lr: dict[float, list[float]] = defaultdict(list)
     for r in sweep:
         by_lr[float(r["lr"])].append(area_gain(r["eval_tokens"], r["accuracy"]))
