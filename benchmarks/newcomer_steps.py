@@ -280,6 +280,9 @@ NOT_RUN = {
     "clone lacks (studies/llm_convergence/tests/test_llm_convergence.py runs it on a tiny study)",
     "python -m studies.llm_convergence.run --smoke": "builds SmolLM2 from the wheel and trains every arm 2 steps "
     "(tens of minutes)",
+    "nice -n 15 python -m studies.llm_convergence.run --workers 2 --prereg "
+    "studies/llm_convergence/registrations/preregistration_llm_spo.toml": "a study's run (about 10 CPU-hours, "
+    "resumable; writes results/llm_spo/)",
     "python -m studies.llm_convergence.run --prereg my_prereg.toml --work runs/my_study --out "
     "runs/my_study/results/my_study --no-summary --workers 2": "a template: my_prereg.toml is yours to write",
     # studies/fewer_samples/README.md

@@ -394,6 +394,12 @@ def test_the_repository_registration_loads():
     arm = llm_study.registered_arm(reg, "L1")
     assert arm in reg["instrument"]["arms"] and len(llm_study.seeds_for(reg, arm)) >= 5
     assert all(len(llm_study.seeds_for(reg, a)) >= 3 for a in reg["instrument"]["arms"])
+    spo = llm_study.load(lc.HERE / "registrations" / "preregistration_llm_spo.toml", lc.ARM_NAMES)
+    assert spo["name"] == "llm_spo" and llm_study.registered_arm(spo, "L1") == "spo-32"
+    assert llm_study.lr_plan(spo["instrument"]) == (["spo-32"], {"grpo-n4": 4e-4})
+    same = ("levels", "train_prompts", "eval_prompts", "eval", "eval_samples", "steps", "max_new_tokens", "lora_r")
+    assert {k: spo["instrument"][k] for k in same} == {k: reg["instrument"][k] for k in same}  # the same task
+    assert spo["instrument"]["seeds"] == reg["instrument"]["seeds"]
 
 
 def test_help_and_smoke_defaults(capsys):
