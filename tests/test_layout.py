@@ -204,3 +204,24 @@ def test_the_wheel_holds_the_package_and_no_study(tmp_path):
     code = [n for n in names if n.endswith(".py")]
     assert code and all(n.startswith("reinforce_ada/") for n in code), [n for n in code if "reinforce_ada/" not in n]
     assert not [n for n in names if n.startswith(("studies/", "benchmarks/", "tests/"))]
+
+
+DOCS_EXTRA = ("mkdocs", "material", "mkdocstrings")
+"""Modules of the `docs` extra: the README's test command installs `dev` only, so no test module may need them to be
+collected (tests/test_docs.py's site build skips without them)."""
+
+
+@pytest.mark.slow
+def test_the_suite_collects_without_the_docs_extra():
+    """CI runs the tests before it installs the docs extra; a test module importing mkdocs, even through docgen,
+    stopped the whole suite at collection once."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys; sys.modules.update(dict.fromkeys({DOCS_EXTRA!r})); import pytest; "
+        "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider']))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
