@@ -13,8 +13,6 @@ from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.sampling.predictor import DifficultyPredictor
 from reinforce_ada.types import Prompt
 
-pytestmark = pytest.mark.slow  # TRL / Ray start-up: the full suite runs these, the quick loop does not
-
 A, B, C = (Prompt(id=x, text=f"<bos>{x}") for x in "abc")
 T, F = True, False
 
@@ -73,6 +71,7 @@ def test_replaying_one_process_own_visits_reproduces_its_memory():
     for p, o in [(A, [T, T]), (B, [F]), (A, [F, F, T])]:
         m.record(p, o)
     m.record(B, [T, T], tokens=[12, 30])  # completion lengths (select=value) are replayed too
+    m.record(C, [T], [7], ([1, 2], [-0.5, -0.25]))  # the strategy passes its response (forgetting=drift's input)
     m.record(C, [])  # an empty visit records nothing
     built = m.state_dict()
     share_visits(log, lambda mine: mine)

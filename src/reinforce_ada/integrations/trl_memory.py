@@ -38,11 +38,16 @@ class VisitLog:
         self.visits: list[Visit] = []
         record = memory.record
 
-        def logged(prompt: Prompt, outcomes: list[bool], tokens: list[int] | None = None) -> None:
+        def logged(
+            prompt: Prompt,
+            outcomes: list[bool],
+            tokens: list[int] | None = None,
+            response: tuple[list[int], list[float]] | None = None,
+        ) -> None:
             if outcomes:  # an empty visit records nothing (PromptMemory.record)
                 lengths = None if tokens is None else [int(t) for t in tokens]
                 self.visits.append((asdict(prompt), [bool(x) for x in outcomes], lengths))
-            record(prompt, outcomes, tokens)
+            record(prompt, outcomes, tokens, response)  # `response` feeds forgetting=drift only, which TRL refuses
 
         memory.record = logged  # type: ignore[method-assign]  # this instance only, until close()
 
