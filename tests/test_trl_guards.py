@@ -140,9 +140,17 @@ def test_a_reward_function_raising_keyboardinterrupt_scores_0_but_a_real_ctrl_c_
         time.sleep(1)
         return [1.0] * len(completions)
 
-    with pytest.raises(KeyboardInterrupt):
-        score([user_presses_ctrl_c], [1.0])
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before is back
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a background job ignores it)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            score([user_presses_ctrl_c], [1.0])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before is back
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a process that ignores SIGINT goes on ignoring it
+        _, reward, errors, _ = score([user_presses_ctrl_c], [1.0])
+        np.testing.assert_array_equal(reward, [1.0, 1.0])
+        assert errors == 0 and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.mark.parametrize(
