@@ -140,3 +140,21 @@ def test_site_builds_strict(tmp_path):
     assert (tmp_path / "site" / "search" / "search_index.json").exists()  # the site has search
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
     assert len(re.findall(r'id="reinforce_ada\.', api)) >= 30  # the public API rendered from its docstrings
+
+
+def test_the_speed_goals_table_quotes_the_committed_summary():
+    """docs/benchmarks.md's goals table is typed by hand: each speed goal's row must quote the committed figure of
+    benchmarks/results/summary.json (it once kept an older run's P4 after the result was re-measured)."""
+    import json
+
+    summary = json.loads((ROOT / "benchmarks" / "results" / "summary.json").read_text())
+    rows = {
+        line.split("|")[1].split()[0]: line.split("|")[2]
+        for line in (ROOT / "docs" / "benchmarks.md").read_text().splitlines()
+        if re.match(r"\| P[4-8] ", line)
+    }
+    assert set(rows) == {"P4", "P5", "P6", "P7", "P8"}
+    for goal, entry in summary.items():
+        quoted = [entry["value"], *(v["value"] for v in entry.values() if isinstance(v, dict) and "value" in v)]
+        for value in quoted:  # the headline and its per-model entries (P4's SmolLM2)
+            assert f"{value:.2f}" in rows[goal], f"{goal}: {value:.2f} is not in the table's row: {rows[goal]}"
