@@ -95,3 +95,22 @@ def table_of(cfg: Any) -> Any:
     from reinforce_ada.sampling.value import value_table
 
     return value_table(strategy_class(cfg.name), cfg.options)
+
+
+def bench_job(pool: Any, model_dir: Any, run_dir: Any, arm: str, strategy: Any, **fields: Any) -> Any:
+    """A testbed `bench.run.Job` on `pool` (a `bench.testbed.build_pool` result): lr 1e-3, seed 0, 3 steps of 4
+    prompts, evaluated every 2 steps, no sampled check; `fields` replace any of these (`steps=50`, `train=...`)."""
+    from reinforce_ada.bench.run import Job
+
+    base: dict[str, Any] = dict(lr=1e-3, seed=0, steps=3, batch_size=4, eval_every=2, check_samples=0)
+    return Job(
+        pool=pool.spec.name,
+        arm=arm,
+        strategy=strategy,
+        model_path=str(model_dir),
+        train_path=pool.train_path,
+        eval_path=pool.eval_path,
+        level_weights=pool.level_weights,
+        run_dir=str(run_dir),
+        **{**base, **fields},
+    )

@@ -19,6 +19,7 @@ from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import parse_arm
 from reinforce_ada.simulation.plan import plan
+from tests.helpers import bench_job
 
 
 def g(x):
@@ -154,22 +155,7 @@ def test_pool_filter_and_level_weights(tmp_path, tiny_llama, char_tokenizer):
 
 def test_one_run_is_evaluated_exactly_and_checked_by_sampling(tmp_path, model_dir, tiny_llama, char_tokenizer):
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
-    job = Job(
-        pool="p",
-        arm="grpo-n4",
-        strategy=parse_arm("uniform:n=2"),
-        lr=1e-3,
-        seed=0,
-        steps=3,
-        batch_size=4,
-        eval_every=2,
-        model_path=str(model_dir),
-        train_path=pool.train_path,
-        eval_path=pool.eval_path,
-        level_weights=pool.level_weights,
-        run_dir=str(tmp_path / "run"),
-        check_samples=2,
-    )
+    job = bench_job(pool, model_dir, tmp_path / "run", "grpo-n4", parse_arm("uniform:n=2"), check_samples=2)
     rec = run_job(job)
     assert rec["eval_step"] == [0, 2, 3] == eval_steps(3, 2) and len(rec["accuracy"]) == 3
     w = dict(pool.level_weights)

@@ -176,26 +176,12 @@ def test_bad_records_and_costs():
 
 def test_a_run_record_has_what_both_models_read(tmp_path, model_dir, tiny_llama, char_tokenizer):
     from reinforce_ada.bench.arms import parse_arm
-    from reinforce_ada.bench.run import Job, run_job
+    from reinforce_ada.bench.run import run_job
     from reinforce_ada.bench.testbed import build_pool, parse_pool
+    from tests.helpers import bench_job
 
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
-    job = Job(
-        pool="p",
-        arm="seq",
-        strategy=parse_arm("seq:exit=balanced"),
-        lr=1e-3,
-        seed=0,
-        steps=3,
-        batch_size=4,
-        eval_every=2,
-        model_path=str(model_dir),
-        train_path=pool.train_path,
-        eval_path=pool.eval_path,
-        level_weights=pool.level_weights,
-        run_dir=str(tmp_path / "run"),
-        check_samples=0,
-    )
+    job = bench_job(pool, model_dir, tmp_path / "run", "seq", parse_arm("seq:exit=balanced"))
     rec = run_job(job)
     for key in ("rounds", "max_completion_tokens", "tokens_trained", "samples_trained", "time_step_s"):
         assert len(rec[key]) == 3 and all(math.isfinite(v) for v in rec[key]), key

@@ -10,10 +10,11 @@ import pytest
 from reinforce_ada.bench.arms import resolve_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
 from reinforce_ada.bench.equal_tokens import level_at, table
-from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.bench.run import run_job
 from reinforce_ada.bench.testbed import build_pool, parse_pool
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import parse_arm
+from tests.helpers import bench_job
 
 
 def rec(arm: str, seed: int, levels: list[float], budget: float = 100.0) -> dict:
@@ -70,25 +71,10 @@ def test_a_token_budget_ends_every_arm_alike(tmp_path, tiny_llama, char_tokenize
 
 def test_one_run_to_a_token_budget_with_its_prior_charged(tmp_path, model_dir, tiny_llama, char_tokenizer):
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
-    job = Job(
-        pool="p",
-        arm="spo-prior",
-        strategy=parse_arm("spo"),
-        lr=1e-3,
-        seed=0,
-        steps=50,
-        batch_size=4,
-        eval_every=1000,
-        model_path=str(model_dir),
-        train_path=pool.train_path,
-        eval_path=pool.eval_path,
-        level_weights=pool.level_weights,
-        run_dir=str(tmp_path / "run"),
-        check_samples=0,
-        train=(("prior.samples", 2), ("run.batch_size", 8)),
-        max_tokens=1500,
-        eval_every_tokens=300,
-    )
+    job = bench_job(
+        pool, model_dir, tmp_path / "run", "spo-prior", parse_arm("spo"), steps=50, eval_every=1000,
+        train=(("prior.samples", 2), ("run.batch_size", 8)), max_tokens=1500, eval_every_tokens=300,
+    )  # fmt: skip
     r = run_job(job)
     prior = r["prior"]["tokens"]
     assert r["prior"]["samples"] == 2 * len(pool.train) and prior > 0  # every training prompt, twice
@@ -102,13 +88,9 @@ def test_one_run_to_a_token_budget_with_its_prior_charged(tmp_path, model_dir, t
 
 def test_the_value_probe_logs_the_trackers_and_the_groups_errors(tmp_path, model_dir, tiny_llama, char_tokenizer):
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
-    common = dict(
-        pool="p", lr=1e-3, seed=0, steps=3, batch_size=4, eval_every=3, model_path=str(model_dir),
-        train_path=pool.train_path, eval_path=pool.eval_path, level_weights=pool.level_weights,
-        check_samples=0, value_errors=True,
-    )  # fmt: skip
-    spo = run_job(Job(arm="spo", strategy=parse_arm("spo"), run_dir=str(tmp_path / "a"), **common))
-    grpo = run_job(Job(arm="grpo-n4", strategy=parse_arm("uniform:n=4"), run_dir=str(tmp_path / "b"), **common))
+    common = dict(eval_every=3, value_errors=True)
+    spo = run_job(bench_job(pool, model_dir, tmp_path / "a", "spo", parse_arm("spo"), **common))
+    grpo = run_job(bench_job(pool, model_dir, tmp_path / "b", "grpo-n4", parse_arm("uniform:n=4"), **common))
     assert len(spo["value_abs_error"]) == 3 and all(0 <= e <= 1 for e in spo["value_abs_error"])
     assert all(0 <= e <= 1 for e in grpo["group_mean_abs_error"]) and all(np.isnan(grpo["value_abs_error"]))
     # the tiny random model solves almost nothing: SPO's first value (its prior's 0.5) is about 0.5 off

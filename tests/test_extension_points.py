@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from reinforce_ada.bench.arms import resolve_arms
-from reinforce_ada.bench.run import Job, run_job
+from reinforce_ada.bench.run import run_job
 from reinforce_ada.bench.testbed import build_pool, parse_pool
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
@@ -32,6 +32,7 @@ from reinforce_ada.simulation.simulate import simulate
 from reinforce_ada.tasks.registry import TASKS, register_task
 from reinforce_ada.training.config import TrainConfig, apply_overrides, load_toml
 from reinforce_ada.training.trainer import Trainer
+from tests.helpers import bench_job
 
 STRATEGY_FILE = '''
 """GRPO-n under another name, with an option of its own: kept outside reinforce_ada's package."""
@@ -150,24 +151,7 @@ def test_outside_strategy_is_planned_simulated_trained_and_compared(
     arms, skipped = resolve_arms(["grpo-n4", f"mine={foo}:n=2,group_weight=0.5"])
     assert not skipped and arms[1].cfg.name == foo and arms[1].cfg.group_weight == 0.5
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
-    rec = run_job(
-        Job(
-            pool="p",
-            arm="mine",
-            strategy=arms[1].cfg,
-            lr=1e-3,
-            seed=0,
-            steps=1,
-            batch_size=4,
-            eval_every=1,
-            model_path=str(model_dir),
-            train_path=pool.train_path,
-            eval_path=pool.eval_path,
-            level_weights=pool.level_weights,
-            run_dir=str(tmp_path / "cmp"),
-            check_samples=0,
-        )
-    )
+    rec = run_job(bench_job(pool, model_dir, tmp_path / "cmp", "mine", arms[1].cfg, steps=1, eval_every=1))
     assert rec["samples_per_step"] == [8]
 
 
