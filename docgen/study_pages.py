@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import tomllib
 
-from docgen.cells import cell, code, f2, with_interval
+from docgen.cells import cell, code, f2
+from docgen.fewer_samples import main_runs, result_section
 from docgen.page import Page, provenance, study_figures
 from docgen.sources import STUDIES, cpu_hours, read_json, read_records
 
@@ -145,21 +146,11 @@ def fewer_samples_page() -> Page:
     page.provenance = provenance(study, runs, results)
     page.cost = cpu_hours(runs)
     page.updated = str(res.get("date", ""))
-    claims = res.get("claims", {})
-    rows = [
-        "## Result",
-        "",
-        "| figure | arm | pool | value [90% interval] | goal | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
-    for fig, c in claims.items():
-        for pool, e in (c.get("by_pool") or {}).items():
-            rows.append(
-                f"| {fig} | `{c.get('arm')}` | {pool} | {with_interval(e) if isinstance(e, dict) else e} | "
-                f"{cell(c.get('goal') or 'none')} | {cell(c.get('verdict') or '')} |"
-            )
-    page.body = rows + [""] + page.body
-    page.verdict = " ".join(f"{fig}: {c.get('verdict')}." for fig, c in claims.items() if c.get("verdict")) or (
-        "Results recorded; see the table."
-    ) + (" (partial)" if res.get("partial") else "")
+    main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
+    page.body = result_section(res, main) + page.body
+    verdicts = " ".join(f"{fig}: {c.get('verdict')}." for fig, c in res.get("claims", {}).items() if c.get("verdict"))
+    interim = f"Interim ({main_runs(res)} of {main} main runs recorded); on the seeds so far: "
+    page.verdict = (interim if res.get("partial") else "") + (verdicts or "Results recorded; see the tables.")
+    if res.get("partial"):
+        page.status = "info"
     return page

@@ -93,7 +93,14 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
                     "tracker": f["value_errors"].get(arm, {}),
                     "grpo-n4": f["value_errors"].get("grpo-n4", {}),
                 }
-        out[fig] = {"arm": arm, "goal": claim.get("goal"), "by_pool": rows, "verdict": verdict(fig, rows)}
+        missing = [p for p in reg["instrument"]["pools"] if p not in rows]  # a verdict reads every registered pool
+        v = verdict(fig, rows)
+        out[fig] = {
+            "arm": arm,
+            "goal": claim.get("goal"),
+            "by_pool": rows,
+            "verdict": "incomplete" if missing and v else v,
+        }
     return out
 
 

@@ -79,7 +79,9 @@ def test_the_figures_read_the_claims_against_the_best_uniform_arm():
     assert f["old_reference"]["grid_vs_old_on_tokens"]["value"] == pytest.approx(1.5, rel=0.05)
     claims = analysis.claims({"default": f}, reg)
     assert claims["C1"]["by_pool"]["default"]["reference"] == "grpo-n2x32"
-    assert claims["C1"]["verdict"] == "met" and claims["E1"]["verdict"] is None
+    assert claims["C1"]["verdict"] == "incomplete" and claims["E1"]["verdict"] is None  # three pools have no runs
+    claims = analysis.claims({"default": f}, {**reg, "instrument": {**reg["instrument"], "pools": ["default"]}})
+    assert claims["C1"]["verdict"] == "met"
     assert analysis.verdict("C2", {"hard": {"value": 1.2}}) == "missed"
     assert analysis.verdict("C1", {"hard": {"value": 2.0, "t_lo": 0.9}}) == "missed"  # the interval holds 1
 
@@ -99,3 +101,24 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
     assert "hard" in res["partial"] and "2 of 9 seeds" in res["partial"]  # only default, two seeds: said so
     again = regenerate.write(results["fewer_samples"], records.runs_of(results["fewer_samples"], stored_runs), tmp_path)
     assert json.loads((tmp_path / "fewer_samples.json").read_text()) == written and again["claims"] == res["claims"]
+
+
+@pytest.mark.slow
+def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path):
+    from docgen.fewer_samples import result_section
+
+    reg = load(PREREG)
+    runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
+    meta = {"registration": {"content": reg}, "date": "2026-12-06"}
+    ctx = {"name": "fewer_samples", "meta": meta, "runs": {"main": [r["id"] for r in runs], "sweep": []}}
+    res = regenerate.write(ctx, {"main": runs, "sweep": []}, tmp_path)
+    text = "\n".join(result_section(res, registered_runs=612))
+    assert f"**Interim**: {len(runs)} of 612 registered main runs" in text
+    c1 = res["claims"]["C1"]["by_pool"]["default"]
+    row = next(line for line in text.splitlines() if line.startswith("| C1 | default |"))
+    assert f"{c1['value']:.2f} [{c1['t_lo']:.2f}, {c1['t_hi']:.2f}]" in row and "interim: **met**" in row
+    assert "On the seeds recorded so far (interim), C1: incomplete" in text  # one pool of four: no verdict yet
+    e1 = res["by_pool"]["default"]["equal_tokens"]["arms"]["spo-32"]["diff"]
+    assert f"{e1:+.3f}" in text and "| default | 0.10 | 0.20 |" in text  # E1 and V1 of the synthetic runs
+    complete = {**res, "partial": None}
+    assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))

@@ -1,0 +1,159 @@
+"""The fewer-samples study's result section (`studies/fewer_samples/results/fewer_samples.json`): the registered
+claims per pool against their goals, every arm's tokens factor, accuracy at equal tokens, the baselines' errors and
+how far the grid moves the old reference. A result still missing registered runs is labelled interim throughout: its
+verdicts are read on the seeds recorded so far, not the registered ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docgen.cells import cell, f2, verdict, with_interval
+
+AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
+
+
+def main_runs(res: dict[str, Any]) -> int:
+    """How many main runs the result reads (its `runs` names them by phase)."""
+    return len((res.get("runs") or {}).get("main", []))
+
+
+def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
+    """None for a complete result; else a sentence naming how many main runs it reads."""
+    if not res.get("partial"):
+        return None
+    return (
+        f"**Interim**: {main_runs(res)} of {registered_runs} registered main runs recorded; the figures below read "
+        "the seeds recorded so far (paired by seed), and no verdict here is the registered one until every seed is in."
+    )
+
+
+def _diff(a: dict[str, Any]) -> str:
+    d, (lo, hi) = a.get("diff"), a.get("diff_interval") or (None, None)
+    if d is None:
+        return "n/a"
+    return f"{d:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None else "")
+
+
+def claims_rows(res: dict[str, Any]) -> list[str]:
+    """C1/C2/C2g per pool with the reference, the interval, the seeds and the verdict against the goal."""
+    interim = bool(res.get("partial"))
+    rows = [
+        "| figure | pool | reference (best uniform) | factor [90% t] | seeds | goal | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for fig, c in res.get("claims", {}).items():
+        if fig not in AXIS:
+            continue
+        for pool, e in (c.get("by_pool") or {}).items():
+            v = verdict(e, c.get("goal"), pool)
+            rows.append(
+                f"| {fig} | {pool} | `{e.get('reference')}` | {with_interval(e)} | {len(e.get('seeds') or [])} | "
+                f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim else '') + v} |"
+            )
+    overall = [f"{fig}: {c.get('verdict')}" for fig, c in res.get("claims", {}).items() if c.get("verdict")]
+    if overall:
+        lead = "On the seeds recorded so far (interim), " if interim else "Registered verdicts: "
+        rows += ["", lead + "; ".join(overall) + "."]
+    return rows
+
+
+def factors_rows(res: dict[str, Any], axis: str = "tokens") -> list[str]:
+    """Every arm's factor on `axis` against the pool's best uniform arm (> 1: fewer tokens to the targets)."""
+    pools = list(res.get("by_pool", {}))
+    arms: list[str] = []
+    for p in pools:
+        arms += [a for a in res["by_pool"][p]["compute"]["table"] if a not in arms]
+    refs = {p: res["by_pool"][p]["compute"]["axes"].get(axis, {}).get("best_uniform") for p in pools}
+    head = "| arm | " + " | ".join(f"{p} (vs `{refs[p]}`)" for p in pools) + " |"
+    rows = [head, "|---|" + "---|" * len(pools)]
+    for a in arms:
+        cells = [with_interval(res["by_pool"][p]["compute"]["table"].get(a, {}).get(axis, {})) for p in pools]
+        rows.append(f"| `{a}` | " + " | ".join(cells) + " |")
+    return rows
+
+
+def equal_tokens_rows(res: dict[str, Any], arms: tuple[str, ...]) -> list[str]:
+    """Held-out accuracy at the budget: the best uniform arm's and each of `arms`' paired difference to it."""
+    rows = [
+        "| pool | best uniform at the budget | its accuracy | "
+        + " | ".join(f"`{a}` minus it [90%]" for a in arms)
+        + " |",
+        "|---|---|---|" + "---|" * len(arms),
+    ]
+    for pool, f in res.get("by_pool", {}).items():
+        e = f["equal_tokens"]
+        best = e["best_uniform"]
+        rows.append(
+            f"| {pool} | `{best}` | {f2(e['arms'].get(best, {}).get('level'))} | "
+            + " | ".join(_diff(e["arms"].get(a, {})) for a in arms)
+            + " |"
+        )
+    return rows
+
+
+def value_rows(res: dict[str, Any], arm: str) -> list[str]:
+    """V1: the tracker's mean |v_hat - p| beside GRPO-n4's group-mean error (exact p from the testbed)."""
+    rows = [
+        f"| pool | `{arm}` tracker: mean \\|v_hat - p\\| | `grpo-n4` group mean: mean \\|mean - p\\| |",
+        "|---|---|---|",
+    ]
+    for pool, f in res.get("by_pool", {}).items():
+        errs = f.get("value_errors", {})
+        rows.append(
+            f"| {pool} | {f2(errs.get(arm, {}).get('value_abs_error'))} | "
+            f"{f2(errs.get('grpo-n4', {}).get('group_mean_abs_error'))} |"
+        )
+    return rows
+
+
+def old_reference_rows(res: dict[str, Any]) -> list[str]:
+    """How far the grid moves the old (16 prompts per step) reference, on tokens."""
+    rows = [
+        "| pool | best of the 16-prompt family | best of the grid | grid's best vs the old best (tokens) |",
+        "|---|---|---|---|",
+    ]
+    for pool, f in res.get("by_pool", {}).items():
+        o = f.get("old_reference")
+        if not o:
+            continue
+        g = o.get("grid_vs_old_on_tokens")
+        rows.append(
+            f"| {pool} | `{o['best_of_16_prompt_family']}` | `{o['best_of_grid']}` | "
+            f"{with_interval(g) if g else 'same arm (1.00)'} |"
+        )
+    return rows
+
+
+def result_section(res: dict[str, Any], registered_runs: int, headline: str = "spo-64") -> list[str]:
+    """The page's result: the claims, then every arm's tokens factor, equal tokens, V1 and the old reference."""
+    note = interim_note(res, registered_runs)
+    controls = tuple(a for a in ("spo-32", "spo-64", "spo-128", "spo-64-uniform", "grpo-n4-prio", "n2-tracker")
+                     if any(a in f["equal_tokens"]["arms"] for f in res.get("by_pool", {}).values()))  # fmt: skip
+    return [
+        "## Result",
+        "",
+        *([note, ""] if note else []),
+        "### The registered claims",
+        "",
+        *claims_rows(res),
+        "",
+        "### Every arm's tokens factor",
+        "",
+        "Tokens to the targets of the pool's best uniform arm, that arm's over the arm's (> 1: the arm needs fewer "
+        "tokens), paired by seed, with the 90% t-interval over per-seed log factors.",
+        "",
+        *factors_rows(res),
+        "",
+        "### Accuracy at equal tokens (E1)",
+        "",
+        *equal_tokens_rows(res, controls or (headline,)),
+        "",
+        "### What the baseline buys (V1)",
+        "",
+        *value_rows(res, headline),
+        "",
+        "### How far the grid moves the old reference",
+        "",
+        *old_reference_rows(res),
+        "",
+    ]
