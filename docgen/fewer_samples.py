@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docgen.cells import cell, f2, verdict, with_interval
+from docgen.cells import cell, f2, interval, verdict
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
 
@@ -25,6 +25,18 @@ def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
         f"**Interim**: {main_runs(res)} of {registered_runs} registered main runs recorded; the figures below read "
         "the seeds recorded so far (paired by seed), and no verdict here is the registered one until every seed is in."
     )
+
+
+def _num(x: float | None) -> str:
+    """Two decimals, or two significant digits below 0.01 (an arm that spends its budget on a prior reads 0.002)."""
+    return "n/a" if x is None else f"{x:.2f}" if abs(x) >= 0.01 or x == 0 else f"{x:.2g}"
+
+
+def factor_cell(e: dict[str, Any]) -> str:
+    """A factor with its 90% interval (`cells.with_interval`, small values legible)."""
+    lo, hi, _ = interval(e)
+    v = e.get("value")
+    return "n/a" if v is None else f"{_num(v)} [{_num(lo)}, {_num(hi)}]" if lo is not None else _num(v)
 
 
 def _diff(a: dict[str, Any]) -> str:
@@ -47,7 +59,7 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
         for pool, e in (c.get("by_pool") or {}).items():
             v = verdict(e, c.get("goal"), pool)
             rows.append(
-                f"| {fig} | {pool} | `{e.get('reference')}` | {with_interval(e)} | {len(e.get('seeds') or [])} | "
+                f"| {fig} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {len(e.get('seeds') or [])} | "
                 f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim else '') + v} |"
             )
     overall = [f"{fig}: {c.get('verdict')}" for fig, c in res.get("claims", {}).items() if c.get("verdict")]
@@ -67,7 +79,7 @@ def factors_rows(res: dict[str, Any], axis: str = "tokens") -> list[str]:
     head = "| arm | " + " | ".join(f"{p} (vs `{refs[p]}`)" for p in pools) + " |"
     rows = [head, "|---|" + "---|" * len(pools)]
     for a in arms:
-        cells = [with_interval(res["by_pool"][p]["compute"]["table"].get(a, {}).get(axis, {})) for p in pools]
+        cells = [factor_cell(res["by_pool"][p]["compute"]["table"].get(a, {}).get(axis, {})) for p in pools]
         rows.append(f"| `{a}` | " + " | ".join(cells) + " |")
     return rows
 
@@ -92,16 +104,21 @@ def equal_tokens_rows(res: dict[str, Any], arms: tuple[str, ...]) -> list[str]:
 
 
 def value_rows(res: dict[str, Any], arm: str) -> list[str]:
-    """V1: the tracker's mean |v_hat - p| beside GRPO-n4's group-mean error (exact p from the testbed)."""
+    """V1: the tracker's mean |v_hat - p| (exact p from the testbed) of `arm` and of every other arm that has a tracker,
+    beside GRPO-n4's group-mean error."""
+    by_pool = res.get("by_pool", {})
+    trackers = [arm] + sorted(
+        {a for f in by_pool.values() for a, e in f.get("value_errors", {}).items() if "value_abs_error" in e} - {arm}
+    )
     rows = [
-        f"| pool | `{arm}` tracker: mean \\|v_hat - p\\| | `grpo-n4` group mean: mean \\|mean - p\\| |",
-        "|---|---|---|",
+        "| pool | " + " | ".join(f"`{a}` tracker" for a in trackers) + " | `grpo-n4` group mean |",
+        "|---|" + "---|" * (len(trackers) + 1),
     ]
-    for pool, f in res.get("by_pool", {}).items():
+    for pool, f in by_pool.items():
         errs = f.get("value_errors", {})
+        cells = [f2(errs.get(a, {}).get("value_abs_error")) for a in trackers]
         rows.append(
-            f"| {pool} | {f2(errs.get(arm, {}).get('value_abs_error'))} | "
-            f"{f2(errs.get('grpo-n4', {}).get('group_mean_abs_error'))} |"
+            f"| {pool} | " + " | ".join(cells) + f" | {f2(errs.get('grpo-n4', {}).get('group_mean_abs_error'))} |"
         )
     return rows
 
@@ -119,7 +136,7 @@ def old_reference_rows(res: dict[str, Any]) -> list[str]:
         g = o.get("grid_vs_old_on_tokens")
         rows.append(
             f"| {pool} | `{o['best_of_16_prompt_family']}` | `{o['best_of_grid']}` | "
-            f"{with_interval(g) if g else 'same arm (1.00)'} |"
+            f"{factor_cell(g) if g else 'same arm (1.00)'} |"
         )
     return rows
 
@@ -149,6 +166,10 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         *equal_tokens_rows(res, controls or (headline,)),
         "",
         "### What the baseline buys (V1)",
+        "",
+        "Mean over each run's steps and the seeds of |v_hat - p|: the tracker's value of a prompt before the step "
+        "against its exact pass rate under the policy that drew the samples (the testbed knows p), beside the same "
+        "error of GRPO-n4's group mean (4 samples, the sample itself included).",
         "",
         *value_rows(res, headline),
         "",

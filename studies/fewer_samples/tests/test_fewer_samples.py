@@ -119,6 +119,6 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert f"{c1['value']:.2f} [{c1['t_lo']:.2f}, {c1['t_hi']:.2f}]" in row and "interim: **met**" in row
     assert "On the seeds recorded so far (interim), C1: incomplete" in text  # one pool of four: no verdict yet
     e1 = res["by_pool"]["default"]["equal_tokens"]["arms"]["spo-32"]["diff"]
-    assert f"{e1:+.3f}" in text and "| default | 0.10 | 0.20 |" in text  # E1 and V1 of the synthetic runs
+    assert f"{e1:+.3f}" in text and "| default | 0.10 | 0.10 | 0.20 |" in text  # E1 and V1 of the synthetic runs
     complete = {**res, "partial": None}
     assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))
