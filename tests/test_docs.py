@@ -158,3 +158,23 @@ def test_the_speed_goals_table_quotes_the_committed_summary():
         quoted = [entry["value"], *(v["value"] for v in entry.values() if isinstance(v, dict) and "value" in v)]
         for value in quoted:  # the headline and its per-model entries (P4's SmolLM2)
             assert f"{value:.2f}" in rows[goal], f"{goal}: {value:.2f} is not in the table's row: {rows[goal]}"
+
+
+def test_the_samples_per_step_table_quotes_the_committed_result():
+    """docs/fewer_samples.md's Spearman table is typed by hand: each pool's row must name the best uniform arm and
+    quote the rank correlations of studies/compute_to_target/results/samples_per_step.json."""
+    import json
+
+    result = json.loads((ROOT / "studies" / "compute_to_target" / "results" / "samples_per_step.json").read_text())[
+        "pools"
+    ]
+    rows = {
+        cells[0]: cells[1:]
+        for line in (ROOT / "docs" / "fewer_samples.md").read_text().splitlines()
+        if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])[0] in result
+    }
+    assert set(rows) == set(result)
+    for pool, r in result.items():
+        arm, all_, adaptive = rows[pool]
+        assert arm.lower() == r["best_uniform"], f"{pool}: the table names {arm}, the result {r['best_uniform']}"
+        assert (all_, adaptive) == (f"{r['spearman_all']:.2f}", f"{r['spearman_adaptive']:.2f}"), pool
