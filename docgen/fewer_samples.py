@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docgen.cells import cell, f2, interval, verdict
+from docgen.cells import cell, f2, interval
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
 
@@ -39,6 +39,16 @@ def factor_cell(e: dict[str, Any]) -> str:
     return "n/a" if v is None else f"{_num(v)} [{_num(lo)}, {_num(hi)}]" if lo is not None else _num(v)
 
 
+def _factor_or_why(row: dict[str, Any], axis: str) -> str:
+    """An arm's factor on `axis`, or why it has none; a factor no seed reaches a target with says so."""
+    e = row.get(axis, {})
+    if e.get("unpriced"):
+        return "not priced (its prior pass was not timed)"
+    targets = row.get(f"{axis}_per_target") or {}
+    missed_all = targets and all(len(t.get("missed", [])) == len(row.get("seeds", [])) for t in targets.values())
+    return factor_cell(e) + (" (reaches no target)" if missed_all and row.get("seeds") else "")
+
+
 def _diff(a: dict[str, Any]) -> str:
     d, (lo, hi) = a.get("diff"), a.get("diff_interval") or (None, None)
     if d is None:
@@ -57,9 +67,12 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
         if fig not in AXIS:
             continue
         for pool, e in (c.get("by_pool") or {}).items():
-            v = verdict(e, c.get("goal"), pool)
+            v = e.get("verdict") or "undefined"  # the registered rule (`analysis.verdict`), the interval's included
+            v = "**met**" if v == "met" else v
+            seeds = str(len(e.get("seeds") or []))
+            seeds += f" (+{e['undefined']} without a factor)" if e.get("undefined") else ""
             rows.append(
-                f"| {fig} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {len(e.get('seeds') or [])} | "
+                f"| {fig} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {seeds} | "
                 f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim else '') + v} |"
             )
     overall = [f"{fig}: {c.get('verdict')}" for fig, c in res.get("claims", {}).items() if c.get("verdict")]
@@ -79,7 +92,7 @@ def factors_rows(res: dict[str, Any], axis: str = "tokens") -> list[str]:
     head = "| arm | " + " | ".join(f"{p} (vs `{refs[p]}`)" for p in pools) + " |"
     rows = [head, "|---|" + "---|" * len(pools)]
     for a in arms:
-        cells = [factor_cell(res["by_pool"][p]["compute"]["table"].get(a, {}).get(axis, {})) for p in pools]
+        cells = [_factor_or_why(res["by_pool"][p]["compute"]["table"].get(a, {}), axis) for p in pools]
         rows.append(f"| `{a}` | " + " | ".join(cells) + " |")
     return rows
 
@@ -156,8 +169,12 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "",
         "### Every arm's tokens factor",
         "",
-        "Tokens to the targets of the pool's best uniform arm, that arm's over the arm's (> 1: the arm needs fewer "
-        "tokens), paired by seed, with the 90% t-interval over per-seed log factors.",
+        "The compute-to-target factor of `bench.compute` against the pool's best uniform arm: k with arm(x) ~ "
+        "reference(k x) on generated tokens over the accuracy range both curves reach (> 1: the arm needs 1/k of "
+        "the tokens for the same accuracy), paired by seed, geometric mean with the 90% t-interval over per-seed log "
+        "factors. An arm that climbs less high is read over its own range only; one that reaches none of the "
+        "registered targets (fractions of the reference's gain) says so. Per-target factors and misses are in the "
+        "result JSON (`by_pool.<pool>.compute.table.<arm>.tokens_per_target`).",
         "",
         *factors_rows(res),
         "",

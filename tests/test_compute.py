@@ -117,3 +117,27 @@ def test_the_factor_panel_draws_every_arm_with_a_factor():
     _factor_panel(ax, comp, "p")
     assert [t.get_text() for t in ax.get_yticklabels()] == ["grpo-n4", "arm", "oracle-both"]
     plt.close(fig)
+
+
+def test_a_prior_pass_is_charged_on_the_seconds_axes_and_an_untimed_one_undefines_only_its_arm():
+    from reinforce_ada.bench.costmodel import ROW_SCALE, UnpricedPrior, gpu_step_seconds, prior_seconds
+
+    r = record("spo-prior", 0) | {"prior": {"samples": 40, "tokens": 400, "seconds": 7.0}}
+    steps = compute.axis_x(r, "cpu_s", steps_only=True)
+    assert compute.axis_x(r, "cpu_s") == pytest.approx([x + 7.0 for x in steps])  # 7 s before step 1
+    gpu = float(gpu_step_seconds([[40]], [0], row_scale=ROW_SCALE)[0])  # one round of its samples, nothing trained
+    assert prior_seconds(r, "gpu") == pytest.approx(gpu) and gpu > 0
+    assert prior_seconds(record("plain", 0), "cpu") == 0.0  # no prior pass: nothing charged
+    untimed = r | {"prior": {"samples": 40, "tokens": 400}}
+    with pytest.raises(UnpricedPrior, match="prior pass \\(40 samples\\) has no recorded seconds"):
+        compute.axis_x(untimed, "cpu_s")
+    with pytest.raises(ValueError, match="unknown cost model 'tpu'"):
+        prior_seconds(r, "tpu")
+    # the untimed arm has no CPU factor, said why; every other arm and axis keeps its figures
+    recs = pool({"grpo-n4": {}, "cheap": {"sec": 0.05}})
+    recs += [record("spo-prior", s) | {"prior": {"samples": 40, "tokens": 400}} for s in range(5)]
+    out = compute.summarize(recs, [], UNIFORM, (), axes=("tokens", "cpu_s"))
+    assert out["missing_axes"] == {} and out["table"]["cheap"]["cpu_s"]["value"] == pytest.approx(2.0, rel=1e-6)
+    cell = out["table"]["spo-prior"]["cpu_s"]
+    assert cell["value"] is None and "no recorded seconds" in cell["unpriced"]
+    assert out["table"]["spo-prior"]["tokens"]["value"] is not None

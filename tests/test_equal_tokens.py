@@ -9,6 +9,7 @@ import pytest
 
 from reinforce_ada.bench.arms import resolve_arms
 from reinforce_ada.bench.compare import CompareConfig, plan_jobs
+from reinforce_ada.bench.compute import axis_x
 from reinforce_ada.bench.equal_tokens import level_at, table
 from reinforce_ada.bench.run import run_job
 from reinforce_ada.bench.testbed import build_pool, parse_pool
@@ -79,6 +80,7 @@ def test_one_run_to_a_token_budget_with_its_prior_charged(tmp_path, model_dir, t
     prior = r["prior"]["tokens"]
     assert r["prior"]["samples"] == 2 * len(pool.train) and prior > 0  # every training prompt, twice
     assert r["eval_tokens"][0] == prior  # the start already carries the prior's cost
+    assert r["prior"]["seconds"] > 0 and axis_x(r, "cpu_s")[0] == pytest.approx(r["prior"]["seconds"])  # and its time
     assert r["eval_tokens"][-1] >= 1500 and r["eval_tokens"][-2] < 1500  # stopped at the first step past the budget
     assert all(s == 8 for s in r["samples_per_step"])  # one sample for each of the arm's 8 prompts per step
     assert r["steps"] == len(r["samples_per_step"]) < 50

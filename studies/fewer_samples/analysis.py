@@ -81,9 +81,11 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
             if fig in axis:
                 row = f["compute"]["table"].get(arm, {}).get(axis[fig], {})
                 ref = f["compute"]["axes"].get(axis[fig], {}).get("best_uniform")
-                rows[pool] = {k: row.get(k) for k in ("value", "t_lo", "t_hi", "per_seed", "seeds")} | {
-                    "reference": ref
+                rows[pool] = {k: row.get(k) for k in ("value", "t_lo", "t_hi", "per_seed", "seeds", "unpriced")} | {
+                    "reference": ref,
+                    "undefined": row.get("undefined") or 0,  # seeds whose curves share no gain: no factor
                 }
+                rows[pool]["verdict"] = verdict(fig, {pool: rows[pool]})
             elif fig == "E1":
                 e = f["equal_tokens"]
                 a = e["arms"].get(arm, {})
@@ -106,14 +108,15 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
 
 def verdict(figure: str, rows: dict[str, Any]) -> str | None:
     """The registered goals of C1 (>= 1.5 with t_lo > 1 on every pool; >= 2.0 on default), C2 (>= 1.3) and C2g
-    (>= 1.5); None for the figures registered without a goal."""
+    (>= 1.5) over the pools of `rows`; None for the figures registered without a goal. A seed without a factor
+    (its curve never shares a gain with the reference's) counts against the goal: never "met" with one."""
     bounds = {"C1": 1.5, "C2": 1.3, "C2g": 1.5}
     if figure not in bounds or not rows:
         return None
     vals = {p: r.get("value") for p, r in rows.items()}
     if any(v is None for v in vals.values()):
         return "incomplete"
-    ok = all(v >= bounds[figure] for v in vals.values())
+    ok = all(v >= bounds[figure] for v in vals.values()) and not any(r.get("undefined") for r in rows.values())
     if figure == "C1":
         ok = ok and all((r.get("t_lo") or 0) > 1 for r in rows.values()) and vals.get("default", 2.0) >= 2.0
     return "met" if ok else "missed"

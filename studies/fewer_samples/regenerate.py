@@ -106,7 +106,8 @@ def main(argv: list[str]) -> int:
         res = write(ctx, records.runs_of(ctx, runs), Path(args.out))
         print(f"wrote {Path(args.out) / ctx['name']}.json and .png" + (f" (partial: {res['partial']})" if
               res["partial"] else ""))  # fmt: skip
-    print(json.dumps({k: v.get("verdict") for k, v in res["claims"].items()}))
+    verdicts = json.dumps({k: v.get("verdict") for k, v in res["claims"].items()})
+    print(("interim (not every registered run is in), on the runs so far: " if res["partial"] else "") + verdicts)
     return 0
 
 

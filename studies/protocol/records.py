@@ -24,7 +24,7 @@ from typing import Any
 
 RUN_FIELDS = ("key", "pool", "arm", "lr", "seed", "steps", "phase", "eval_step", "accuracy", "eval_tokens")
 """What every run keeps (a sweep run: nothing more; the lr choice and the equal-lr table read only these)."""
-MAIN_FIELDS = ("per_level", "eval_samples", "sampled_check", "seconds", "load", "cpu")
+MAIN_FIELDS = ("per_level", "eval_samples", "sampled_check", "seconds", "load", "cpu", "prior")
 """What a main run keeps beside them, where it has them."""
 KEEP = ("no_signal_share",)
 """Per-step series kept whole (the figure draws them)."""
@@ -55,7 +55,7 @@ def compact(record: dict[str, Any], steps: int, run_id: str) -> dict[str, Any]:
         out["head"][stat] = {k: head_stat(record, k, steps, stat) for k in keys if k in record}
     for axis in ("cpu_s",) if priced else ("cpu_s", "gpu_s"):
         try:
-            out[f"eval_{axis}"] = axis_x(record, axis)
+            out[f"eval_{axis}"] = axis_x(record, axis, steps_only=True)  # the prior's cost is added when read
         except (KeyError, ValueError):  # a run without the series that axis needs: the axis is left out, as before
             pass
     return out

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.bench.costmodel import UnpricedPrior
 from reinforce_ada.bench.curves import bootstrap, geo_mean, isotonic, paired_factor, scale_factor, to_target
 
 AXES = ("steps", "tokens", "cpu_s", "gpu_s")
@@ -41,21 +42,25 @@ advance)."""
 REFERENCE = "grpo-n4"
 
 
-def axis_x(record: dict[str, Any], axis: str) -> list[float]:
-    """The record's x at each evaluation on `axis` (one of AXES)."""
+def axis_x(record: dict[str, Any], axis: str, *, steps_only: bool = False) -> list[float]:
+    """The record's x at each evaluation on `axis` (one of AXES). On the seconds axes a run's prior pass (SPO's
+    offline pass, `bench.run.prior_pass`) is charged before step 1, as its tokens are (`costmodel.prior_seconds`;
+    `costmodel.UnpricedPrior` where it has no price); `steps_only` leaves it out (what a compact record stores)."""
     if axis == "steps":
         return [float(s) for s in record["eval_step"]]
     if axis == "tokens":
         return [float(t) for t in record["eval_tokens"]]
     if axis in ("cpu_s", "gpu_s"):
-        from reinforce_ada.bench.costmodel import GPU_SERIES, cumulative
+        from reinforce_ada.bench.costmodel import GPU_SERIES, cumulative, prior_seconds
 
         if axis == "gpu_s" and all(k in record for k in GPU_SERIES):  # priced by this checkout's model
-            return cumulative(record, "gpu")
-        if "time_step_s" not in record and isinstance(record.get(f"eval_{axis}"), list):
-            return [float(v) for v in record[f"eval_{axis}"]]  # a results JSON's run: its stored cumulative seconds
-
-        return cumulative(record, axis[:3])
+            x = cumulative(record, "gpu")
+        elif "time_step_s" not in record and isinstance(record.get(f"eval_{axis}"), list):
+            x = [float(v) for v in record[f"eval_{axis}"]]  # a results JSON's run: its stored steps' seconds
+        else:
+            x = cumulative(record, axis[:3])
+        prior = 0.0 if steps_only else prior_seconds(record, axis[:3])
+        return [v + prior for v in x]
     if axis == "process_s" and "process_s" in record:  # the real-model study's per-step process CPU time
         total = np.concatenate([[0.0], np.cumsum([v or 0.0 for v in record["process_s"]])])
         return [float(total[s]) for s in record["eval_step"]]
@@ -163,7 +168,7 @@ def summarize(
     for axis in axes:
         try:
             for r in main:
-                axis_x(r, axis)
+                axis_x(r, axis, steps_only=True)  # a prior without a price undefines its arm only (below)
             usable.append(axis)
         except (KeyError, ValueError) as e:  # records made before a series existed: that axis is left out, said why
             out["missing_axes"][axis] = f"run {r.get('key')}: {type(e).__name__} {e}"
@@ -179,8 +184,12 @@ def summarize(
         row: dict[str, Any] = {"seeds": sorted(runs), "lr": next(iter(runs.values()))["lr"]}
         for axis in axes:
             ref = arms[out["axes"][axis]["best_uniform"]]
-            row[axis] = factor(runs, ref, axis)
-            row[f"{axis}_per_target"] = per_target(runs, ref, axis, levels, fractions)
+            try:
+                row[axis] = factor(runs, ref, axis)
+                row[f"{axis}_per_target"] = per_target(runs, ref, axis, levels, fractions)
+            except UnpricedPrior as e:  # this arm's cost on the axis is unknown: no factor, said why
+                row[axis] = {"value": None, "seeds": [], "unpriced": str(e)}
+                row[f"{axis}_per_target"] = {}
         out["table"][arm] = row
     if present_oracles and "tokens" in axes:
         best_o = max(present_oracles, key=lambda o: out["table"][o]["tokens"]["value"] or -np.inf)

@@ -225,6 +225,31 @@ def gpu_record_seconds(
     return gpu_step_seconds(*(_steps(record, k) for k in GPU_SERIES), cost, row_scale=row_scale)
 
 
+class UnpricedPrior(ValueError):
+    """A run whose prior pass (`bench.run.prior_pass`) has no price on a cost model: its CPU seconds were not timed
+    (records made before `bench.run` timed them). That arm has no factor on the axis; the other arms keep theirs."""
+
+
+def prior_seconds(record: Mapping[str, Any], model: str) -> float:
+    """The seconds a run's prior pass costs before step 1 (0.0 without one): on "cpu" the pass's measured seconds; on
+    "gpu" one rollout round of all its samples that trains nothing, each testbed row standing for `ROW_SCALE` rows
+    (as `gpu_record_seconds` prices a step)."""
+    prior = record.get("prior") or {}
+    samples = prior.get("samples") or 0
+    if not samples:
+        return 0.0
+    if model == "gpu":
+        return float(gpu_step_seconds([[samples]], [0], row_scale=ROW_SCALE)[0])
+    if model == "cpu":
+        if prior.get("seconds") is None:
+            raise UnpricedPrior(
+                f"run record {record.get('key', '?')!r}: its prior pass ({samples} samples) has no recorded seconds "
+                "(made before bench.run timed the pass), so its CPU cost cannot be charged"
+            )
+        return float(prior["seconds"])
+    raise ValueError(f"unknown cost model {model!r} for a prior pass; use 'cpu' or 'gpu'")
+
+
 CostModel = Callable[[Mapping[str, Any]], np.ndarray]
 MODELS: dict[str, CostModel] = {"cpu": cpu_step_seconds, "gpu": gpu_record_seconds}
 """Cost models by name; each maps a run record to seconds per step (entry i is step i + 1)."""

@@ -125,7 +125,7 @@ def compact_runs(results: dict[str, Any]) -> dict[str, Any]:
         out["means"] = {k: float(v.mean()) if len(v) else None for k, v in finite.items()}
         for axis in ("cpu_s", "gpu_s"):
             try:
-                out[f"eval_{axis}"] = axis_x(r, axis)
+                out[f"eval_{axis}"] = axis_x(r, axis, steps_only=True)  # the prior's cost is added when read
             except (KeyError, ValueError, ImportError):  # an old record without the series the axis needs
                 out[f"eval_{axis}"] = None
         return out

@@ -137,8 +137,10 @@ def run_job(job: Job) -> dict[str, Any]:
         tr.probes.append(value_probe(job.max_new_tokens))
     k0 = int(dict(job.train).get("prior.samples", 0))
     if k0:  # the arm's prior is measured by sampling: its tokens and samples are charged before step 1
+        t0 = time.perf_counter()
         tokens, samples = prior_pass(tr, k0)
         rec["prior"] = {"samples_per_prompt": k0, "tokens": tokens, "samples": samples}
+        rec["prior"]["seconds"] = time.perf_counter() - t0  # charged on the CPU axis (`costmodel.prior_seconds`)
 
     def evaluate(step: int) -> dict[str, float]:
         nonlocal eval_s

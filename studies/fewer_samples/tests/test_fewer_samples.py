@@ -84,6 +84,7 @@ def test_the_figures_read_the_claims_against_the_best_uniform_arm():
     assert claims["C1"]["verdict"] == "met"
     assert analysis.verdict("C2", {"hard": {"value": 1.2}}) == "missed"
     assert analysis.verdict("C1", {"hard": {"value": 2.0, "t_lo": 0.9}}) == "missed"  # the interval holds 1
+    assert analysis.verdict("C2", {"hard": {"value": 2.0, "undefined": 1}}) == "missed"  # a seed with no factor
 
 
 @pytest.mark.slow
@@ -105,7 +106,7 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
 
 @pytest.mark.slow
 def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path):
-    from docgen.fewer_samples import result_section
+    from docgen.fewer_samples import factors_rows, result_section
 
     reg = load(PREREG)
     runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
@@ -120,5 +121,10 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert "On the seeds recorded so far (interim), C1: incomplete" in text  # one pool of four: no verdict yet
     e1 = res["by_pool"]["default"]["equal_tokens"]["arms"]["spo-32"]["diff"]
     assert f"{e1:+.3f}" in text and "| default | 0.10 | 0.10 | 0.20 |" in text  # E1 and V1 of the synthetic runs
+    table = res["by_pool"]["default"]["compute"]["table"]
+    table["spo-32"]["cpu_s"] = {"value": None, "seeds": [], "unpriced": "no recorded seconds"}
+    assert "| `spo-32` | " in "\n".join(factors_rows(res, "cpu_s")) and "not priced" in "\n".join(
+        factors_rows(res, "cpu_s")
+    )
     complete = {**res, "partial": None}
     assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))
