@@ -186,7 +186,9 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "",
         "Mean over each run's steps and the seeds of |v_hat - p|: the tracker's value of a prompt before the step "
         "against its exact pass rate under the policy that drew the samples (the testbed knows p), beside the same "
-        "error of GRPO-n4's group mean (4 samples, the sample itself included).",
+        "error of GRPO-n4's group mean (4 samples, the sample itself included). The two are averaged over different "
+        "prompts and policies: each arm's own draws (SPO's prioritised, GRPO-n4's uniform) along its own training "
+        "path; `spo-64-uniform` draws uniformly as GRPO-n4 does. As registered, not a same-prompt comparison.",
         "",
         *value_rows(res, headline),
         "",
