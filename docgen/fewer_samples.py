@@ -46,7 +46,8 @@ def _factor_or_why(row: dict[str, Any], axis: str) -> str:
         return "not priced (its prior pass was not timed)"
     targets = row.get(f"{axis}_per_target") or {}
     missed_all = targets and all(len(t.get("missed", [])) == len(row.get("seeds", [])) for t in targets.values())
-    return factor_cell(e) + (" (reaches no target)" if missed_all and row.get("seeds") else "")
+    lr = f" at lr {row['lr']:g}" if isinstance(row.get("lr"), int | float) else ""  # the arm's swept lr on the pool
+    return factor_cell(e) + lr + (" (reaches no target)" if missed_all and row.get("seeds") else "")
 
 
 def _diff(a: dict[str, Any]) -> str:
@@ -174,7 +175,8 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "the tokens for the same accuracy), paired by seed, geometric mean with the 90% t-interval over per-seed log "
         "factors. An arm that climbs less high is read over its own range only; one that reaches none of the "
         "registered targets (fractions of the reference's gain) says so. Per-target factors and misses are in the "
-        "result JSON (`by_pool.<pool>.compute.table.<arm>.tokens_per_target`).",
+        "result JSON (`by_pool.<pool>.compute.table.<arm>.tokens_per_target`). Each cell names the lr the arm's "
+        "sweep chose on the pool (its own seeds 1000-1001).",
         "",
         *factors_rows(res),
         "",
