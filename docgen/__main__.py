@@ -1,4 +1,5 @@
-"""`python -m docgen`: regenerate the committed results pages, figures, BENCHMARKS.md and the README's results table.
+"""`python -m docgen`: regenerate the committed results pages, figures, BENCHMARKS.md and the generated blocks of
+README.md and docs/fewer_samples.md.
 
 python -m docgen                       # write them (seconds; reads the studies' JSON, trains nothing)
 python -m docgen --check               # exit 1 naming every file that differs from what would be written
@@ -21,6 +22,7 @@ def generated() -> dict[str, str]:
     """Every generated text file: repository path -> its text (the figures' data included, not their PNGs)."""
     out = results.pages()
     out["README.md"] = readme.with_results((ROOT / "README.md").read_text())
+    out["docs/fewer_samples.md"] = readme.with_spo((ROOT / "docs" / "fewer_samples.md").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         for path in figures.write(Path(tmp)):
             if path.suffix == ".json":

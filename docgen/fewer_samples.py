@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from docgen.cells import cell, f2, interval
+from docgen.sources import STUDIES, read_json
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
 
@@ -199,3 +200,35 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         *old_reference_rows(res),
         "",
     ]
+
+
+RESULT = STUDIES / "fewer_samples" / "results" / "fewer_samples.json"
+
+
+def headline(link: str, arm: str = "spo-64") -> list[str]:
+    """The study's headline for docs/fewer_samples.md: per pool the registered arm's tokens factor and its accuracy
+    at the token budget against the best uniform arm, labelled interim until every registered run is in."""
+    if not RESULT.exists():
+        return [f"No result yet: the registered runs are in progress ([the study]({link}))."]
+    res = read_json(RESULT)
+    rows = [
+        f"| pool | best uniform arm (tokens) | `{arm}` tokens factor [90% t] | seeds | `{arm}` accuracy at the budget "
+        "minus the best uniform arm's [90%] |",
+        "|---|---|---|---|---|",
+    ]
+    for pool, f in res.get("by_pool", {}).items():
+        row = f["compute"]["table"].get(arm, {})
+        rows.append(
+            f"| `{pool}` | `{f['compute']['axes']['tokens']['best_uniform']}` | {factor_cell(row.get('tokens', {}))} | "
+            f"{len(row.get('tokens', {}).get('seeds') or [])} | {_diff(f['equal_tokens']['arms'].get(arm, {}))} "
+            f"(vs `{f['equal_tokens']['best_uniform']}`) |"
+        )
+    got = main_runs(res)
+    claims = "; ".join(f"{k}: {c['verdict']}" for k, c in res.get("claims", {}).items() if c.get("verdict"))
+    status = (
+        f"**Interim**: {got} main runs of the registered ones are in (the pools listed, the seeds counted); this is "
+        f"not the registered verdict. On the runs so far: {claims}."
+        if res.get("partial")
+        else f"Registered verdicts: {claims}."
+    )
+    return rows + ["", status + f" Every arm, C2/C2g, V1 and the controls: [the study's page]({link})."]

@@ -105,8 +105,8 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path):
-    from docgen.fewer_samples import factors_rows, result_section
+def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path, monkeypatch):
+    from docgen.fewer_samples import factors_rows, headline, result_section
 
     reg = load(PREREG)
     runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
@@ -126,5 +126,10 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert "| `spo-32` | " in "\n".join(factors_rows(res, "cpu_s")) and "not priced" in "\n".join(
         factors_rows(res, "cpu_s")
     )
+    monkeypatch.setattr("docgen.fewer_samples.RESULT", tmp_path / "fewer_samples.json")
+    head = "\n".join(headline(link="x.md"))
+    assert f"| `default` | `grpo-n2x32` | {c1['value']:.2f} [" in head and "**Interim**" in head
+    monkeypatch.setattr("docgen.fewer_samples.RESULT", tmp_path / "none.json")
+    assert headline(link="x.md") == ["No result yet: the registered runs are in progress ([the study](x.md))."]
     complete = {**res, "partial": None}
     assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))
