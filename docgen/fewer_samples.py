@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docgen.cells import cell, f2, interval
+from docgen.cells import cell, f2
 from docgen.sources import STUDIES, read_json
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
@@ -18,14 +18,31 @@ def main_runs(res: dict[str, Any]) -> int:
     return len((res.get("runs") or {}).get("main", []))
 
 
+def complete_pools(res: dict[str, Any]) -> set[str]:
+    """The pools where every registered arm has every registered seed (their figures are final)."""
+    inst = ((res.get("registration") or {}).get("content") or {}).get("instrument") or {}
+    arms = [a.partition("=")[0].strip() for a in inst.get("arms", [])]
+    seeds = set(inst.get("seeds", []))
+    out = set()
+    for pool, f in res.get("by_pool", {}).items():
+        table = f["compute"]["table"]
+        if arms and all(seeds <= set(table.get(a, {}).get("seeds", [])) for a in arms):
+            out.add(pool)
+    return out
+
+
 def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
     """None for a complete result; else a sentence naming how many main runs it reads."""
     if not res.get("partial"):
         return None
+    done = sorted(complete_pools(res))
     return (
         f"**Interim**: {main_runs(res)} of {registered_runs} registered main runs recorded; the figures below read "
-        "the seeds recorded so far (paired by seed), and no verdict here is the registered one until every seed is in."
-    )
+        "the seeds recorded so far (paired by seed). "
+        + (f"Complete (every arm, every registered seed): {', '.join(f'`{p}`' for p in done)}; their rows are final. "
+           if done else "")
+        + "A claim's verdict over the pools waits for every pool."
+    )  # fmt: skip
 
 
 def _num(x: float | None) -> str:
@@ -35,7 +52,7 @@ def _num(x: float | None) -> str:
 
 def factor_cell(e: dict[str, Any]) -> str:
     """A factor with its 90% interval (`cells.with_interval`, small values legible)."""
-    lo, hi, _ = interval(e)
+    lo, hi = e.get("t_lo"), e.get("t_hi")  # the registered interval only (one seed has none)
     v = e.get("value")
     return "n/a" if v is None else f"{_num(v)} [{_num(lo)}, {_num(hi)}]" if lo is not None else _num(v)
 
@@ -61,6 +78,7 @@ def _diff(a: dict[str, Any]) -> str:
 def claims_rows(res: dict[str, Any]) -> list[str]:
     """C1/C2/C2g per pool with the reference, the interval, the seeds and the verdict against the goal."""
     interim = bool(res.get("partial"))
+    done = complete_pools(res)
     rows = [
         "| figure | pool | reference (best uniform) | factor [90% t] | seeds | goal | verdict |",
         "|---|---|---|---|---|---|---|",
@@ -75,7 +93,7 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
             seeds += f" (+{e['undefined']} without a factor)" if e.get("undefined") else ""
             rows.append(
                 f"| {fig} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {seeds} | "
-                f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim else '') + v} |"
+                f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim and pool not in done else '') + v} |"
             )
     overall = [f"{fig}: {c.get('verdict')}" for fig, c in res.get("claims", {}).items() if c.get("verdict")]
     if overall:

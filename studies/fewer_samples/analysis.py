@@ -53,7 +53,10 @@ def pool_figures(
     uniform = list(uniform or inst["uniform"])
     summ = compute.summarize(main, sweep, uniform, (), fractions=inst.get("targets", compute.TARGETS))
     old = [u for u in OLD_FAMILY if u in {r["arm"] for r in main}]
+    names = [a.partition("=")[0].strip() for a in inst["arms"]]
+    seeds = {a: {int(r["seed"]) for r in main if r["arm"] == a} for a in names}
     out = {
+        "complete": all(set(inst["seeds"]) <= seeds[a] for a in names),  # every arm, every seed: final figures
         "compute": summ,
         "equal_tokens": equal_tokens.table(main, uniform, budget or inst["token_budget"]),
         "value_errors": value_errors(main),
@@ -95,15 +98,22 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
                     "tracker": f["value_errors"].get(arm, {}),
                     "grpo-n4": f["value_errors"].get("grpo-n4", {}),
                 }
-        missing = [p for p in reg["instrument"]["pools"] if p not in rows]  # a verdict reads every registered pool
-        v = verdict(fig, rows)
-        out[fig] = {
-            "arm": arm,
-            "goal": claim.get("goal"),
-            "by_pool": rows,
-            "verdict": "incomplete" if missing and v else v,
-        }
+        out[fig] = {"arm": arm, "goal": claim.get("goal"), "by_pool": rows, "verdict": overall(fig, rows, by_pool, reg)}
     return out
+
+
+def overall(figure: str, rows: dict[str, Any], by_pool: dict[str, Any], reg: dict[str, Any]) -> str | None:
+    """A claim's verdict over the registered pools: "missed" as soon as a complete pool misses it (every goal holds
+    on every pool), "incomplete" while a pool has no runs or is still running, else `verdict`."""
+    v = verdict(figure, rows)
+    if v is None:
+        return None
+    final = {p: r for p, r in rows.items() if by_pool.get(p, {}).get("complete")}
+    if final and verdict(figure, final) == "missed":
+        return "missed"
+    if any(p not in final for p in reg["instrument"]["pools"]):
+        return "incomplete"
+    return v
 
 
 def verdict(figure: str, rows: dict[str, Any]) -> str | None:

@@ -80,8 +80,17 @@ def test_the_figures_read_the_claims_against_the_best_uniform_arm():
     claims = analysis.claims({"default": f}, reg)
     assert claims["C1"]["by_pool"]["default"]["reference"] == "grpo-n2x32"
     assert claims["C1"]["verdict"] == "incomplete" and claims["E1"]["verdict"] is None  # three pools have no runs
-    claims = analysis.claims({"default": f}, {**reg, "instrument": {**reg["instrument"], "pools": ["default"]}})
-    assert claims["C1"]["verdict"] == "met"
+    assert f["complete"] is False  # five of the registered arms, three of the nine seeds
+    one_pool = {**reg, "instrument": {**reg["instrument"], "pools": ["default"]}}
+    assert analysis.claims({"default": f}, one_pool)["C1"]["verdict"] == "incomplete"
+    assert analysis.claims({"default": {**f, "complete": True}}, one_pool)["C1"]["verdict"] == "met"
+    # a complete pool that misses decides the claim, whatever the pools still running give
+    slow = {
+        **f,
+        "complete": True,
+        "compute": {**f["compute"], "table": {"spo-64": {"tokens": {"value": 1.2, "t_lo": 1.1}}}},
+    }
+    assert analysis.claims({"hard": slow, "default": f}, reg)["C1"]["verdict"] == "missed"
     assert analysis.verdict("C2", {"hard": {"value": 1.2}}) == "missed"
     assert analysis.verdict("C1", {"hard": {"value": 2.0, "t_lo": 0.9}}) == "missed"  # the interval holds 1
     assert analysis.verdict("C2", {"hard": {"value": 2.0, "undefined": 1}}) == "missed"  # a seed with no factor
