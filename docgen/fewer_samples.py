@@ -19,16 +19,8 @@ def main_runs(res: dict[str, Any]) -> int:
 
 
 def complete_pools(res: dict[str, Any]) -> set[str]:
-    """The pools where every registered arm has every registered seed (their figures are final)."""
-    inst = ((res.get("registration") or {}).get("content") or {}).get("instrument") or {}
-    arms = [a.partition("=")[0].strip() for a in inst.get("arms", [])]
-    seeds = set(inst.get("seeds", []))
-    out = set()
-    for pool, f in res.get("by_pool", {}).items():
-        table = f["compute"]["table"]
-        if arms and all(seeds <= set(table.get(a, {}).get("seeds", [])) for a in arms):
-            out.add(pool)
-    return out
+    """The pools where every registered arm has every registered seed (`analysis.pool_figures`: final figures)."""
+    return {pool for pool, f in res.get("by_pool", {}).items() if f.get("complete")}
 
 
 def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
@@ -41,7 +33,7 @@ def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
         "the seeds recorded so far (paired by seed). "
         + (f"Complete (every arm, every registered seed): {', '.join(f'`{p}`' for p in done)}; their rows are final. "
            if done else "")
-        + "A claim's verdict over the pools waits for every pool."
+        + "A claim is missed once a complete pool misses it, and met only when every pool is complete."
     )  # fmt: skip
 
 

@@ -140,5 +140,8 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert f"| `default` | `grpo-n2x32` | {c1['value']:.2f} [" in head and "**Interim**" in head
     monkeypatch.setattr("docgen.fewer_samples.RESULT", tmp_path / "none.json")
     assert headline(link="x.md") == ["No result yet: the registered runs are in progress ([the study](x.md))."]
+    res["by_pool"]["default"]["complete"] = True  # every arm, every seed on this pool: its rows are final
+    final = "\n".join(result_section(res, registered_runs=612))
+    assert "| C1 | default |" in final and "interim: **met**" not in final and "Complete (every arm" in final
     complete = {**res, "partial": None}
     assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))
