@@ -109,6 +109,8 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
     written = json.loads((tmp_path / "fewer_samples.json").read_text())
     assert (tmp_path / "fewer_samples.png").exists() and written["claims"]["C1"]["arm"] == "spo-64"
     assert "hard" in res["partial"] and "2 of 9 seeds" in res["partial"]  # only default, two seeds: said so
+    started = runs + [{**synthetic_run("grpo-n8", 0, 1.0, 0.4, pool="hard"), "id": "h"}]  # a pool just started
+    assert list(regenerate.write(ctx, {"main": started, "sweep": []}, tmp_path)["by_pool"]) == ["default"]
     again = regenerate.write(results["fewer_samples"], records.runs_of(results["fewer_samples"], stored_runs), tmp_path)
     assert json.loads((tmp_path / "fewer_samples.json").read_text()) == written and again["claims"] == res["claims"]
 
