@@ -63,6 +63,14 @@ def synthetic(reg: dict, seeds: int = 3) -> list[dict]:
     return runs
 
 
+def two_seed_result() -> tuple[list[dict], dict]:
+    """Two seeds of the synthetic arms on `default` (one copy per arm and seed) and a result context reading them."""
+    reg = load(PREREG)
+    runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
+    meta = {"registration": {"content": reg}, "date": "2026-12-06"}
+    return runs, {"name": "fewer_samples", "meta": meta, "runs": {"main": [r["id"] for r in runs], "sweep": []}}
+
+
 @pytest.mark.slow
 def test_the_figures_read_the_claims_against_the_best_uniform_arm():
     reg = load(PREREG)
@@ -98,10 +106,7 @@ def test_the_figures_read_the_claims_against_the_best_uniform_arm():
 
 @pytest.mark.slow
 def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatch):
-    reg = load(PREREG)
-    runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
-    meta = {"registration": {"content": reg}, "date": "2026-12-06"}
-    ctx = {"name": "fewer_samples", "meta": meta, "runs": {"main": [r["id"] for r in runs], "sweep": []}}
+    runs, ctx = two_seed_result()
     path = tmp_path / "records.jsonl.gz"
     records.update(path, ctx, runs)
     stored_runs, results = records.read(path)
@@ -119,10 +124,7 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
 def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path, monkeypatch):
     from docgen.fewer_samples import factors_rows, headline, result_section
 
-    reg = load(PREREG)
-    runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg, seeds=2)}.values())
-    meta = {"registration": {"content": reg}, "date": "2026-12-06"}
-    ctx = {"name": "fewer_samples", "meta": meta, "runs": {"main": [r["id"] for r in runs], "sweep": []}}
+    runs, ctx = two_seed_result()
     res = regenerate.write(ctx, {"main": runs, "sweep": []}, tmp_path)
     text = "\n".join(result_section(res, registered_runs=612))
     assert f"**Interim**: {len(runs)} of 612 registered main runs" in text
