@@ -52,6 +52,8 @@ def verdict(e: dict[str, Any], goal: str | None, pool: str | None = None) -> str
     sign = 1 if op == ">=" else -1
     near, far = (lo, hi) if op == ">=" else (hi, lo)
     if sign * (v - g) >= 0:
+        if near is not None and re.search(r"interval (above|excluding) 1\b", str(goal)) and near <= 1:
+            return "missed (the goal's interval reaches 1)"
         return "**met**" + ("" if near is None or sign * (near - g) >= 0 else " on the point estimate")
     if far is not None and sign * (far - g) < 0:
         return "missed (interval excludes the goal)"

@@ -87,4 +87,5 @@ def provenance(study: str, runs: dict[str, dict], results: dict[str, dict]) -> l
 
 def study_figures(study: str) -> list[tuple[str, str]]:
     cmd = f"python -m studies.{study}.regenerate"
-    return [(p.relative_to(ROOT).as_posix(), cmd) for p in sorted((STUDIES / study / "results").glob("*.png"))]
+    pngs = sorted((STUDIES / study / "results").glob("*.png")) + sorted((STUDIES / study / "results").glob("*/*.png"))
+    return [(p.relative_to(ROOT).as_posix(), cmd) for p in pngs]

@@ -19,7 +19,7 @@ from typing import Any
 from docgen.cells import cell, code, f2, threshold, verdict, with_interval
 from docgen.page import Page, provenance, study_figures
 from docgen.results_meta import GENERATED, HEADLINE, ORDER, POOLS, TITLES
-from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records
+from docgen.sources import ROOT, STUDIES, cpu_hours, later_registrations, read_json, read_records
 from docgen.study_pages import allocators_sim_page, belief_quality_page, fewer_samples_page
 
 
@@ -62,7 +62,7 @@ def headline_line(summary: dict[str, Any], key: str) -> tuple[str, bool | None]:
     what = e.get("what", "").split(",")[0]
     if not has_goal:
         return f"{key} ({what}{', ' + arm if arm else ''}): {span}.", None
-    state = "met" if met else "missed"
+    state = "missed" if not met else "met" if "**met**" in verdicts.values() else "met on the point estimate"
     return f"{key} ({what}{', ' + arm if arm else ''}): {state}{where} ({span}; goal {e.get('goal')}).", bool(met)
 
 
@@ -72,6 +72,14 @@ def summary_page(study: str) -> Page:
     runs, results = read_records(study)
     page = Page(study, figures=study_figures(study), provenance=provenance(study, runs, results))
     page.cost = cpu_hours(runs)
+    for name in later_registrations(study):  # its own folder: figures `K[name]`, its runs in the provenance
+        summary |= {
+            f"{k}[{name}]": e for k, e in read_json(STUDIES / study / "results" / name / "summary.json").items()
+        }
+        later_runs, later_results = read_records(study, name)
+        page.provenance += provenance(study, later_runs, later_results)
+        page.cost = tuple(a + b for a, b in zip(page.cost, cpu_hours(later_runs), strict=True))
+        results |= later_results
     dates = [str(p["date"]) for p in page.provenance if p.get("date")]
     dates += [str(e["date"]) for e in summary.values() if e.get("date")]
     page.updated = max(dates) if dates else ""

@@ -17,9 +17,10 @@ def read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def read_records(study: str) -> tuple[dict[str, dict], dict[str, dict]]:
-    """The study's compact records: runs by id, results by name (empty when it has none yet)."""
-    path = STUDIES / study / "results" / "records.jsonl.gz"
+def read_records(study: str, registration: str | None = None) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The study's compact records (a later registration's, in `results/<registration>/`, with `registration`):
+    runs by id, results by name (empty when it has none yet)."""
+    path = STUDIES / study / "results" / (registration or "") / "records.jsonl.gz"
     runs: dict[str, dict] = {}
     results: dict[str, dict] = {}
     if path.exists():
@@ -28,6 +29,11 @@ def read_records(study: str) -> tuple[dict[str, dict], dict[str, dict]]:
                 r = json.loads(line)
                 (runs if r["kind"] == "run" else results)[r.get("id") or r.get("name")] = r
     return runs, results
+
+
+def later_registrations(study: str) -> list[str]:
+    """A study's later registrations that keep their own results folder (`results/<name>/summary.json`)."""
+    return sorted(p.parent.name for p in (STUDIES / study / "results").glob("*/summary.json"))
 
 
 def run_seconds(run: dict[str, Any]) -> tuple[float, int]:

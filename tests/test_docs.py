@@ -56,6 +56,27 @@ def test_a_registered_study_without_results_says_it_is_running(tmp_path, monkeyp
     assert "C1" in page.render() and "spo-64" in page.render()  # the registered claims, from the registration
 
 
+def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, monkeypatch):
+    import json
+
+    from docgen import page as page_mod
+    from docgen import sources
+
+    results_dir = tmp_path / "llm_convergence" / "results"
+    (results_dir / "llm_spo").mkdir(parents=True)
+    entry = {"what": "tokens to target", "value": 1.1, "t_lo": 0.9, "t_hi": 1.3, "per_seed": [1.0, 1.2],
+             "goal": ">= 1.3 with the 90% interval above 1", "preregistered": True}  # fmt: skip
+    (results_dir / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "mopps"}}))
+    (results_dir / "llm_spo" / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "spo-32", "value": 1.4}}))
+    for mod in (results, sources, page_mod):
+        monkeypatch.setattr(mod, "STUDIES", tmp_path)
+    assert sources.later_registrations("llm_convergence") == ["llm_spo"]
+    text = results.summary_page("llm_convergence").render()
+    assert "### Later registrations" in text and "| L1[llm_spo] |" in text and "spo-32" in text
+    assert "L1[llm_spo] (tokens to target, spo-32): missed" in text  # its own verdict in the page's headline
+    assert "missed (the goal's interval reaches 1)" in text  # 1.4 but [0.9, 1.3]: the goal asks the interval above 1
+
+
 @pytest.mark.parametrize(
     ("entry", "goal", "pool", "expected"),
     [
@@ -68,6 +89,10 @@ def test_a_registered_study_without_results_says_it_is_running(tmp_path, monkeyp
         ({"value": 0.79}, "<= 0.7", None, "missed"),
         ({"value": 0.98, "lo": 0.93, "hi": 1.02}, "<= 1.05", None, "**met**"),
         ({"value": 1.06}, "none: the ceiling", None, "reported (no goal)"),
+        ({"value": 1.4, "t_lo": 0.9, "t_hi": 1.9}, ">= 1.3 with the 90% interval above 1", None,
+         "missed (the goal's interval reaches 1)"),
+        ({"value": 1.4, "t_lo": 1.1, "t_hi": 1.9}, ">= 1.3 with the 90% interval above 1", None,
+         "**met** on the point estimate"),
     ],
 )  # fmt: skip
 def test_verdicts_say_where_the_interval_lies(entry, goal, pool, expected):

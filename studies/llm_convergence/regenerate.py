@@ -1,6 +1,7 @@
 """The SmolLM2 study's committed results, regenerated from its records alone (nothing is trained).
 
     python -m studies.llm_convergence.regenerate     # llm_convergence.{json,png}, smollm2_run.{json,png}, summary.json
+                                                     # and each later registration's results/<name>/ the same way
 
 `llm_convergence`: the registered runs' analysis (`study.analyse`: every arm against GRPO-n4 on steps, tokens, CPU and
 process seconds), the headline figures L1, L2, L2p checked against the registration as it was (`study.headline`),
@@ -103,6 +104,16 @@ def regenerate(out: Path = RESULTS, records_file: Path = RECORDS) -> None:
     write_llm(contexts["llm_convergence"], runs, out)
     write(from_records(contexts["smollm2_run"], runs), out / "smollm2_run")
     print(f"wrote {out}/llm_convergence.{{json,png}}, {out}/smollm2_run.{{json,png}} and {out}/summary.json")
+    for name in later_registrations(records_file.parent):
+        runs, contexts = records.read(records_file.parent / name / "records.jsonl.gz")
+        if name in contexts:
+            write_llm(contexts[name], runs, out / name)
+            print(f"wrote {out}/{name}/{name}.json (and its figure and summary.json)")
+
+
+def later_registrations(results: Path = RESULTS) -> list[str]:
+    """The later registrations' names: each keeps its records, result and summary.json in `results/<name>/`."""
+    return sorted(p.parent.name for p in results.glob("*/records.jsonl.gz"))
 
 
 def main(argv: list[str] | None = None) -> int:

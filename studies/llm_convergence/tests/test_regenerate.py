@@ -12,3 +12,5 @@ from studies.protocol.tests.regen import same_as_committed
 def test_the_committed_results_regenerate_from_the_records(tmp_path):
     regenerate.main(["--out", str(tmp_path)])
     same_as_committed(tmp_path, regenerate.RESULTS, ["llm_convergence.json", "smollm2_run.json", "summary.json"])
+    for name in regenerate.later_registrations():
+        same_as_committed(tmp_path / name, regenerate.RESULTS / name, [f"{name}.json", "summary.json"])
