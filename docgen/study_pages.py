@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from typing import Any
 
 from docgen.cells import cell, code, f2
 from docgen.fewer_samples import main_runs, result_section
@@ -148,9 +149,18 @@ def fewer_samples_page() -> Page:
     page.updated = str(res.get("date", ""))
     main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
     page.body = result_section(res, main) + page.body
-    verdicts = " ".join(f"{fig}: {c.get('verdict')}." for fig, c in res.get("claims", {}).items() if c.get("verdict"))
+    claims = {fig: c for fig, c in res.get("claims", {}).items() if c.get("verdict")}
+    verdicts = " ".join(f"{fig} ({c.get('arm')}): {c['verdict']}{claim_span(c)}." for fig, c in claims.items())
     interim = f"Interim ({main_runs(res)} of {main} main runs recorded); on the seeds so far: "
     page.verdict = (interim if res.get("partial") else "") + (verdicts or "Results recorded; see the tables.")
-    if res.get("partial"):
-        page.status = "info"
+    first = next(iter(claims.values()), {}).get("verdict")
+    page.status = "info" if res.get("partial") or first is None else "success" if first == "met" else "failure"
     return page
+
+
+def claim_span(claim: dict[str, Any]) -> str:
+    """ " (0.78-1.38 over 4 pools)": the range of a claim's per-pool factors, empty when no pool has one."""
+    vals = [p["value"] for p in (claim.get("by_pool") or {}).values() if isinstance(p.get("value"), int | float)]
+    if not vals:
+        return ""
+    return f" ({f2(min(vals))}-{f2(max(vals))} over {len(vals)} pools)" if len(vals) > 1 else f" ({f2(vals[0])})"
