@@ -203,3 +203,42 @@ def test_the_samples_per_step_table_quotes_the_committed_result():
         arm, all_, adaptive = rows[pool]
         assert arm.lower() == r["best_uniform"], f"{pool}: the table names {arm}, the result {r['best_uniform']}"
         assert (all_, adaptive) == (f"{r['spearman_all']:.2f}", f"{r['spearman_adaptive']:.2f}"), pool
+
+
+def test_the_spo_write_ups_quote_the_committed_result():
+    """docs/fewer_samples.md's "What it says" paragraph and the study's write-up are typed by hand: every factor with
+    its interval they quote ("1.38 [1.24, 1.53]") must be one of the committed result's (an arm's factor on any axis
+    and pool, a claim's, the old reference's), and every other factor (x.xx) one of its summary figures."""
+    import json
+
+    def figures(x):  # (value, t_lo, t_hi) of every factor; per-seed values and per-target lists left out
+        if isinstance(x, dict):
+            own = [(x["value"], x.get("t_lo"), x.get("t_hi"))] if isinstance(x.get("value"), float) else []
+            skip = ("per_seed", "runs")
+            return own + [
+                f for k, v in x.items() if k not in skip and not k.endswith("_per_target") for f in figures(v)
+            ]
+        return [f for v in x for f in figures(v)] if isinstance(x, list) else []
+
+    def fmt(v):
+        return f"{v:.2f}" if isinstance(v, float) else "-"
+
+    res = json.loads((ROOT / "studies" / "fewer_samples" / "results" / "fewer_samples.json").read_text())
+    triples = {tuple(map(fmt, f)) for f in figures(res)}
+    singles = {fmt(v) for f in figures(res) for v in f} | {
+        f"{e:.2f}" for b in res["by_pool"].values() for a in b["value_errors"].values() for e in a.values()
+        if isinstance(e, float)
+    }  # fmt: skip
+    goals = {"1.50", "2.00", "1.30"}  # the registration's goals, quoted as goals
+    text = (ROOT / "docs" / "fewer_samples.md").read_text()
+    said = text[text.index("**What it says.**") : text.index("**What to use.**")]
+    write_up = (ROOT / "studies" / "fewer_samples" / "README.md").read_text()
+    write_up = write_up[write_up.index("## What the study says") : write_up.index("## The instrument")]
+    for where, para in (("docs/fewer_samples.md", said), ("studies/fewer_samples/README.md", write_up)):
+        para = " ".join(para.split())
+        quoted = re.findall(r"(\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]", para)
+        assert quoted, where  # the check reads the paragraph's factors, so it must find some
+        wrong = [q for q in quoted if q not in triples]
+        assert not wrong, f"{where} quotes {wrong}: no factor of fewer_samples.json has that value and interval"
+        alone = set(re.findall(r"(?<![\d.+\[-])\d\.\d\d(?![\d,\]])", para)) - goals - {q[0] for q in quoted}
+        assert not sorted(alone - singles), f"{where} quotes {sorted(alone - singles)}, not in fewer_samples.json"
