@@ -38,10 +38,12 @@ def summary_table(summary: dict[str, Any], keys: list[str]) -> list[str]:
             pre_text = "yes" if pre else ("no" if pre is False else "not recorded")
             if p.get("best_after_the_fact") or "after the fact" in str(e.get("what", "")):
                 pre_text = "no: picked after the fact" if not pre else pre_text
+            partial = p.get("status") == "partial"  # registered seeds still to run: no verdict yet
+            said = f"interim: {cell(p.get('missing', 'seeds missing'))}" if partial else verdict(p, e.get("goal"), pool)
             lines.append(
                 f"| {k} | {cell(e.get('what', ''))} | {p.get('arm') or e.get('arm') or ''} | "
                 f"{pool or e.get('pool', '')} | "
-                f"{with_interval(p)} | {cell(e.get('goal') or 'none')} | {verdict(p, e.get('goal'), pool)} | "
+                f"{with_interval(p)} | {cell(e.get('goal') or 'none')} | {said} | "
                 f"{pre_text} |"
             )
     return lines
@@ -56,10 +58,18 @@ def headline_line(summary: dict[str, Any], key: str) -> tuple[str, bool | None]:
     has_goal = any(threshold(e.get("goal"), p) for p in rows)
     met = [p for p, v in verdicts.items() if v.startswith("**met")]
     arm = next((v.get("arm") for v in rows.values() if v.get("arm")), e.get("arm"))
+    what = e.get("what", "").split(",")[0]
+    if not rows:  # registered, runs under way: nothing to read yet
+        return (
+            f"{key} ({what}{', ' + arm if arm else ''}): no result yet ({e.get('status') or 'runs in progress'}).",
+            None,
+        )
+    if e.get("status") == "partial":  # some registered seeds still to run: an interim reading, never a verdict
+        span = with_interval(next(iter(rows.values())))
+        return f"{key} ({what}{', ' + arm if arm else ''}): interim {span} ({e.get('missing', 'seeds missing')}).", None
     vals = [v["value"] for v in rows.values()]
     span = f"{f2(min(vals))}-{f2(max(vals))}" if len(vals) > 1 else with_interval(next(iter(rows.values())))
     where = "" if None in rows else f" on {len(met)} of {len(rows)} pools" if met else f" on all {len(rows)} pools"
-    what = e.get("what", "").split(",")[0]
     if not has_goal:
         return f"{key} ({what}{', ' + arm if arm else ''}): {span}.", None
     state = "missed" if not met else "met" if "**met**" in verdicts.values() else "met on the point estimate"

@@ -75,6 +75,15 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
     assert "### Later registrations" in text and "| L1[llm_spo] |" in text and "spo-32" in text
     assert "L1[llm_spo] (tokens to target, spo-32): missed" in text  # its own verdict in the page's headline
     assert "missed (the goal's interval reaches 1)" in text  # 1.4 but [0.9, 1.3]: the goal asks the interval above 1
+    for later, says in (
+        ({"value": None, "status": "unmeasured"}, "L1[llm_spo] (tokens to target, spo-32): no result yet (unmeasured)"),
+        ({"status": "partial", "missing": "2 of 5 registered seeds"}, "interim 1.40 [0.90, 1.30] (2 of 5 registered"),
+    ):  # a registration whose runs are under way: no verdict, and its page still builds
+        spo = {**entry, "arm": "spo-32", "value": 1.4, **later}
+        (results_dir / "llm_spo" / "summary.json").write_text(json.dumps({"L1": spo}))
+        text = " ".join(results.summary_page("llm_convergence").render().split())
+        assert says in text and "L1[llm_spo] (tokens to target, spo-32): met" not in text
+        assert "**met**" not in text.split("### Later registrations")[1]  # nor in its table's row
 
 
 @pytest.mark.parametrize(
