@@ -120,6 +120,8 @@ STEPS: tuple[Step, ...] = (
         900,
     ),
     Step("reinforce-ada plan --strategy knapsack --pass-rates 0.05,0.1,0.5", 120),
+    Step("reinforce-ada plan --strategy uniform --n 2 --advantage tracker --pass-rates 0.05,0.5", 120),
+    Step("reinforce-ada plan --strategy spo --select none --pass-rates 0.05,0.5 --monte-carlo 2000", 300),
     Step(
         'reinforce-ada simulate --strategies "uniform;seq;pilot_commit;knapsack;greso;mopps:decay=1" --steps 200 '
         "--seeds 5",

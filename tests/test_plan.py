@@ -21,6 +21,32 @@ def test_uniform_zero_signal_closed_form(n):
         assert row.zero_signal == pytest.approx(expect) and row.expected_samples == n
 
 
+@pytest.mark.parametrize(
+    ("cfg", "expect"),
+    [
+        (strategy_config(name="spo"), 0.0),  # one sample per prompt: the group baseline would say 1.0
+        (strategy_config(name="uniform", n=2, advantage="tracker"), 0.0),
+        (strategy_config(name="uniform", n=1, advantage="leave_one_out"), 1.0),  # no other sample to compare with
+        (strategy_config(exit="positive", k_pos=1, advantage="tracker"), 0.0),  # seq keeps every pool it ends
+        (strategy_config(name="pilot_commit", advantage="tracker", commit_lo=0.0), None),  # all-wrong pilots commit
+    ],
+)  # fmt: skip
+def test_a_baseline_from_outside_the_group_keeps_every_trained_prompts_signal(cfg, expect):
+    rows = plan(cfg, [0.03, 0.5, 0.9])
+    if expect is not None:
+        assert [r.zero_signal for r in rows] == pytest.approx([expect] * 3)
+    else:  # pilot_commit: no signal exactly when the pilot is not committed (trained pools always have one)
+        group = plan(cfg.replace(advantage="group"), [0.03, 0.5, 0.9])
+        assert all(t.zero_signal <= g.zero_signal for t, g in zip(rows, group, strict=True))
+        assert any(t.zero_signal < g.zero_signal for t, g in zip(rows, group, strict=True))
+    seq_drop = strategy_config(exit="positive", k_pos=1, advantage="tracker", unresolved="drop")
+    assert [r.zero_signal for r in plan(seq_drop, RATES)] == pytest.approx(
+        [r.unresolved for r in plan(seq_drop, RATES)]
+    )
+    oracle = plan(strategy_config(name="uniform", n=4, advantage="tracker", estimator="oracle"), [0.0, 0.5, 1.0])
+    assert [r.zero_signal for r in oracle] == [1.0, 0.0, 1.0]  # v_hat = p = every reward at p in {0, 1}
+
+
 @pytest.mark.parametrize(("m", "rounds"), [(8, 4), (4, 2), (2, 5)])
 def test_seq_positive_k1_closed_form(m, rounds):
     cfg = strategy_config(exit="positive", k_pos=1, samples_per_round=m, max_samples=m * rounds, n=min(4, m * rounds))
@@ -42,6 +68,9 @@ def test_seq_positive_k1_closed_form(m, rounds):
         strategy_config(unresolved="drop"),
         strategy_config(name="uniform"),
         strategy_config(name="est", budget=40, min_samples=2),
+        strategy_config(name="spo", select="none"),  # the tracker baseline: the real ledger agrees on "always signal"
+        strategy_config(name="uniform", n=2, advantage="tracker"),
+        strategy_config(exit="positive", k_pos=1, advantage="tracker", unresolved="drop"),
     ],
 )
 @pytest.mark.slow

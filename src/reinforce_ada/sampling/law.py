@@ -95,12 +95,29 @@ def check_rates(rates: Sequence[float]) -> np.ndarray:
     return r
 
 
-def _uniform_zero(p: float, n: int) -> float:
+def own_baseline(c: Any) -> bool:
+    """Whether the baseline comes from outside the prompt's samples (`advantage="tracker"`, SPO's value estimate from
+    before the step): a trained prompt then has signal whatever its rewards, unless the estimate equals them."""
+    return getattr(c, "advantage", "group") == "tracker"
+
+
+def _tracker_zero(p: float, c: Any) -> float:
+    """P(no signal) of a trained visit under the tracker baseline: every reward equals v_hat. The tracker's and the
+    other estimators' values stay inside (0, 1) (a Beta prior with positive counts); `estimator=oracle` sets v_hat = p,
+    so a prompt at p = 0 or 1 gives none."""
+    return 1.0 if getattr(c, "estimator", None) == "oracle" and p in (0.0, 1.0) else 0.0
+
+
+def _uniform_zero(p: float, n: int, c: Any = None) -> float:
+    """P(no signal) of a group of n: all rewards equal under a baseline from the group; under the tracker's, only an
+    untrained prompt (n = 0) or v_hat equal to every reward (`_tracker_zero`)."""
+    if c is not None and own_baseline(c):
+        return 1.0 if n < 1 else _tracker_zero(p, c)
     return 1.0 if n < 2 else p**n + (1 - p) ** n
 
 
-def _one_batch(p: float, n: int, method: str = "closed_form") -> Visit:
-    return Visit(PlanRow(p, _uniform_zero(p, n), float(n), None, method), p**n, (1 - p) ** n)
+def _one_batch(p: float, n: int, c: Any = None, method: str = "closed_form") -> Visit:
+    return Visit(PlanRow(p, _uniform_zero(p, n, c), float(n), None, method), p**n, (1 - p) ** n)
 
 
 def _binom(k: int, p: float) -> list[float]:
@@ -114,6 +131,7 @@ def _seq_exact(p: float, c: Any) -> Visit:
     active = {0: 1.0}  # correct count -> probability of being still active with that count
     ended: dict[tuple[int, int], float] = {}  # unresolved pools (cap or given up): (correct, drawn) -> probability
     drawn, zero, expected, right, wrong = 0, 0.0, 0.0, 0.0, 0.0
+    tracked = own_baseline(c)  # a kept pool has signal whatever its rewards (zero only when dropped)
     while active:
         k = min(c.samples_per_round, c.max_samples - drawn)
         expected += k * sum(active.values())
@@ -127,7 +145,7 @@ def _seq_exact(p: float, c: Any) -> Visit:
         active = {}
         for pos, mass in nxt.items():
             if exit_holds(pos, drawn - pos, exit=c.exit, k_pos=k_pos, k_neg=k_neg):
-                zero += mass if pos in (0, drawn) else 0.0
+                zero += mass if pos in (0, drawn) and not tracked else 0.0
                 right += mass if pos == drawn else 0.0
                 wrong += mass if pos == 0 else 0.0
             elif drawn >= c.max_samples or (
@@ -142,16 +160,18 @@ def _seq_exact(p: float, c: Any) -> Visit:
     for (pos, n), m in ended.items():
         right += m if pos == n else 0.0
         wrong += m if pos == 0 else 0.0
-        if c.unresolved == "drop" or pos in (0, n):
+        if c.unresolved == "drop" or (pos in (0, n) and not tracked):
             zero += m
     closed = c.exit == "positive" and k_pos == 1 and c.max_samples % c.samples_per_round == 0 and c.give_up == 0
     if closed:  # the textbook form, identical to the enumeration: a pool is uniform iff round 0 is all correct
         m, rounds = c.samples_per_round, c.max_samples // c.samples_per_round  # or every sample is wrong
         unresolved = (1 - p) ** (rounds * m)
         expected = m * sum((1 - p) ** (r * m) for r in range(rounds))
-        zero = min(1.0, p**m + unresolved)
-    if c.advantage in ("group", "maxrl") and c.n < 2:
-        zero = 1.0  # a kept group of one sample is its own baseline
+        zero = min(1.0, p**m + unresolved) if not tracked else unresolved if c.unresolved == "drop" else 0.0
+    if c.advantage in ("group", "maxrl", "leave_one_out") and c.n < 2:
+        zero = 1.0  # a kept group of one sample is its own baseline (leave-one-out: it has no other)
+    if tracked and zero < 1.0:
+        zero += (1.0 - zero) * _tracker_zero(p, c)
     method = "closed_form" if closed else "exact_enumeration"
     return Visit(PlanRow(p, float(zero), float(expected), float(unresolved), method), right, wrong)
 
@@ -165,6 +185,7 @@ def _pilot_commit(p: float, c: Any) -> Visit:
             committed += px
             right += px * more[-1] if x == k else 0.0
             wrong += px * more[0] if x == 0 else 0.0
+            zero += px * _tracker_zero(p, c) if own_baseline(c) else 0.0
             if evict is not None:
                 evicted += px * sum(py for y, py in enumerate(more) if (x + y) / c.max_samples >= evict)
         else:  # deferred or too easy: not trained
@@ -172,10 +193,10 @@ def _pilot_commit(p: float, c: Any) -> Visit:
             right += px if x == k else 0.0
             wrong += px if x == 0 else 0.0
             evicted += px if evict is not None and x / k >= evict else 0.0
-    zero += sum(
+    zero += sum(  # committed pools all correct or all wrong: no signal under a baseline from the pool
         px * (more[-1] if x == k else more[0])
         for x, px in enumerate(_binom(k, p))
-        if x in (0, k) and c.commit_lo <= x / k <= c.commit_hi
+        if x in (0, k) and c.commit_lo <= x / k <= c.commit_hi and not own_baseline(c)
     )
     row = PlanRow(p, float(zero), k + committed * extra, None, "closed_form")
     row.evicted = float(evicted) if evict is not None else None
@@ -187,11 +208,11 @@ def visit_law(cls: Any, opts: Any, r: np.ndarray) -> list[Visit] | None:
     declared planner; None for planner="monte_carlo" (no closed form)."""
     planner = cls.traits.planner
     if planner == "group":
-        return [_one_batch(float(p), opts.n) for p in r]
+        return [_one_batch(float(p), opts.n, opts) for p in r]
     if planner == "allocation":
         budget = opts.budget if opts.budget is not None else 8 * len(r)
         counts = cls.plan_counts(r, opts, budget)
-        return [_one_batch(float(p), int(k)) for p, k in zip(r, counts, strict=True)]
+        return [_one_batch(float(p), int(k), opts) for p, k in zip(r, counts, strict=True)]
     if planner == "pilot":
         return [_pilot_commit(float(p), opts) for p in r]
     if planner == "sequential":

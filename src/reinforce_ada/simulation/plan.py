@@ -1,7 +1,10 @@
 """The planner: what a strategy costs and how often it yields no signal, per prompt pass rate.
 
 For a prompt with pass rate p and binary rewards it reports
-- `zero_signal`: probability the prompt gives no gradient (all trained advantages zero, or dropped, or not trained);
+- `zero_signal`: probability the prompt gives no gradient (all trained advantages zero, or dropped, or not trained;
+  counted before batch normalisation, as the ledger does). Under a baseline from the prompt's own samples (group,
+  global, leave-one-out, MaxRL) a pool whose rewards all agree has none; under `advantage=tracker` (SPO's value from
+  before the step) a trained prompt always has signal, so only dropped or untrained prompts count;
 - `expected_samples`: expected samples drawn for it in one step;
 - `unresolved`: probability it hits the cap without meeting its exit rule (None where there is no exit rule);
 - `skipped` (GRESO) and `evicted` (eviction) where they apply.
