@@ -51,9 +51,12 @@ def verdict(e: dict[str, Any], goal: str | None, pool: str | None = None) -> str
     lo, hi, _ = interval(e)
     sign = 1 if op == ">=" else -1
     near, far = (lo, hi) if op == ">=" else (hi, lo)
+    rule = re.search(r"interval(?:'s lower end)? (above|excluding) (\d+(?:\.\d+)?)", str(goal))
+    if sign * (v - g) >= 0 and rule and lo is not None and hi is not None:  # the goal's own interval condition
+        x = float(rule.group(2))
+        holds = lo > x if rule.group(1) == "above" else not lo <= x <= hi
+        return "**met**" if holds else f"missed (the interval reaches {rule.group(2)})"
     if sign * (v - g) >= 0:
-        if near is not None and re.search(r"interval (above|excluding) 1\b", str(goal)) and near <= 1:
-            return "missed (the goal's interval reaches 1)"
         return "**met**" + ("" if near is None or sign * (near - g) >= 0 else " on the point estimate")
     if far is not None and sign * (far - g) < 0:
         return "missed (interval excludes the goal)"

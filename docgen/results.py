@@ -23,6 +23,12 @@ from docgen.sources import ROOT, STUDIES, cpu_hours, later_registrations, read_j
 from docgen.study_pages import allocators_sim_page, belief_quality_page, fewer_samples_page
 
 
+def unfinished(*entries: dict[str, Any]) -> bool:
+    """A figure whose registered runs are not all in (`status` partial or unmeasured, on the entry or its pool): it
+    gets an interim reading, never a verdict. No status (older studies) or `complete` is finished."""
+    return any(x.get("status") not in (None, "complete") for x in entries)
+
+
 def summary_table(summary: dict[str, Any], keys: list[str]) -> list[str]:
     lines = [
         "| figure | what | arm | pool | value [90% interval] | goal | verdict | pre-registered |",
@@ -38,8 +44,8 @@ def summary_table(summary: dict[str, Any], keys: list[str]) -> list[str]:
             pre_text = "yes" if pre else ("no" if pre is False else "not recorded")
             if p.get("best_after_the_fact") or "after the fact" in str(e.get("what", "")):
                 pre_text = "no: picked after the fact" if not pre else pre_text
-            partial = p.get("status") == "partial"  # registered seeds still to run: no verdict yet
-            said = f"interim: {cell(p.get('missing', 'seeds missing'))}" if partial else verdict(p, e.get("goal"), pool)
+            missing = p.get("missing") or e.get("missing") or "registered runs missing"
+            said = f"interim: {cell(missing)}" if unfinished(e, p) else verdict(p, e.get("goal"), pool)
             lines.append(
                 f"| {k} | {cell(e.get('what', ''))} | {p.get('arm') or e.get('arm') or ''} | "
                 f"{pool or e.get('pool', '')} | "
@@ -64,11 +70,11 @@ def headline_line(summary: dict[str, Any], key: str) -> tuple[str, bool | None]:
             f"{key} ({what}{', ' + arm if arm else ''}): no result yet ({e.get('status') or 'runs in progress'}).",
             None,
         )
-    if e.get("status") == "partial":  # some registered seeds still to run: an interim reading, never a verdict
-        span = with_interval(next(iter(rows.values())))
-        return f"{key} ({what}{', ' + arm if arm else ''}): interim {span} ({e.get('missing', 'seeds missing')}).", None
     vals = [v["value"] for v in rows.values()]
     span = f"{f2(min(vals))}-{f2(max(vals))}" if len(vals) > 1 else with_interval(next(iter(rows.values())))
+    if unfinished(e, *pools.values()):  # registered runs still to come: an interim reading, never a verdict
+        missing = e.get("missing") or next((v["missing"] for v in pools.values() if v.get("missing")), "runs missing")
+        return f"{key} ({what}{', ' + arm if arm else ''}): interim {span} ({missing}).", None
     where = "" if None in rows else f" on {len(met)} of {len(rows)} pools" if met else f" on all {len(rows)} pools"
     if not has_goal:
         return f"{key} ({what}{', ' + arm if arm else ''}): {span}.", None
@@ -89,7 +95,7 @@ def summary_page(study: str) -> Page:
         later_runs, later_results = read_records(study, name)
         page.provenance += provenance(study, later_runs, later_results)
         page.cost = tuple(a + b for a, b in zip(page.cost, cpu_hours(later_runs), strict=True))
-        results |= later_results
+        results |= {k if k not in results else f"{name}/{k}": v for k, v in later_results.items()}
     dates = [str(p["date"]) for p in page.provenance if p.get("date")]
     dates += [str(e["date"]) for e in summary.values() if e.get("date")]
     page.updated = max(dates) if dates else ""

@@ -150,11 +150,14 @@ def fewer_samples_page() -> Page:
     main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
     page.body = result_section(res, main) + page.body
     claims = {fig: c for fig, c in res.get("claims", {}).items() if c.get("verdict")}
-    verdicts = " ".join(f"{fig} ({c.get('arm')}): {c['verdict']}{claim_span(c)}." for fig, c in claims.items())
+    verdicts = " ".join(
+        f"{fig}{' (' + c['arm'] + ')' if c.get('arm') else ''}: {c['verdict']}{claim_span(c)}."
+        for fig, c in claims.items()
+    )
     interim = f"Interim ({main_runs(res)} of {main} main runs recorded); on the seeds so far: "
     page.verdict = (interim if res.get("partial") else "") + (verdicts or "Results recorded; see the tables.")
     first = next(iter(claims.values()), {}).get("verdict")
-    page.status = "info" if res.get("partial") or first is None else "success" if first == "met" else "failure"
+    page.status = "info" if res.get("partial") else {"met": "success", "missed": "failure"}.get(first or "", "info")
     return page
 
 

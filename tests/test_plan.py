@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -28,21 +29,27 @@ def test_uniform_zero_signal_closed_form(n):
         (strategy_config(name="uniform", n=2, advantage="tracker"), 0.0),
         (strategy_config(name="uniform", n=1, advantage="leave_one_out"), 1.0),  # no other sample to compare with
         (strategy_config(exit="positive", k_pos=1, advantage="tracker"), 0.0),  # seq keeps every pool it ends
-        (strategy_config(name="pilot_commit", advantage="tracker", commit_lo=0.0), None),  # all-wrong pilots commit
+        (strategy_config(exit="positive", k_pos=2, advantage="tracker"), 0.0),  # the same by exact enumeration
+        (strategy_config(n=1, advantage="corrected"), 1.0),  # a kept sample of one: -p s with s = 0
     ],
 )  # fmt: skip
 def test_a_baseline_from_outside_the_group_keeps_every_trained_prompts_signal(cfg, expect):
-    rows = plan(cfg, [0.03, 0.5, 0.9])
-    if expect is not None:
-        assert [r.zero_signal for r in rows] == pytest.approx([expect] * 3)
-    else:  # pilot_commit: no signal exactly when the pilot is not committed (trained pools always have one)
-        group = plan(cfg.replace(advantage="group"), [0.03, 0.5, 0.9])
-        assert all(t.zero_signal <= g.zero_signal for t, g in zip(rows, group, strict=True))
-        assert any(t.zero_signal < g.zero_signal for t, g in zip(rows, group, strict=True))
-    seq_drop = strategy_config(exit="positive", k_pos=1, advantage="tracker", unresolved="drop")
-    assert [r.zero_signal for r in plan(seq_drop, RATES)] == pytest.approx(
-        [r.unresolved for r in plan(seq_drop, RATES)]
-    )
+    assert [r.zero_signal for r in plan(cfg, [0.03, 0.5, 0.9])] == pytest.approx([expect] * 3)
+
+
+def test_under_the_tracker_only_dropped_uncommitted_or_filtered_prompts_lose_their_signal():
+    rates = [0.03, 0.3, 0.9]
+    for k_pos in (1, 2):  # closed form (k_pos = 1) and exact enumeration (k_pos = 2): dropped pools only
+        rows = plan(strategy_config(exit="positive", k_pos=k_pos, advantage="tracker", unresolved="drop"), rates)
+        assert rows[0].method == ("closed_form" if k_pos == 1 else "exact_enumeration")
+        assert [r.zero_signal for r in rows] == pytest.approx([r.unresolved for r in rows]) and rows[0].unresolved > 0
+    pilot = strategy_config(name="pilot_commit", advantage="tracker", commit_lo=0.0)
+    k, lo, hi = pilot.pilot, pilot.commit_lo, pilot.commit_hi
+    for row in plan(pilot, rates):  # no signal exactly when the pilot is not committed
+        committed = sum(math.comb(k, x) * row.p**x * (1 - row.p) ** (k - x) for x in range(k + 1) if lo <= x / k <= hi)
+        assert row.zero_signal == pytest.approx(1.0 - committed)
+    for row in plan(strategy_config(name="dynamic", n=4, advantage="tracker"), rates):  # DAPO drops agreeing groups
+        assert row.zero_signal == pytest.approx(row.p**4 + (1 - row.p) ** 4)
     oracle = plan(strategy_config(name="uniform", n=4, advantage="tracker", estimator="oracle"), [0.0, 0.5, 1.0])
     assert [r.zero_signal for r in oracle] == [1.0, 0.0, 1.0]  # v_hat = p = every reward at p in {0, 1}
 
@@ -70,7 +77,9 @@ def test_seq_positive_k1_closed_form(m, rounds):
         strategy_config(name="est", budget=40, min_samples=2),
         strategy_config(name="spo", select="none"),  # the tracker baseline: the real ledger agrees on "always signal"
         strategy_config(name="uniform", n=2, advantage="tracker"),
-        strategy_config(exit="positive", k_pos=1, advantage="tracker", unresolved="drop"),
+        strategy_config(exit="positive", k_pos=2, advantage="tracker", unresolved="drop"),  # the enumeration
+        strategy_config(name="dynamic", n=4, advantage="tracker"),  # drops agreeing groups whatever the baseline
+        strategy_config(name="est", budget=40, min_samples=2, advantage="tracker"),  # the batch-wide Monte Carlo
     ],
 )
 @pytest.mark.slow

@@ -112,8 +112,13 @@ def regenerate(out: Path = RESULTS, records_file: Path = RECORDS) -> None:
 
 
 def later_registrations(results: Path = RESULTS) -> list[str]:
-    """The later registrations' names: each keeps its records, result and summary.json in `results/<name>/`."""
-    return sorted(p.parent.name for p in results.glob("*/records.jsonl.gz"))
+    """The later registrations' names: each keeps its records, result and summary.json in `results/<name>/` (a
+    folder is one once its first run wrote all three; `docgen` reads the same folders by their summary.json)."""
+    return sorted(
+        p.parent.name
+        for p in results.glob("*/records.jsonl.gz")
+        if (p.parent / f"{p.parent.name}.json").exists() and (p.parent / "summary.json").exists()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

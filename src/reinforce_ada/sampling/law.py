@@ -95,7 +95,7 @@ def check_rates(rates: Sequence[float]) -> np.ndarray:
     return r
 
 
-def own_baseline(c: Any) -> bool:
+def outside_baseline(c: Any) -> bool:
     """Whether the baseline comes from outside the prompt's samples (`advantage="tracker"`, SPO's value estimate from
     before the step): a trained prompt then has signal whatever its rewards, unless the estimate equals them."""
     return getattr(c, "advantage", "group") == "tracker"
@@ -108,16 +108,17 @@ def _tracker_zero(p: float, c: Any) -> float:
     return 1.0 if getattr(c, "estimator", None) == "oracle" and p in (0.0, 1.0) else 0.0
 
 
-def _uniform_zero(p: float, n: int, c: Any = None) -> float:
-    """P(no signal) of a group of n: all rewards equal under a baseline from the group; under the tracker's, only an
-    untrained prompt (n = 0) or v_hat equal to every reward (`_tracker_zero`)."""
-    if c is not None and own_baseline(c):
+def uniform_zero(p: float, n: int, c: Any = None) -> float:
+    """P(no signal) of a group of n under options `c`: all rewards equal under a baseline from the group (or with no
+    options: a strategy that drops such groups); under the tracker's, only an untrained prompt (n = 0) or v_hat equal
+    to every reward (`_tracker_zero`)."""
+    if c is not None and outside_baseline(c):
         return 1.0 if n < 1 else _tracker_zero(p, c)
     return 1.0 if n < 2 else p**n + (1 - p) ** n
 
 
 def _one_batch(p: float, n: int, c: Any = None, method: str = "closed_form") -> Visit:
-    return Visit(PlanRow(p, _uniform_zero(p, n, c), float(n), None, method), p**n, (1 - p) ** n)
+    return Visit(PlanRow(p, uniform_zero(p, n, c), float(n), None, method), p**n, (1 - p) ** n)
 
 
 def _binom(k: int, p: float) -> list[float]:
@@ -131,7 +132,7 @@ def _seq_exact(p: float, c: Any) -> Visit:
     active = {0: 1.0}  # correct count -> probability of being still active with that count
     ended: dict[tuple[int, int], float] = {}  # unresolved pools (cap or given up): (correct, drawn) -> probability
     drawn, zero, expected, right, wrong = 0, 0.0, 0.0, 0.0, 0.0
-    tracked = own_baseline(c)  # a kept pool has signal whatever its rewards (zero only when dropped)
+    tracked = outside_baseline(c)  # a kept pool has signal whatever its rewards (zero only when dropped)
     while active:
         k = min(c.samples_per_round, c.max_samples - drawn)
         expected += k * sum(active.values())
@@ -168,8 +169,10 @@ def _seq_exact(p: float, c: Any) -> Visit:
         unresolved = (1 - p) ** (rounds * m)
         expected = m * sum((1 - p) ** (r * m) for r in range(rounds))
         zero = min(1.0, p**m + unresolved) if not tracked else unresolved if c.unresolved == "drop" else 0.0
-    if c.advantage in ("group", "maxrl", "leave_one_out") and c.n < 2:
-        zero = 1.0  # a kept group of one sample is its own baseline (leave-one-out: it has no other)
+    if c.advantage in ("group", "maxrl", "leave_one_out", "corrected") and c.n < 2:
+        zero = (
+            1.0  # a kept group of one sample is its own baseline (leave-one-out: it has no other; corrected: -p s = 0)
+        )
     if tracked and zero < 1.0:
         zero += (1.0 - zero) * _tracker_zero(p, c)
     method = "closed_form" if closed else "exact_enumeration"
@@ -185,7 +188,7 @@ def _pilot_commit(p: float, c: Any) -> Visit:
             committed += px
             right += px * more[-1] if x == k else 0.0
             wrong += px * more[0] if x == 0 else 0.0
-            zero += px * _tracker_zero(p, c) if own_baseline(c) else 0.0
+            zero += px * _tracker_zero(p, c) if outside_baseline(c) else 0.0
             if evict is not None:
                 evicted += px * sum(py for y, py in enumerate(more) if (x + y) / c.max_samples >= evict)
         else:  # deferred or too easy: not trained
@@ -196,7 +199,7 @@ def _pilot_commit(p: float, c: Any) -> Visit:
     zero += sum(  # committed pools all correct or all wrong: no signal under a baseline from the pool
         px * (more[-1] if x == k else more[0])
         for x, px in enumerate(_binom(k, p))
-        if x in (0, k) and c.commit_lo <= x / k <= c.commit_hi and not own_baseline(c)
+        if x in (0, k) and c.commit_lo <= x / k <= c.commit_hi and not outside_baseline(c)
     )
     row = PlanRow(p, float(zero), k + committed * extra, None, "closed_form")
     row.evicted = float(evicted) if evict is not None else None
@@ -207,8 +210,9 @@ def visit_law(cls: Any, opts: Any, r: np.ndarray) -> list[Visit] | None:
     """The sampler `cls`'s law for one visit at each rate (no selection) under its options `opts`, by the class's
     declared planner; None for planner="monte_carlo" (no closed form)."""
     planner = cls.traits.planner
-    if planner == "group":
-        return [_one_batch(float(p), opts.n, opts) for p in r]
+    if planner == "group":  # a strategy that drops agreeing groups loses them whatever the baseline: no options
+        law_opts = None if cls.traits.drops_uniform else opts
+        return [_one_batch(float(p), opts.n, law_opts) for p in r]
     if planner == "allocation":
         budget = opts.budget if opts.budget is not None else 8 * len(r)
         counts = cls.plan_counts(r, opts, budget)

@@ -29,6 +29,9 @@ class Traits:
     """One of PLANNERS."""
     takes_predictor: bool = False
     """`build_strategy(cfg, predictor=...)` accepted (a prompt -> p_hat callable replacing the memory's estimate)."""
+    drops_uniform: bool = False
+    """A group whose rewards all agree is dropped, whatever the baseline (DAPO's dynamic sampling): the planner counts
+    it as no signal even under `advantage=tracker`."""
 
     def __post_init__(self) -> None:
         if self.planner not in PLANNERS:

@@ -11,8 +11,10 @@ data the value is signal per sample):
 1) The law. P(signal | p) = 1 - zero_signal and E[samples | p] = expected_samples are the planner's exact rows
    (`sampling.law.visit_law`) for the strategy the selection sits in front of, on `GRID` pass rates 0, 1/(GRID-1),
    .., 1, computed once per strategy class and options (cached): planner `group` (uniform, dynamic: one batch of n,
-   P(signal) = 1 - p^n - (1 - p)^n), `sequential` (seq, give_up included: the exact enumeration) and `pilot`
-   (pilot_commit: its pilot and band). These are the planner's laws with its assumptions: seq's give_up starts from
+   P(signal) = 1 - p^n - (1 - p)^n under a baseline from the group; 1 under `advantage=tracker`, whose value then
+   ranks prompts by cost alone, except dynamic's, which drops agreeing groups), `sequential` (seq, give_up
+   included: the exact enumeration) and `pilot` (pilot_commit: its pilot and band). These are the planner's laws
+   with its assumptions: seq's give_up starts from
    a first visit's prior (a revisited prompt's rule reads its posterior). The table is built when the strategy is
    (seq with give_up at max_samples 256: about 3 s; the planner refuses max_samples > 1024).
    Fallback: a planner whose law depends on the whole batch (`allocation`: est and knapsack give a prompt samples
@@ -46,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from reinforce_ada.sampling.law import check_size, visit_law
+from reinforce_ada.sampling.law import check_size, uniform_zero, visit_law
 from reinforce_ada.types import Prompt
 
 GRID = 513
@@ -137,7 +139,7 @@ def _table(cls: Any, opts: Any) -> ValueTable:
         law = f"plan:{planner}"
     else:  # allocation / monte_carlo: the uniform law at n (module docstring, 1)
         n = opts.n
-        signal = np.zeros_like(p) if n < 2 else 1.0 - p**n - (1.0 - p) ** n
+        signal = 1.0 - np.array([uniform_zero(float(x), n, opts) for x in p])
         samples = np.full_like(p, float(n))
         law = f"uniform:n={n}"
     for arr in (p, signal, samples):

@@ -41,6 +41,7 @@ import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import greso_skip_share
+from reinforce_ada.sampling.advantages import zero_advantage
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.law import (  # noqa: F401  (re-exported: the planner's public names)
     MAX_PLAN_SAMPLES,
@@ -49,6 +50,7 @@ from reinforce_ada.sampling.law import (  # noqa: F401  (re-exported: the planne
     check_size,
     visit_law,
 )
+from reinforce_ada.sampling.ledger import step_advantages
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, strategy_class
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
@@ -125,10 +127,12 @@ def _est_monte_carlo(cfg: StrategyConfig, r: np.ndarray, *, reps: int, seed: int
     budget = cfg.budget * reps if cfg.budget is not None else None
     strategy = build_strategy(cfg.replace(seed=seed, budget=budget), predictor=lambda x: x.meta["p"])
     batch = collect(strategy, engine, prompts)
+    advs, _ = step_advantages(strategy.opts, batch.groups)  # signal as the ledger counts it, under the arm's baseline
+    silent = {g.prompt.id: zero_advantage(a) for g, a in zip(batch.groups, advs, strict=True)}
     rows = []
     for i, p in enumerate(r):
         mine = [g for g in batch.groups if g.prompt.id.startswith(f"mc-{i}-")]
-        zero = float(np.mean([len(set(g.pool_rewards)) < 2 for g in mine]))
+        zero = float(np.mean([silent[g.prompt.id] for g in mine]))
         drawn = float(np.mean([len(g.pool_rewards) for g in mine]))
         rows.append(PlanRow(float(p), zero, drawn, None, "monte_carlo", float(np.sqrt(zero * (1 - zero) / reps))))
     return rows

@@ -39,7 +39,7 @@ class DynamicOptions(Options):
 
 
 class Dynamic(PoolStrategy):
-    traits = Traits(streams=False, planner="group")
+    traits = Traits(streams=False, planner="group", drops_uniform=True)
     Options = DynamicOptions
     opts: DynamicOptions
 
