@@ -71,18 +71,31 @@ def provenance(study: str, runs: dict[str, dict], results: dict[str, dict]) -> l
         cfg = meta.get("config") or {}
         ids = result_run_ids(res) & set(runs)
         h, n, timed = cpu_hours(runs, ids)
+        cpus = sorted({str(s["cpu"]) for i in ids for s in runs[i].get("sessions") or [] if s.get("cpu")})
         out.append(
             {
                 "name": name,
                 "date": meta.get("date"),
-                "commit": meta.get("git_commit"),
-                "machine": machine_text(meta.get("machine")),
+                "commit": meta.get("git_commit") or registered_code(meta),
+                "machine": machine_text(meta.get("machine") or "; ".join(cpus)),  # else each run's sessions' CPUs
                 "command": meta.get("command") or res.get("command") or cfg.get("command"),
                 "runs": n or "",
                 "hours": f"{h:.1f}" if timed else "",
             }
         )
     return out
+
+
+def registered_code(meta: dict[str, Any]) -> str | None:
+    """The commit a result's registration names as its code (`code = "..."`), when the result records no commit of
+    its own: the registered studies run that commit's package from a worktree of it."""
+    import tomllib
+
+    path = (meta.get("preregistration_file") or {}).get("path")
+    try:
+        return tomllib.loads((ROOT / path).read_text()).get("code") if path else None
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
 
 
 def study_figures(study: str) -> list[tuple[str, str]]:

@@ -263,3 +263,16 @@ def test_the_spo_write_ups_quote_the_committed_result():
         assert not wrong, f"{where} quotes {wrong}: no factor of fewer_samples.json has that value and interval"
         alone = set(re.findall(r"(?<![\d.+\[-])\d\.\d\d(?![\d,\]])", para)) - goals - {q[0] for q in quoted}
         assert not sorted(alone - singles), f"{where} quotes {sorted(alone - singles)}, not in fewer_samples.json"
+
+
+def test_provenance_falls_back_to_the_registered_code_and_the_runs_cpus():
+    from docgen.page import provenance
+
+    reg = "studies/llm_convergence/registrations/preregistration_llm_spo.toml"
+    result = {"meta": {"date": "2026-12-06", "preregistration_file": {"path": reg}}, "runs": {"all": ["a", "b"]}}
+    runs = {i: {"wall_s": 60.0, "sessions": [{"cpu": f"CPU {i}"}]} for i in ("a", "b")}
+    (row,) = provenance("llm_convergence", runs, {"llm_spo": result})
+    assert row["commit"] == "ee2257ef9636d618387f052a1e78b0014acfd1e5"  # the registration's `code`
+    assert row["machine"] == "CPU a; CPU b" and row["runs"] == 2
+    (row,) = provenance("llm_convergence", runs, {"x": {"meta": {"git_commit": "abc", "machine": "M"}, "runs": {}}})
+    assert (row["commit"], row["machine"]) == ("abc", "M")  # a result's own record wins
