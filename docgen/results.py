@@ -65,21 +65,19 @@ def headline_line(summary: dict[str, Any], key: str) -> tuple[str, bool | None]:
     met = [p for p, v in verdicts.items() if v.startswith("**met")]
     arm = next((v.get("arm") for v in rows.values() if v.get("arm")), e.get("arm"))
     what = e.get("what", "").split(",")[0]
+    label = f"{key} ({what}{', ' + arm if arm else ''})"
     if not rows:  # registered, runs under way: nothing to read yet
-        return (
-            f"{key} ({what}{', ' + arm if arm else ''}): no result yet ({e.get('status') or 'runs in progress'}).",
-            None,
-        )
+        return f"{label}: no result yet ({e.get('status') or 'runs in progress'}).", None
     vals = [v["value"] for v in rows.values()]
     span = f"{f2(min(vals))}-{f2(max(vals))}" if len(vals) > 1 else with_interval(next(iter(rows.values())))
     if unfinished(e, *pools.values()):  # registered runs still to come: an interim reading, never a verdict
         missing = e.get("missing") or next((v["missing"] for v in pools.values() if v.get("missing")), "runs missing")
-        return f"{key} ({what}{', ' + arm if arm else ''}): interim {span} ({missing}).", None
+        return f"{label}: interim {span} ({missing}).", None
     where = "" if None in rows else f" on {len(met)} of {len(rows)} pools" if met else f" on all {len(rows)} pools"
     if not has_goal:
-        return f"{key} ({what}{', ' + arm if arm else ''}): {span}.", None
+        return f"{label}: {span}.", None
     state = "missed" if not met else "met" if "**met**" in verdicts.values() else "met on the point estimate"
-    return f"{key} ({what}{', ' + arm if arm else ''}): {state}{where} ({span}; goal {e.get('goal')}).", bool(met)
+    return f"{label}: {state}{where} ({span}; goal {e.get('goal')}).", bool(met)
 
 
 def summary_page(study: str) -> Page:

@@ -147,11 +147,11 @@ def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> d
     main_runs, sweep = results["runs"]["main"], results["runs"]["sweep"]
     c = results.get("config") or {}
     kw = {"uniform": c.get("uniform"), "budget": c.get("token_budget")}
-    ran = {p: {r["arm"] for r in main_runs if r["pool"] == p} for p in pools}
-    by_pool = {  # a pool is read once GRPO-n4 has a run there (every uniform arm is read against it first)
+    read = {r["pool"] for r in main_runs if r["arm"] == REFERENCE}  # a pool is read once GRPO-n4 has run there
+    by_pool = {
         p: pool_figures([r for r in main_runs if r["pool"] == p], [r for r in sweep if r["pool"] == p], reg, **kw)
         for p in pools
-        if REFERENCE in ran[p]
+        if p in read
     }
     return {"by_pool": by_pool, "claims": claims(by_pool, reg)}
 

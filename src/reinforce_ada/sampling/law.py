@@ -98,14 +98,14 @@ def check_rates(rates: Sequence[float]) -> np.ndarray:
 def outside_baseline(c: Any) -> bool:
     """Whether the baseline comes from outside the prompt's samples (`advantage="tracker"`, SPO's value estimate from
     before the step): a trained prompt then has signal whatever its rewards, unless the estimate equals them."""
-    return getattr(c, "advantage", "group") == "tracker"
+    return c.advantage == "tracker"
 
 
 def _tracker_zero(p: float, c: Any) -> float:
     """P(no signal) of a trained visit under the tracker baseline: every reward equals v_hat. The tracker's and the
     other estimators' values stay inside (0, 1) (a Beta prior with positive counts); `estimator=oracle` sets v_hat = p,
     so a prompt at p = 0 or 1 gives none."""
-    return 1.0 if getattr(c, "estimator", None) == "oracle" and p in (0.0, 1.0) else 0.0
+    return 1.0 if c.estimator == "oracle" and p in (0.0, 1.0) else 0.0
 
 
 def uniform_zero(p: float, n: int, c: Any = None) -> float:
