@@ -11,6 +11,7 @@ from docgen.cells import cell, f2
 from docgen.sources import STUDIES, read_json
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
+"""The first registration's axes (a later result names each claim's `axis`)."""
 
 
 def main_runs(res: dict[str, Any]) -> int:
@@ -76,7 +77,7 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for fig, c in res.get("claims", {}).items():
-        if fig not in AXIS:
+        if not (c.get("axis") or AXIS.get(fig)):  # a figure read off a compute-to-target axis
             continue
         for pool, e in (c.get("by_pool") or {}).items():
             v = e.get("verdict") or "undefined"  # the registered rule (`analysis.verdict`), the interval's included
@@ -166,20 +167,22 @@ def old_reference_rows(res: dict[str, Any]) -> list[str]:
     return rows
 
 
-def result_section(res: dict[str, Any], registered_runs: int, headline: str = "spo-64") -> list[str]:
-    """The page's result: the claims, then every arm's tokens factor, equal tokens, V1 and the old reference."""
+def result_section(res: dict[str, Any], registered_runs: int, headline: str = "spo-64", level: str = "##") -> list[str]:
+    """The page's result: the claims, then every arm's tokens factor, equal tokens, V1 and the old reference; its
+    heading at `level` (a later registration's sits one below), the tables' one below that."""
     note = interim_note(res, registered_runs)
+    sub = level + "#"
     controls = tuple(a for a in ("spo-32", "spo-64", "spo-128", "spo-64-uniform", "grpo-n4-prio", "n2-tracker")
                      if any(a in f["equal_tokens"]["arms"] for f in res.get("by_pool", {}).values()))  # fmt: skip
     return [
-        "## Result",
+        f"{level} Result",
         "",
         *([note, ""] if note else []),
-        "### The registered claims",
+        f"{sub} The registered claims",
         "",
         *claims_rows(res),
         "",
-        "### Every arm's tokens factor",
+        f"{sub} Every arm's tokens factor",
         "",
         "The compute-to-target factor of `bench.compute` against the pool's best uniform arm: k with arm(x) ~ "
         "reference(k x) on generated tokens over the accuracy range both curves reach (> 1: the arm needs 1/k of "
@@ -187,15 +190,15 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "factors. An arm that climbs less high is read over its own range only; one that reaches none of the "
         "registered targets (fractions of the reference's gain) says so. Per-target factors and misses are in the "
         "result JSON (`by_pool.<pool>.compute.table.<arm>.tokens_per_target`). Each cell names the lr the arm's "
-        "sweep chose on the pool (its own seeds 1000-1001).",
+        f"sweep chose on the pool (its own seeds {_sweep_seeds(res)}).",
         "",
         *factors_rows(res),
         "",
-        "### Accuracy at equal tokens (E1)",
+        f"{sub} Accuracy at equal tokens (E1)",
         "",
         *equal_tokens_rows(res, controls or (headline,)),
         "",
-        "### What the baseline buys (V1)",
+        f"{sub} What the baseline buys (V1)",
         "",
         "Mean over each run's steps and the seeds of |v_hat - p|: the tracker's value of a prompt before the step "
         "against its exact pass rate under the policy that drew the samples (the testbed knows p), beside the same "
@@ -205,11 +208,18 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "",
         *value_rows(res, headline),
         "",
-        "### How far the grid moves the old reference",
+        f"{sub} How far the grid moves the old reference",
         "",
         *old_reference_rows(res),
         "",
     ]
+
+
+def _sweep_seeds(res: dict[str, Any]) -> str:
+    """The lr sweep's seeds as `bench.compare` numbers them (from 1000 plus the first reported seed)."""
+    c = res.get("config") or {}
+    first = 1000 + int(c.get("seed_offset") or 0)
+    return f"{first}-{first + int(c.get('sweep_seeds') or 2) - 1}"
 
 
 RESULT = STUDIES / "fewer_samples" / "results" / "fewer_samples.json"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 from docgen.cells import cell, code, f2
 from docgen.fewer_samples import main_runs, result_section
 from docgen.page import Page, provenance, study_figures
-from docgen.sources import STUDIES, cpu_hours, read_json, read_records
+from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records
 
 
 def allocators_sim_page() -> Page:
@@ -106,35 +107,19 @@ def belief_quality_page() -> Page:
 
 
 def fewer_samples_page() -> Page:
+    """The first registration's claims and result, then each later registration (`registrations/*.toml` with a
+    `name`: its result in `results/<name>/`), registered or with its result."""
     study = "fewer_samples"
-    reg_path = STUDIES / study / "registrations" / "preregistration.toml"
-    reg = tomllib.loads(reg_path.read_text())
-    result = STUDIES / study / "results" / "fewer_samples.json"
+    regs = STUDIES / study / "registrations"
     page = Page(study, figures=study_figures(study))
-    written = re.search(r"Written (\d{4}-\d{2}-\d{2})", reg_path.read_text())
+    reg, result, body = _fewer_samples_registration(regs / "preregistration.toml", "## Registration")
+    page.body = body
     inst = reg.get("instrument", {})
-    page.body += [
-        "## Registration",
-        "",
-        "`studies/fewer_samples/registrations/preregistration.toml`"
-        + (f", written {written.group(1)}" if written else "")
-        + f", before any registered run; code commit `{str(reg.get('code', ''))[:10]}`. Pools "
-        + ", ".join(f"`{p}`" for p in inst.get("pools", []))
-        + f"; {len(inst.get('seeds', []))} paired seeds; every arm to {inst.get('token_budget', 0):,} generated "
-        "tokens.",
-        "",
-        "| figure | arm | goal |",
-        "|---|---|---|",
-        *[f"| {c['figure']} | `{c['arm']}` | {cell(c.get('goal', ''))} |" for c in reg.get("claim", [])],
-        "",
-        "| arm | spec |",
-        "|---|---|",
-        *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
-    ]
+    main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
+    later = [(f, tomllib.loads(f.read_text())) for f in sorted(regs.glob("*.toml")) if f.name != "preregistration.toml"]
     if not result.exists():
         runs, _ = read_records(study)
         phases = [r.get("phase") for r in runs.values()]
-        main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
         done = f" ({phases.count('sweep')} lr-sweep runs and {phases.count('main')} of {main} main runs recorded)"
         page.verdict = (
             f"Registered, runs in progress{done if runs else ''}: no result yet, and nothing here claims that SPO wins."
@@ -147,18 +132,78 @@ def fewer_samples_page() -> Page:
     page.provenance = provenance(study, runs, results)
     page.cost = cpu_hours(runs)
     page.updated = str(res.get("date", ""))
-    main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
     page.body = result_section(res, main) + page.body
     claims = {fig: c for fig, c in res.get("claims", {}).items() if c.get("verdict")}
-    verdicts = " ".join(
+    interim = f"Interim ({main_runs(res)} of {main} main runs recorded); on the seeds so far: "
+    page.verdict = (interim if res.get("partial") else "") + (_verdicts(claims) or "Results recorded; see the tables.")
+    first = next(iter(claims.values()), {}).get("verdict")
+    page.status = "info" if res.get("partial") else {"met": "success", "missed": "failure"}.get(first or "", "info")
+    for path, later_reg in later:
+        name = str(later_reg.get("name") or path.stem)
+        _, later_result, body = _fewer_samples_registration(path, f"## Later registration: `{name}`")
+        page.body += ["", *body, ""]
+        runs, results = read_records(study, name)
+        linst = later_reg.get("instrument", {})
+        planned = len(linst.get("arms", [])) * len(linst.get("pools", [])) * len(linst.get("seeds", []))
+        if not later_result.exists():
+            phases = [r.get("phase") for r in runs.values()]
+            page.body += [
+                f"Registered; {phases.count('sweep')} lr-sweep runs and {phases.count('main')} of {planned} main runs "
+                "recorded: no result yet.",
+            ]
+            page.verdict += f" `{name}`: registered, no result yet."
+            continue
+        later_res = read_json(later_result)
+        page.body += result_section(later_res, planned, level="###")
+        page.provenance += provenance(study, runs, results)
+        h, n, timed = cpu_hours(runs)
+        page.cost = (page.cost[0] + h, page.cost[1] + n, page.cost[2] + timed) if page.cost else (h, n, timed)
+        got = {fig: c for fig, c in later_res.get("claims", {}).items() if c.get("verdict")}
+        state = f"interim ({main_runs(later_res)} of {planned} main runs)" if later_res.get("partial") else "final"
+        page.verdict += f" `{name}`, {state}: {_verdicts(got) or 'no verdict yet.'}"
+    return page
+
+
+def _fewer_samples_registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[str]]:
+    """A registration of the fewer-samples study: its content, where its result goes and its section (file, date,
+    code, pools, seeds, budget, claims with goals, arms)."""
+    text = path.read_text()
+    reg = tomllib.loads(text)
+    name = reg.get("name")
+    result = STUDIES / "fewer_samples" / "results" / (f"{name}/{name}.json" if name else "fewer_samples.json")
+    written = re.search(r"Written (\d{4}-\d{2}-\d{2})", text)
+    inst = reg.get("instrument", {})
+    pools = [str(p).partition("=") for p in inst.get("pools", [])]
+    body = [
+        heading,
+        "",
+        f"`{path.relative_to(ROOT).as_posix()}`"
+        + (f", written {written.group(1)}" if written else "")
+        + f", before any of its runs; code commit `{str(reg.get('code', ''))[:10]}`. Pools "
+        + ", ".join(f"`{n}`" + (f" ({code(spec)})" if spec else "") for n, _, spec in pools)
+        + f"; {len(inst.get('seeds', []))} paired seeds ({_span(inst.get('seeds', []))}); every arm to "
+        f"{inst.get('token_budget', 0):,} generated tokens.",
+        "",
+        "| figure | arm | goal |",
+        "|---|---|---|",
+        *[f"| {c['figure']} | `{c['arm']}` | {cell(c.get('goal', ''))} |" for c in reg.get("claim", [])],
+        "",
+        "| arm | spec |",
+        "|---|---|",
+        *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
+    ]
+    return reg, result, body
+
+
+def _span(seeds: list[int]) -> str:
+    return f"{min(seeds)}-{max(seeds)}" if seeds else "none"
+
+
+def _verdicts(claims: dict[str, Any]) -> str:
+    return " ".join(
         f"{fig}{' (' + c['arm'] + ')' if c.get('arm') else ''}: {c['verdict']}{claim_span(c)}."
         for fig, c in claims.items()
     )
-    interim = f"Interim ({main_runs(res)} of {main} main runs recorded); on the seeds so far: "
-    page.verdict = (interim if res.get("partial") else "") + (verdicts or "Results recorded; see the tables.")
-    first = next(iter(claims.values()), {}).get("verdict")
-    page.status = "info" if res.get("partial") else {"met": "success", "missed": "failure"}.get(first or "", "info")
-    return page
 
 
 def claim_span(claim: dict[str, Any]) -> str:

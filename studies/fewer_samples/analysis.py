@@ -15,11 +15,13 @@ Each registered claim is read against its goal where it has one (`verdict`).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from reinforce_ada.bench import compute, equal_tokens
+from studies.fewer_samples.study import pool_names
 
 ERROR_SERIES = ("value_abs_error", "group_mean_abs_error")
 OLD_FAMILY = ("grpo-n2x16", "grpo-n4", "grpo-n8")
@@ -73,22 +75,59 @@ def pool_figures(
     return out
 
 
+@dataclass(frozen=True)
+class Goal:
+    """A claim's numeric goal on a compute-to-target axis: the factor at least `at_least` on every pool of `pools`
+    (all registered pools when None; `at_least_on` raises it on named pools), the interval's lower end above
+    `lower_end_above` when set; `at_least` None: the figure is reported with no goal."""
+
+    axis: str
+    at_least: float | None = None
+    lower_end_above: float | None = None
+    at_least_on: dict[str, float] = field(default_factory=dict)
+    pools: tuple[str, ...] | None = None
+
+
+REGISTERED_GOALS = {
+    "C1": Goal("tokens", 1.5, lower_end_above=1.0, at_least_on={"default": 2.0}),
+    "C2": Goal("cpu_s", 1.3),
+    "C2g": Goal("gpu_s", 1.5),
+}
+"""The first registration's goals, which its file states in prose (it predates goals written as keys)."""
+
+
+def goal_of(claim: dict[str, Any]) -> Goal | None:
+    """The claim's goal: from its keys (`axis`, `at_least`, `lower_end_above`, `at_least_on`, `pools`;
+    `study.check_goal`) or, for a claim without them, the first registration's goal of its figure; None for a figure
+    read off no compute-to-target axis (E1, V1)."""
+    if "axis" not in claim:
+        return REGISTERED_GOALS.get(claim["figure"])
+    return Goal(
+        claim["axis"],
+        claim.get("at_least"),
+        claim.get("lower_end_above"),
+        dict(claim.get("at_least_on") or {}),
+        tuple(claim["pools"]) if claim.get("pools") else None,
+    )
+
+
 def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
     """Each registered claim per pool: its figure (with interval) and, where a goal is numeric, a verdict."""
     out: dict[str, Any] = {}
-    axis = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
     for claim in reg.get("claim", []):
-        fig, arm = claim["figure"], claim["arm"]
+        fig, arm, goal = claim["figure"], claim["arm"], goal_of(claim)
         rows = {}
         for pool, f in by_pool.items():
-            if fig in axis:
-                row = f["compute"]["table"].get(arm, {}).get(axis[fig], {})
-                ref = f["compute"]["axes"].get(axis[fig], {}).get("best_uniform")
+            if goal is not None:
+                if goal.pools is not None and pool not in goal.pools:
+                    continue
+                row = f["compute"]["table"].get(arm, {}).get(goal.axis, {})
+                ref = f["compute"]["axes"].get(goal.axis, {}).get("best_uniform")
                 rows[pool] = {k: row.get(k) for k in ("value", "t_lo", "t_hi", "per_seed", "seeds", "unpriced")} | {
                     "reference": ref,
                     "undefined": row.get("undefined") or 0,  # seeds whose curves share no gain: no factor
                 }
-                rows[pool]["verdict"] = verdict(fig, {pool: rows[pool]})
+                rows[pool]["verdict"] = verdict(goal, {pool: rows[pool]})
             elif fig == "E1":
                 e = f["equal_tokens"]
                 a = e["arms"].get(arm, {})
@@ -98,35 +137,41 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
                     "tracker": f["value_errors"].get(arm, {}),
                     "grpo-n4": f["value_errors"].get("grpo-n4", {}),
                 }
-        out[fig] = {"arm": arm, "goal": claim.get("goal"), "by_pool": rows, "verdict": overall(fig, rows, by_pool, reg)}
+        out[fig] = {
+            "arm": arm,
+            "goal": claim.get("goal"),
+            "axis": goal.axis if goal else None,
+            "by_pool": rows,
+            "verdict": overall(goal, rows, by_pool, reg),
+        }
     return out
 
 
-def overall(figure: str, rows: dict[str, Any], by_pool: dict[str, Any], reg: dict[str, Any]) -> str | None:
-    """A claim's verdict over the registered pools: "missed" as soon as a complete pool misses it (every goal holds
-    on every pool), "incomplete" while a pool has no runs or is still running, else `verdict`."""
-    v = verdict(figure, rows)
-    if v is None:
+def overall(goal: Goal | None, rows: dict[str, Any], by_pool: dict[str, Any], reg: dict[str, Any]) -> str | None:
+    """A claim's verdict over the pools it applies to: "missed" as soon as a complete pool misses it (every goal
+    holds on every pool), "incomplete" while a pool has no runs or is still running, else `verdict`."""
+    if goal is None or goal.at_least is None:
         return None
+    v = verdict(goal, rows) or "incomplete"  # no pool of the claim's has runs yet
     final = {p: r for p, r in rows.items() if by_pool.get(p, {}).get("complete")}
-    if final and verdict(figure, final) == "missed":
+    if final and verdict(goal, final) == "missed":
         return "missed"
-    if any(p not in final for p in reg["instrument"]["pools"]):
+    if any(p not in final for p in goal.pools or pool_names(reg)):
         return "incomplete"
     return v
 
 
-def verdict(figure: str, rows: dict[str, Any]) -> str | None:
-    """The registered goals of C1 (>= 1.5 with t_lo > 1 on every pool; >= 2.0 on default), C2 (>= 1.3) and C2g
-    (>= 1.5) over the pools of `rows`; None for the figures registered without a goal. A seed without a factor
-    (its curve never shares a gain with the reference's) counts against the goal: never "met" with one."""
-    bounds = {"C1": 1.5, "C2": 1.3, "C2g": 1.5}
-    if figure not in bounds or not rows:
+def verdict(goal: Goal | None, rows: dict[str, Any]) -> str | None:
+    """`goal` over the pools of `rows` (each row a factor with its interval): "met", "missed" or "incomplete" (a pool
+    without a factor yet); None for a figure registered without a goal. A seed without a factor (its curve never
+    shares a gain with the reference's) counts against the goal: never "met" with one."""
+    if goal is None or goal.at_least is None or not rows:
         return None
     vals = {p: r.get("value") for p, r in rows.items()}
     if any(v is None for v in vals.values()):
         return "incomplete"
-    ok = all(v >= bounds[figure] for v in vals.values()) and not any(r.get("undefined") for r in rows.values())
-    if figure == "C1":
-        ok = ok and all((r.get("t_lo") or 0) > 1 for r in rows.values()) and vals.get("default", 2.0) >= 2.0
+    ok = all(v >= goal.at_least_on.get(p, goal.at_least) for p, v in vals.items())
+    ok = ok and not any(r.get("undefined") for r in rows.values())
+    if goal.lower_end_above is not None:
+        ok = ok and all((r.get("t_lo") or 0) > goal.lower_end_above for r in rows.values())
     return "met" if ok else "missed"

@@ -3,6 +3,8 @@
     python -m studies.fewer_samples.regenerate                  # results/fewer_samples.{json,png}
     python -m studies.fewer_samples.regenerate --out /tmp/fs    # somewhere else
 
+A later registration's records (`results/<name>/records.jsonl.gz`) regenerate into `<out>/<name>/` beside it.
+
 The records file (`protocol.records`) holds every run, compacted, and the result's context (settings, machine,
 testbed, the registration as it was, the command); the figures are recomputed with this checkout's analysis
 (`analysis`): per pool the compute-to-target table, the equal-token table, the baselines' errors, how far the grid
@@ -19,17 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from studies.fewer_samples.study import RECORDS, RESULTS
+from studies.fewer_samples.study import RECORDS, RESULTS, later_registrations, pool_names
 
 
 def partial(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> str | None:
     """None when every registered arm has every registered seed on every registered pool; else what is missing."""
-    inst = ctx["meta"]["registration"]["content"]["instrument"]
+    reg = ctx["meta"]["registration"]["content"]
+    inst = reg["instrument"]
     have: dict[tuple[str, str], set[int]] = {}
     for r in runs["main"]:
         have.setdefault((r["pool"], r["arm"]), set()).add(int(r["seed"]))
     missing = []
-    for pool in inst["pools"]:
+    for pool in pool_names(reg):
         for arm in (a.partition("=")[0].strip() for a in inst["arms"]):
             got = have.get((pool, arm), set())
             if set(inst["seeds"]) - got:
@@ -43,7 +46,7 @@ def write(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]], out: Path 
     from studies.fewer_samples.run import figures
 
     reg = ctx["meta"]["registration"]["content"]
-    pools = [p for p in reg["instrument"]["pools"] if any(r["pool"] == p for r in runs["main"])]
+    pools = [p for p in pool_names(reg) if any(r["pool"] == p for r in runs["main"])]
     res: dict[str, Any] = {**ctx["meta"], **figures({"runs": runs, "config": ctx["meta"].get("config")}, reg, pools)}
     res["partial"] = partial(ctx, runs)
     res["runs"] = ctx["runs"]
@@ -101,13 +104,16 @@ def main(argv: list[str]) -> int:
     if not RECORDS.exists():
         raise SystemExit(f"{RECORDS} does not exist: the study has no recorded runs yet (python -m "
                          "studies.fewer_samples.run)")  # fmt: skip
-    runs, results = records.read(RECORDS)
-    for ctx in results.values():
-        res = write(ctx, records.runs_of(ctx, runs), Path(args.out))
-        print(f"wrote {Path(args.out) / ctx['name']}.json and .png" + (f" (partial: {res['partial']})" if
-              res["partial"] else ""))  # fmt: skip
-    verdicts = json.dumps({k: v.get("verdict") for k, v in res["claims"].items()})
-    print(("interim (not every registered run is in), on the runs so far: " if res["partial"] else "") + verdicts)
+    places = [(RECORDS, Path(args.out))]
+    places += [(RESULTS / name / RECORDS.name, Path(args.out) / name) for name in later_registrations(RESULTS)]
+    for records_file, out in places:
+        runs, results = records.read(records_file)
+        for ctx in results.values():
+            res = write(ctx, records.runs_of(ctx, runs), out)
+            verdicts = json.dumps({k: v.get("verdict") for k, v in res["claims"].items()})
+            print(f"wrote {out / ctx['name']}.json and .png"
+                  + (f" (partial: {res['partial'][:200]}); interim, on the runs so far: " if res["partial"] else ": ")
+                  + verdicts)  # fmt: skip
     return 0
 
 

@@ -3,6 +3,7 @@ token budget, pre-registered (registrations/preregistration.toml).
 
     nice -n 10 python -m studies.fewer_samples.run --workers 2          # run what is missing (CPU-hours in all)
     nice -n 10 python -m studies.fewer_samples.run --workers 2 --pools hard   # only one pool's jobs
+    nice -n 10 python -m studies.fewer_samples.run --workers 2 --prereg REG   # a later registration (results/<name>/)
     python -m studies.fewer_samples.run --report-only                   # run nothing: record and write what finished
     python -m studies.fewer_samples.run --quick --pools hard            # minutes; scratch (runs/fewer-quick, --scratch)
     python -m studies.fewer_samples.regenerate                          # the committed result from the records
@@ -16,7 +17,8 @@ survives. So the committed compact records file (results/records.jsonl.gz) is th
 2) This checkout compacts each run as it finishes (within `--poll` seconds, and when the session ends or is stopped)
    into the records file with the result's context, then writes results/fewer_samples.{json,png} (`regenerate`); a
    result missing seeds or pools says so in `partial`. Commit results/ before the session stops: a fresh clone then
-   runs only what is missing, its lr choice read from the recorded sweep runs' curves.
+   runs only what is missing, its lr choice read from the recorded sweep runs' curves. A later registration (one with
+   a `name`) keeps the same in results/<name>/ (`study.places`).
 3) A recorded run whose job the plan now makes differently (the registration or the code edited after runs started)
    stops the session, naming the pool and arm, before anything runs.
 """
@@ -31,17 +33,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from studies.fewer_samples.study import PREREG, RAW, RECORDS, RESULTS, ROOT, config_fields, load
+from studies.fewer_samples.study import PREREG, ROOT, config_fields, load, name_of, places, pool_names
 from studies.protocol.resume import Places, Study
 
-NAME = "fewer_samples"
 QUICK = {"pool_size": 256, "seeds": 1, "other_seeds": 1, "sweep_seeds": 1, "token_budget": 12000, "eval_points": 4}
 QUICK_ARMS = ("grpo-n2x32", "grpo-n4", "spo-64", "spo-64-prior")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m studies.fewer_samples.run", description=__doc__.split("\n")[0])
-    ap.add_argument("--pools", default=None, help="comma-separated registered pools whose jobs run (default: all)")
+    ap.add_argument("--pools", default=None, help="comma-separated registered pool names whose jobs run (default: all)")
     ap.add_argument("--workers", type=int, default=1, help="runs at a time (1 torch thread each)")
     ap.add_argument("--prereg", default=str(PREREG), help="the registration TOML")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
@@ -58,24 +59,24 @@ def main(argv: list[str]) -> int:
 
     args = parse(argv)
     reg = load(args.prereg)
-    registered = list(reg["instrument"]["pools"])
+    registered = pool_names(reg)
     run_pools = args.pools.split(",") if args.pools else None
     if run_pools and set(run_pools) - set(registered):
         raise SystemExit(f"--pools {args.pools}: registered pools are {registered}")
-    fields = config_fields(reg, registered)  # every pool is planned: --pools limits what runs
-    places = Places(RECORDS, RAW, RESULTS, RAW.parent)
+    fields = config_fields(reg, list(reg["instrument"]["pools"]))  # every pool is planned: --pools limits what runs
+    where = places(reg)
     if args.quick:
         arms = [a for a in fields["arms"] if a.partition("=")[0] in QUICK_ARMS]
         fields.update(QUICK, arms=tuple(arms), uniform=("grpo-n2x32", "grpo-n4"))
         scratch = Path(args.scratch).resolve()
-        places = Places(scratch / "records.jsonl.gz", scratch / "records", scratch, scratch)
+        where = Places(scratch / "records.jsonl.gz", scratch / "records", scratch, scratch)
     study = build_study(reg, fields, args)
     signal.signal(signal.SIGTERM, _terminated)  # a stopped session still records what finished
-    ctx = resume.session(study, places, package_of(reg, args.here), run=not args.report_only,
+    ctx = resume.session(study, where, package_of(reg, args.here), run=not args.report_only,
                          run_pools=run_pools, poll_s=args.poll)  # fmt: skip
-    res = regenerate.write(ctx, records.runs_of(ctx, records.read(places.records)[0]), places.out)
+    res = regenerate.write(ctx, records.runs_of(ctx, records.read(where.records)[0]), where.out)
     n = {phase: len(ids) for phase, ids in ctx["runs"].items()}
-    print(f"recorded {n} runs in {places.records}; wrote {places.out / NAME}.json and .png"
+    print(f"recorded {n} runs in {where.records}; wrote {where.out / study.name}.json and .png"
           + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else ""))  # fmt: skip
     print({k: v.get("verdict") for k, v in res["claims"].items()})
     return 0
@@ -85,7 +86,7 @@ def build_study(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Name
     """The study as `protocol.resume` runs it: `fields` (`study.config_fields`) for the runner, this study's
     compaction and the result's context."""
     compact = functools.partial(compact_run, steps=fields["steps"])
-    return Study(NAME, {**fields, "workers": args.workers}, compact, context_meta(reg, fields, args))
+    return Study(name_of(reg), {**fields, "workers": args.workers}, compact, context_meta(reg, fields, args))
 
 
 def _terminated(signum: int, frame: Any) -> None:

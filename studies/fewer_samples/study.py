@@ -4,14 +4,21 @@
 A registration (`registrations/preregistration.toml`) names the code that runs, the pools, the paired seeds, the token
 budget every arm runs to, the lr grid, the arms as `NAME=SPEC` (each with its own prompts per step after `|`), the
 reference family (every uniform arm of the grid: the best of them per pool and axis is the reference) and the claims.
+A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
+`results/<name>/`, its scratch in `runs/fewer_samples/<name>/`, and its pools may be specs of their own
+(`NAME=arithmetic:...`, `bench.testbed.parse_pool`), read by their names.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.bench.testbed import parse_pool
+from reinforce_ada.errors import ConfigError
 from studies.protocol.prereg import read_file
+from studies.protocol.resume import Places
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -20,12 +27,18 @@ RECORDS = RESULTS / "records.jsonl.gz"
 PREREG = HERE / "registrations" / "preregistration.toml"
 RAW = ROOT / "runs" / "fewer_samples" / "records"
 """Where a running study keeps each finished run's full record (scratch; the repository keeps the compact records)."""
+NAME = "fewer_samples"
+"""The first registration's name (it carries none): its records and result are `results/` itself."""
+AXES = ("tokens", "cpu_s", "gpu_s")
+"""The compute-to-target axes a claim's goal may read (`bench.compute`)."""
 INSTRUMENT = ("pools", "seeds", "token_budget", "eval_points", "step_cap", "lrs", "sweep_seeds", "uniform", "arms")
 
 
 def load(path: str | Path = PREREG) -> dict[str, Any]:
     """The registration, its instrument checked; the error names the file and the key."""
     reg = read_file(Path(path))
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name_of(reg)):
+        raise SystemExit(f"{path}: name = {reg.get('name')!r}; write letters, digits, '_', '.' or '-' (a folder name)")
     inst = reg.get("instrument") or {}
     missing = [k for k in INSTRUMENT if k not in inst]
     if missing:
@@ -34,11 +47,18 @@ def load(path: str | Path = PREREG) -> dict[str, Any]:
     unknown = sorted(set(inst["uniform"]) - set(names))
     if unknown or "grpo-n4" not in inst["uniform"]:
         raise SystemExit(f"{path}: the uniform family must be arms of the study and hold grpo-n4 ({unknown})")
+    try:
+        pools = [parse_pool(p).name for p in inst["pools"]]
+    except ConfigError as e:
+        raise SystemExit(f"{path}: [instrument] pools: {e}") from None
+    if len(set(pools)) != len(pools):
+        raise SystemExit(f"{path}: [instrument] pools repeat a name: {pools}")
     for claim in reg.get("claim", []):
         if claim["arm"] not in names:
             raise SystemExit(
                 f"{path}: claim {claim['figure']} reads arm {claim['arm']!r}, which the study does not run"
             )
+        check_goal(path, claim, pools)
     seeds = sorted(inst["seeds"])
     if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise SystemExit(f"{path}: registered seeds must be consecutive (compare numbers them from an offset)")
@@ -68,3 +88,50 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
         "value_errors": True,
         "compute_arm": next((c["arm"] for c in reg.get("claim", []) if c["figure"] == "C1"), "spo-64"),
     }
+
+
+def check_goal(path: str | Path, claim: dict[str, Any], pools: list[str]) -> None:
+    """A claim read off a compute-to-target axis names it (`axis`, one of `AXES`); its goal, when it has one, is
+    `at_least` (a factor), with `lower_end_above` (the interval's lower end must pass it), `at_least_on` (a higher bar
+    on named pools) and `pools` (the registered pools it applies to; default all) optional (`analysis.Goal`)."""
+    keys = {"axis", "at_least", "lower_end_above", "at_least_on", "pools"} & set(claim)
+    if not keys:
+        return
+    fig = claim.get("figure")
+    if claim.get("axis") not in AXES:
+        raise SystemExit(f"{path}: claim {fig}: axis = {claim.get('axis')!r}; use one of {list(AXES)}")
+    bars = {k: claim[k] for k in ("at_least", "lower_end_above") if k in claim}
+    bars |= {f"at_least_on.{p}": v for p, v in (claim.get("at_least_on") or {}).items()}
+    for key, v in bars.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise SystemExit(f"{path}: claim {fig}: {key} = {v!r}; write a number (a factor, e.g. 1.0)")
+    if "at_least" not in claim and len(bars):
+        raise SystemExit(f"{path}: claim {fig}: a goal's bars need at_least (the factor every pool must reach)")
+    unknown = (set(claim.get("pools") or []) | set(claim.get("at_least_on") or {})) - set(pools)
+    if unknown:
+        raise SystemExit(f"{path}: claim {fig} names pools {sorted(unknown)}; registered: {pools}")
+
+
+def name_of(reg: dict[str, Any]) -> str:
+    """The registration's name: its results' folder and file name."""
+    return str(reg.get("name") or NAME)
+
+
+def pool_names(reg: dict[str, Any]) -> list[str]:
+    """The registered pools' names, in order (a spec `NAME=SOURCE:...` is read by its name)."""
+    return [parse_pool(p).name for p in reg["instrument"]["pools"]]
+
+
+def places(reg: dict[str, Any]) -> Places:
+    """Where the registration's state lives: the first registration's in `results/`, a later one's in
+    `results/<name>/` (its scratch in `runs/fewer_samples/<name>/`)."""
+    name = name_of(reg)
+    if name == NAME:
+        return Places(RECORDS, RAW, RESULTS, RAW.parent)
+    home, scratch = RESULTS / name, RAW.parent / name
+    return Places(home / "records.jsonl.gz", scratch / "records", home, scratch)
+
+
+def later_registrations(results: Path = RESULTS) -> list[str]:
+    """The names of the later registrations with recorded runs (`results/<name>/records.jsonl.gz`)."""
+    return sorted(p.parent.name for p in results.glob("*/records.jsonl.gz"))

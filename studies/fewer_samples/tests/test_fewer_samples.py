@@ -99,9 +99,13 @@ def test_the_figures_read_the_claims_against_the_best_uniform_arm():
         "compute": {**f["compute"], "table": {"spo-64": {"tokens": {"value": 1.2, "t_lo": 1.1}}}},
     }
     assert analysis.claims({"hard": slow, "default": f}, reg)["C1"]["verdict"] == "missed"
-    assert analysis.verdict("C2", {"hard": {"value": 1.2}}) == "missed"
-    assert analysis.verdict("C1", {"hard": {"value": 2.0, "t_lo": 0.9}}) == "missed"  # the interval holds 1
-    assert analysis.verdict("C2", {"hard": {"value": 2.0, "undefined": 1}}) == "missed"  # a seed with no factor
+    assert analysis.verdict(analysis.REGISTERED_GOALS["C2"], {"hard": {"value": 1.2}}) == "missed"
+    assert (
+        analysis.verdict(analysis.REGISTERED_GOALS["C1"], {"hard": {"value": 2.0, "t_lo": 0.9}}) == "missed"
+    )  # the interval holds 1
+    assert (
+        analysis.verdict(analysis.REGISTERED_GOALS["C2"], {"hard": {"value": 2.0, "undefined": 1}}) == "missed"
+    )  # a seed with no factor
 
 
 @pytest.mark.slow
@@ -149,3 +153,139 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert "| C1 | default |" in final and "interim: **met**" not in final and "Complete (every arm" in final
     complete = {**res, "partial": None}
     assert "Interim" not in "\n".join(result_section(complete, registered_runs=612))
+
+
+CONFIRMATION = PREREG.parent / "confirmation.toml"
+
+
+def test_the_confirmation_runs_unseen_pools_and_seeds_in_a_folder_of_its_own():
+    from studies.fewer_samples.study import RESULTS, name_of, places, pool_names
+
+    first, later = load(PREREG), load(CONFIRMATION)
+    assert name_of(first) == "fewer_samples" and places(first).records == RESULTS / "records.jsonl.gz"
+    where = places(later)
+    assert name_of(later) == "confirmation" and where.records == RESULTS / "confirmation" / "records.jsonl.gz"
+    assert where.run_root != places(first).run_root and where.out == RESULTS / "confirmation"
+    assert pool_names(later) == ["hard-s1", "small-s1", "default-s1", "mixed-s1"]
+    assert not set(later["instrument"]["seeds"]) & set(first["instrument"]["seeds"])  # never-run seeds
+    arms, skipped = resolve_arms(list(config_fields(later, later["instrument"]["pools"])["arms"]))
+    assert not skipped and {a.name for a in arms} >= set(later["instrument"]["uniform"]) | {"spo-32", "n2-tracker"}
+    goals = {c["figure"]: analysis.goal_of(c) for c in later["claim"]}
+    assert goals["K1"] == analysis.Goal("tokens", 1.0, 1.0) and goals["K4"].pools == (
+        "hard-s1",
+        "default-s1",
+        "mixed-s1",
+    )
+    assert goals["R1"].at_least is None and goals["E1"] is None  # reported without a goal; E1 off no axis
+    assert (
+        analysis.goal_of({"figure": "C1", "arm": "spo-64"}) == analysis.REGISTERED_GOALS["C1"]
+    )  # the first's, in prose
+
+
+def _toml(v) -> str:
+    """A TOML value (JSON's scalars and arrays are TOML's; a dict is an inline table)."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(x)}" for k, x in v.items()) + " }"
+    return json.dumps(v)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"axis": "seconds"}, "axis = 'seconds'; use one of"),
+        ({"at_least": "1.0"}, "at_least = '1.0'; write a number"),
+        ({"at_least": True}, "at_least = True; write a number"),
+        ({"at_least_on": {"hard-s1": "x"}}, "at_least_on.hard-s1 = 'x'"),
+        ({"pools": ["hard"]}, "names pools ['hard']; registered:"),
+        ({"at_least": None, "lower_end_above": 1.0}, "need at_least"),
+    ],
+)
+def test_a_goal_written_wrong_is_refused_naming_the_claim_and_key(tmp_path, edit, says):
+    import tomllib
+
+    reg = tomllib.loads(CONFIRMATION.read_text())
+    claim = {k: v for k, v in {**reg["claim"][0], **edit}.items() if v is not None}
+    lines = [f"{k} = {_toml(v)}" for k, v in claim.items()]
+    text = CONFIRMATION.read_text().split("[[claim]]")[0] + "[[claim]]\n" + "\n".join(lines) + "\n"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(SystemExit, match="claim K1") as e:
+        load(bad)
+    assert says in str(e.value)
+
+
+def test_a_registration_name_or_pool_that_cannot_be_a_folder_or_a_pool_is_refused(tmp_path):
+    text = CONFIRMATION.read_text()
+    for old, new, says in [
+        ('name = "confirmation"', 'name = "../x"', "name = '../x'"),
+        ("hard-s1=arithmetic:", "small-s1=arithmetic:", "repeat a name"),
+        ("filter=0-0.375,seed=1", "filter=0-0.375,seed=one", "seed='one' is not valid"),
+    ]:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text.replace(old, new, 1))
+        with pytest.raises(SystemExit, match="bad.toml") as e:
+            load(bad)
+        assert says in str(e.value), (new, str(e.value))
+
+
+def test_a_goal_on_named_pools_reads_only_those_and_a_higher_bar_where_named():
+    goal = analysis.Goal("cpu_s", 1.0, lower_end_above=1.0, at_least_on={"b": 1.5}, pools=("a", "b"))
+    ok = {"value": 1.6, "t_lo": 1.1}
+    assert analysis.verdict(goal, {"a": ok, "b": ok}) == "met"
+    assert analysis.verdict(goal, {"a": ok, "b": {"value": 1.4, "t_lo": 1.1}}) == "missed"  # b's own bar
+    assert analysis.verdict(goal, {"a": {"value": 1.2, "t_lo": 0.95}, "b": ok}) == "missed"  # the interval holds 1
+    assert analysis.verdict(analysis.Goal("tokens"), {"a": ok}) is None  # reported, no goal
+    f = {"complete": True, "compute": {"table": {"x": {"cpu_s": ok}}, "axes": {"cpu_s": {"best_uniform": "u"}}}}
+    reg = {"instrument": {"pools": ["a", "b", "c"]},
+           "claim": [{"figure": "K", "arm": "x", "axis": "cpu_s", "at_least": 1.0, "pools": ["a", "b"]}]}  # fmt: skip
+    out = analysis.claims({"a": f, "b": f, "c": {**f, "complete": False}}, reg)["K"]
+    assert set(out["by_pool"]) == {"a", "b"} and out["verdict"] == "met" and out["axis"] == "cpu_s"  # c not its pool
+    assert analysis.claims({"a": f}, reg)["K"]["verdict"] == "incomplete"  # b has no runs yet
+    assert analysis.claims({"c": f}, reg)["K"]["verdict"] == "incomplete"  # none of its pools has
+
+
+@pytest.mark.slow
+def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(tmp_path, monkeypatch):
+    from docgen import study_pages
+    from studies.fewer_samples import study
+
+    runs, ctx = two_seed_result()
+    later = load(CONFIRMATION)
+    later = {
+        **later,
+        "instrument": {**later["instrument"], "pools": ["default=" + later["instrument"]["pools"][2].split("=", 1)[1]]},
+    }
+    renamed = [{**r, "id": "c" + r["id"], "seed": r["seed"] + 100} for r in runs]
+    meta = {**ctx["meta"], "registration": {"content": later}, "config": {"seed_offset": 100, "sweep_seeds": 2}}
+    later_ctx = {"name": "confirmation", "meta": meta, "runs": {"main": [r["id"] for r in renamed], "sweep": []}}
+    results = tmp_path / "studies" / "fewer_samples" / "results"
+    records.update(results / "records.jsonl.gz", ctx, runs)
+    records.update(results / "confirmation" / "records.jsonl.gz", later_ctx, renamed)
+    monkeypatch.setattr(study, "RESULTS", results)
+    monkeypatch.setattr(regenerate, "RESULTS", results)
+    monkeypatch.setattr(regenerate, "RECORDS", results / "records.jsonl.gz")
+    assert study.later_registrations(results) == ["confirmation"]
+    regenerate.main(["--out", str(results)])
+    res = json.loads((results / "confirmation" / "confirmation.json").read_text())
+    assert (results / "fewer_samples.json").exists() and (results / "confirmation" / "confirmation.png").exists()
+    assert (
+        res["claims"]["K1"]["by_pool"]["default"]["reference"] == "grpo-n2x32"
+        and res["claims"]["K1"]["axis"] == "tokens"
+    )
+    assert res["claims"]["K1"]["verdict"] == "incomplete" and "2 of 9 seeds" in res["partial"]
+    # the page: the first registration's result, then the later one's, its claims read off their own axes
+    regs = tmp_path / "studies" / "fewer_samples" / "registrations"
+    regs.mkdir(parents=True)
+    (regs / "preregistration.toml").write_text(PREREG.read_text())
+    (regs / "confirmation.toml").write_text(CONFIRMATION.read_text())
+    monkeypatch.setattr(study_pages, "STUDIES", tmp_path / "studies")
+    monkeypatch.setattr(study_pages, "ROOT", tmp_path)
+    monkeypatch.setattr("docgen.sources.STUDIES", tmp_path / "studies")
+    page = study_pages.fewer_samples_page()
+    text = page.render()
+    assert "## Later registration: `confirmation`" in text and "### Result" in text
+    k1 = res["claims"]["K1"]["by_pool"]["default"]
+    assert any(line.startswith("| K1 | default |") and f"{k1['value']:.2f} [" in line for line in text.splitlines())
+    assert "`confirmation`, interim" in page.verdict and "own seeds 1100-1101" in text
+    (results / "confirmation" / "confirmation.json").unlink()
+    assert "`confirmation`: registered, no result yet." in study_pages.fewer_samples_page().verdict
