@@ -290,6 +290,9 @@ NOT_RUN = {
     # studies/fewer_samples/README.md
     "nice -n 10 python -m studies.fewer_samples.run --workers 2": "a study's run (CPU-hours, resumable)",
     "nice -n 10 python -m studies.fewer_samples.run --workers 2 --pools hard": "a study's run, one pool's jobs (hours)",
+    "nice -n 10 python -m studies.fewer_samples.run --workers 2 --prereg "
+    "studies/fewer_samples/registrations/confirmation.toml": "a later registration's run (CPU-hours, resumable; "
+    "writes results/confirmation/; its pieces are tested in studies/fewer_samples/tests)",
     "python -m studies.fewer_samples.run --report-only": "records the runs a running study has finished (a fresh clone "
     "has none; studies/fewer_samples/tests/test_resume.py runs its pieces on a tiny study)",
     'git add studies/fewer_samples/results && git commit -m "fewer_samples: runs recorded so far"': "commits a "

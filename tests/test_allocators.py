@@ -130,6 +130,13 @@ def test_cli_help_and_simulate_know_the_new_strategies(tmp_path, capsys):
     assert main([*argv, "--pool-size", "60", "--out", str(tmp_path / "s")]) == 0
     res = json.loads((tmp_path / "s.json").read_text())
     assert len(res["arms"]) == 6 and "est:estimator=predictor" in capsys.readouterr().out
+    # `simulate --strategy X` simulates X (beside GRPO), with the options given as flags
+    small = ["--steps", "2", "--seeds", "1", "--batch-size", "8", "--pool-size", "60"]
+    assert main(["simulate", "--strategy", "spo", "--select", "none", *small, "--out", str(tmp_path / "x")]) == 0
+    capsys.readouterr()
+    arms = json.loads((tmp_path / "x.json").read_text())["arms"]
+    assert list(arms) == ["uniform", "spo"] and arms["spo"]["config"]["select"] == "none"
+    assert arms["uniform"]["config"]["advantage"] == "group" and arms["uniform"]["config"]["n"] == 4  # plain GRPO
     assert main(["plan", "--strategy", "pilot_commit", "--pass-rates", "0.1,0.5", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["method"] for r in rows] == ["closed_form"] * 2 and rows[0]["evicted"] == pytest.approx(1e-8)

@@ -97,10 +97,15 @@ def test_lr_choice_by_curve_area():
     )
 
 
-def test_arms_table_skips_specs_that_do_not_parse_yet():
-    arms, skipped = resolve_arms(["grpo-n4", "seq-bal", "mine=seq:exit=positive,k_pos=2", "x=uniform:nope=1"])
+def test_arms_table_skips_specs_that_do_not_parse_yet_and_a_users_bad_spec_is_an_error(monkeypatch):
+    from reinforce_ada.bench import arms as arms_module
+
+    monkeypatch.setitem(arms_module.ARMS, "future", "uniform:nope=1")  # a table arm this version cannot parse
+    arms, skipped = resolve_arms(["grpo-n4", "seq-bal", "mine=seq:exit=positive,k_pos=2", "future"])
     assert [a.name for a in arms] == ["grpo-n4", "seq-bal", "mine"]
-    assert arms[2].cfg.k_pos == 2 and "nope" in skipped["x"]
+    assert arms[2].cfg.k_pos == 2 and "nope" in skipped["future"]
+    with pytest.raises(ConfigError, match=r"arm 'x=spo:select=bogus': select='bogus' is not valid"):
+        resolve_arms(["grpo-n4", "x=spo:select=bogus"])  # written by the user: hours of runs must not start
     with pytest.raises(ConfigError, match="unknown arm"):
         resolve_arms(["grpo-n4", "ppo"])
     with pytest.raises(ConfigError, match="reference"):

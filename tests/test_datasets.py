@@ -44,7 +44,7 @@ def test_parquet_row_error_names_row_and_key(tmp_path):
 
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.Table.from_pylist([ROWS[0], {"id": 1, "question": "  ", "solution": 6, "level": 2}]), path)
-    with pytest.raises(ConfigError, match=r"bad.parquet: row 2 has no 'question'"):
+    with pytest.raises(ConfigError, match=r"bad.parquet: row 2: its prompt \('question'\) is empty"):
         load_prompts(path, prompt_key="question", answer_key="solution")
 
 
@@ -64,7 +64,7 @@ def test_saved_datasets_folder(tmp_path):
     assert [(p.id, p.answer) for p in prompts] == [("0", "4"), ("1", "6")]
 
     datasets.Dataset.from_list([{"question": "q", "solution": ""}]).save_to_disk(str(tmp_path / "empty"))
-    with pytest.raises(ConfigError, match=r"empty: row 1 has no 'solution'"):
+    with pytest.raises(ConfigError, match=r"empty: row 1: its answer \('solution'\) is empty"):
         load_prompts(tmp_path / "empty", prompt_key="question", answer_key="solution")
 
 

@@ -136,6 +136,16 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
     assert all(0 < r["pass_rate"] <= 0.75 and {"q", "gold"} <= set(r) for r in rows)
     assert sum(x["count"] for x in s["buckets"] if x["kept"]) == s["kept"]
     assert out.with_suffix(".png").stat().st_size > 0
+    # the kept rows read as a prior file (SPO's): matched by the prompt text whatever the dataset's prompt column, the
+    # sample count smoothing the rate
+    from reinforce_ada.sampling.priors import coverage_note, read_prior_file
+    from reinforce_ada.tasks.files import load_prompts
+
+    assert all(r["prompt"] == r["q"] and r["samples"] == 4 for r in rows)
+    prior = read_prior_file(out)
+    kept = [p for p in load_prompts(b, prompt_key="q", answer_key="gold") if p.text in {r["q"] for r in rows}]
+    assert prior[kept[0].text] == pytest.approx((rows[0]["pass_rate"] * 4 + 0.5) / 5)
+    assert coverage_note(prior, kept, str(out)) is None
 
 
 @pytest.mark.parametrize(

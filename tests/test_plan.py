@@ -15,11 +15,31 @@ from reinforce_ada.simulation.plan import plan, plan_monte_carlo
 RATES = [0.0, 0.03, 0.1, 0.3, 0.5, 0.8, 1.0]
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 8])
+@pytest.mark.parametrize("n", [2, 4, 8])
 def test_uniform_zero_signal_closed_form(n):
     for row in plan(strategy_config(name="uniform", n=n), RATES):
-        expect = 1.0 if n == 1 else row.p**n + (1 - row.p) ** n
-        assert row.zero_signal == pytest.approx(expect) and row.expected_samples == n
+        assert row.zero_signal == pytest.approx(row.p**n + (1 - row.p) ** n) and row.expected_samples == n
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("uniform", {"n": 1}),  # GRPO's group of one is its own baseline
+        ("uniform", {"n": 1, "advantage": "leave_one_out"}),  # no other sample to compare with
+        ("seq", {"n": 1, "advantage": "corrected"}),  # a kept sample of one: -p s with s = 0
+        ("spo", {"advantage": "group"}),
+        ("spo", {"advantage": "global"}),  # the whole pool of a strategy that draws n is the group
+        ("dynamic", {"n": 1, "advantage": "maxrl"}),
+    ],
+)
+def test_a_baseline_that_a_group_of_one_cannot_have_is_refused_with_the_way_out(name, options):
+    with pytest.raises(ConfigError, match=f"advantage='{options.get('advantage', 'group')}' with n=1.*tracker"):
+        strategy_config(name, **options)
+
+
+def test_one_kept_sample_is_fine_where_the_baseline_is_not_the_kept_group():
+    assert plan(strategy_config("seq", n=1), [0.5])[0].zero_signal < 1  # global: the whole pool Seq drew
+    assert plan(strategy_config("uniform", n=1, advantage="tracker"), [0.5])[0].zero_signal == 0.0
 
 
 @pytest.mark.parametrize(
@@ -27,10 +47,8 @@ def test_uniform_zero_signal_closed_form(n):
     [
         (strategy_config(name="spo"), 0.0),  # one sample per prompt: the group baseline would say 1.0
         (strategy_config(name="uniform", n=2, advantage="tracker"), 0.0),
-        (strategy_config(name="uniform", n=1, advantage="leave_one_out"), 1.0),  # no other sample to compare with
         (strategy_config(exit="positive", k_pos=1, advantage="tracker"), 0.0),  # seq keeps every pool it ends
         (strategy_config(exit="positive", k_pos=2, advantage="tracker"), 0.0),  # the same by exact enumeration
-        (strategy_config(n=1, advantage="corrected"), 1.0),  # a kept sample of one: -p s with s = 0
     ],
 )  # fmt: skip
 def test_a_baseline_from_outside_the_group_keeps_every_trained_prompts_signal(cfg, expect):

@@ -294,6 +294,16 @@ def test_cli_resume_runs_with_the_run_config_and_new_step_count(model_dir, tmp_p
     assert dataclasses.asdict(checkpoint.run_config(checkpoint.latest(run) / "model"))["run"]["steps"] == 2
 
 
+def test_a_run_extended_on_resume_keeps_the_warm_up_it_started_with(model_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    flags = [*cli_flags(model_dir), "--eval-every", "0", "--optim.lr", "1e-3"]
+    assert main(["train", *flags, "--steps", "5", "--run-dir", str(run)]) == 0  # warm-up 1 step (a fifth of 5)
+    assert main(["train", "--resume", str(run), "--steps", "30", "--run.progress", "false"]) == 0
+    lrs = {m["step"]: m["lr"] for m in read_metrics(run) if "lr" in m}
+    assert lrs[1] == pytest.approx(5e-4) and all(lrs[s] == pytest.approx(1e-3) for s in range(2, 31))  # no new warm-up
+    assert "lr warm-up stays the run's own 1 steps (run.steps now gives 6)" in capsys.readouterr().err
+
+
 def test_prompts_longer_than_the_context_are_left_out_and_counted(model_dir, tmp_path, capsys):
     # the tiny model's context is 128 positions; with 4 new tokens a prompt may have at most 124 tokens
     rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "9" * 2_000 + "+1=", "answer": "x"}]

@@ -115,6 +115,22 @@ def test_a_bad_prior_file_is_refused_naming_the_row(tmp_path, content, match):
         memory_for(strategy_config("spo", prior_file=str(tmp_path / "missing.jsonl")))
 
 
+def test_a_prior_file_that_knows_no_training_prompt_is_refused_and_a_partial_one_said(tmp_path):
+    from reinforce_ada.sampling.priors import coverage_note, read_prior_file
+
+    f = tmp_path / "rates.jsonl"
+    f.write_text('{"id": "x0", "pass_rate": 0.25}\n{"prompt": "2+2=", "pass_rate": 1.0}\n')
+    rates = read_prior_file(f)
+    prompts = [Prompt("a", "1+1="), Prompt("b", "2+2=")]
+    assert coverage_note(rates, prompts[1:], str(f)) is None  # every one known (by text)
+    assert "knows 1 of 2 training prompts; the other 1 start from the estimator's prior" in coverage_note(
+        rates, prompts, str(f)
+    )
+    with pytest.raises(ConfigError, match=r"none of the 1 training prompts is in it .* id 'a'"):
+        coverage_note(rates, prompts[:1], str(f))
+    assert coverage_note(None, prompts, None) is None
+
+
 def test_spos_prior_is_forgotten_with_the_counts():
     keep = PromptMemory(alpha=4, beta=4, decay=0.5)
     spo = PromptMemory(alpha=4, beta=4, decay=0.5, prior_decays=True)

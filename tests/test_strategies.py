@@ -220,6 +220,25 @@ def test_bad_config_names_the_field(changes, field):
         strategy_config(**changes)
 
 
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"n": 2.0}, "n=2.0 is not of type int (it is a Python float); write a whole number"),
+        ({"n": True}, "n=True is not of type int (it is a Python bool)"),
+        ({"n": "1"}, "n='1' is not of type int (it is a Python str)"),
+        ({"decay": "0.5"}, "decay='0.5' is not of type float (it is a Python str)"),
+        ({"priority_eps": "0.1"}, "priority_eps='0.1' is not of type float"),
+        ({"scale_std": 1}, "scale_std=1 is not of type bool (it is a Python int)"),
+        ({"select": None}, "select=None is not valid; expected str"),
+    ],
+)
+def test_a_python_value_of_the_wrong_type_is_refused_before_it_reaches_a_step(changes, says):
+    with pytest.raises(ConfigError) as e:  # a TypeError inside collect() used to be the first word of it
+        strategy_config("spo", **changes)
+    assert says in str(e.value)
+    assert strategy_config("spo", decay=1, n=np.int64(2)).options.n == 2  # an int is a float; numpy's ints are ints
+
+
 def test_unknown_strategy_lists_valid_names():
     with pytest.raises(ConfigError, match="uniform"):
         strategy_config(name="grpo")

@@ -115,11 +115,14 @@ def test_file_dataset_rows_and_errors(tmp_path):
     ps = load_prompts(f, prompt_key="question", answer_key="gold")
     assert [(p.id, p.text, p.answer) for p in ps] == [("d-000001", "1+1=", "2"), ("x", "2+2=", "4")]
     f.write_text('{"question": "1+1=", "gold": "2"}\n{"question": "", "gold": "4"}\n')
-    with pytest.raises(ConfigError, match="row 2 has no 'question'"):
+    with pytest.raises(ConfigError, match=r"row 2: its prompt \('question'\) is empty; give it one or remove the row"):
         load_prompts(f, prompt_key="question", answer_key="gold")
     c = tmp_path / "d.csv"
     c.write_text("prompt,answer\n3+4=,7\n5+5=,\n")
-    with pytest.raises(ConfigError, match="row 2 has no 'answer'"):
+    with pytest.raises(ConfigError, match=r"row 2: its answer \('answer'\) is empty"):
+        load_prompts(c)
+    c.write_text("prompt,gold\n3+4=,7\n")  # a column named otherwise: the flag that names it
+    with pytest.raises(ConfigError, match=r"row 1 has no 'answer' column; its fields are \['gold', 'prompt'\]"):
         load_prompts(c)
     with pytest.raises(ConfigError, match="does not exist"):
         load_prompts(tmp_path / "missing.jsonl")

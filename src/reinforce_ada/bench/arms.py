@@ -157,7 +157,8 @@ def split_arms(text: str) -> list[str]:
 
 
 def resolve_arms(names: list[str]) -> tuple[list[Arm], dict[str, str]]:
-    """Arms by table name or `NAME=SPEC`; returns (arms that parse, {skipped name: reason})."""
+    """Arms by table name or `NAME=SPEC`; returns (arms that parse, {skipped name: reason}). Only a table arm whose
+    spec this version cannot parse is skipped; a `NAME=SPEC` the user wrote that does not parse is an error."""
     arms, skipped = [], {}
     for item in names:
         name, eq, spec = item.partition("=")
@@ -171,6 +172,8 @@ def resolve_arms(names: list[str]) -> tuple[list[Arm], dict[str, str]]:
         try:
             arms.append(Arm(name, spec.strip(), parse_arm(strategy.strip()), learner))
         except ConfigError as e:
+            if eq:
+                raise ConfigError(f"arm {item.strip()!r}: {e}") from None
             skipped[name] = str(e)
     if len({a.name for a in arms}) != len(arms):
         raise ConfigError(f"arm names must be unique, got {[a.name for a in arms]}")

@@ -104,9 +104,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR, simulate, write_results
 
     base = strategy_from_args(args)
-    arms = [a for a in args.strategies.split(";" if ";" in args.strategies else ",") if a.strip()]
+    specs = args.strategies
+    if specs is None:  # `simulate --strategy X` is about X: X beside GRPO, with the options given as flags
+        specs = "uniform,seq,est" if args.name is None else ";".join(dict.fromkeys(["uniform", base.name]))
+    arms = [a for a in specs.split(";" if ";" in specs else ",") if a.strip()]
     if not arms:
-        raise ConfigError(f"--strategies {args.strategies!r} names no arm; give e.g. 'uniform,seq,est'")
+        raise ConfigError(f"--strategies {specs!r} names no arm; give e.g. 'uniform,seq,est'")
     check_simulate_flags(args, len(arms))
     out = output_file("--out", args.out or free_stem("runs/simulate"), suffixes=(".json", ".png"))  # before the run
     res = simulate(
@@ -178,7 +181,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     report = make_report(run_dir, title=arm_label(cfg.strategy))
     for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
         print(line)
-    print(f"wrote {cfg.run.run_dir}/metrics.jsonl, samples.jsonl, config.toml, checkpoints/, tensorboard/ and {report}")
+    written = ["metrics.jsonl", "samples.jsonl", "config.toml", "checkpoints/"]
+    written += ["tensorboard/"] if (run_dir / "tensorboard").is_dir() else []  # not with --run.report_to none
+    print(f"wrote {cfg.run.run_dir}/{', '.join(written)} and {report}")
     return 0
 
 

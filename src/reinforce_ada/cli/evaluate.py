@@ -198,9 +198,10 @@ def cmd_filter(args: argparse.Namespace) -> int:
     rates = pass_rates(correct, [p.id for p in prompts])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
-        for row, rate in zip(ds.rows, rates, strict=True):
-            if args.lo < rate <= args.hi:
-                fh.write(json.dumps({**row, "pass_rate": rate}, default=str) + "\n")
+        for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
+            if args.lo < rate <= args.hi:  # keyed as a prior file reads it (`sampling.priors`), whatever the columns
+                text = {} if "prompt" in row else {"prompt": prompt.text}  # matched by id, else by this text
+                fh.write(json.dumps({**text, **row, "pass_rate": rate, "samples": args.samples}, default=str) + "\n")
     bs = buckets(rates, args.lo, args.hi)
     plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}

@@ -67,7 +67,8 @@ def add_strategy_flags(
         title = f"{name} options" if spec.group == "own" else GROUP_TITLES[spec.group]
         grp = groups.setdefault(title, p.add_argument_group(title))
         flag = "--" + spec.name.replace("_", "-")
-        help = _escape(spec.help if "default" in spec.help else f"{spec.help} (default {spec.default})")
+        said = spec.default is None and "default" in spec.help  # a None default the help explains ("default: n//2")
+        help = _escape(spec.help if said else f"{spec.help} (default {spec.default})")  # this strategy's own
         grp.add_argument(flag, dest=spec.name, default=None, metavar=metavar(spec.type), help=help)
         shown.add(spec.name)
     for other in sorted(set(option_types(STRATEGIES.values())) - shown - set(skip)):

@@ -107,9 +107,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     si.add_argument(
         "--strategies",
-        default="uniform,seq,est",
+        default=None,
         help="comma-separated arms; options after a colon, arms separated by ';' then, e.g. "
-        "'uniform;uniform:n=8;seq:exit=positive'",
+        "'uniform;uniform:n=8;seq:exit=positive' (default: uniform beside --strategy's strategy when it is given, "
+        "else 'uniform,seq,est')",
     )
     si.add_argument("--steps", type=int, default=100)
     si.add_argument("--seeds", type=int, default=3)

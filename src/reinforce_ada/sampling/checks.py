@@ -11,6 +11,27 @@ from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 
 
+def of_type(name: str, value: Any, typ: str) -> None:
+    """A Python value against its field's declared type (`int`, `float | None`, ...: `options.type_name`), so a value
+    of the wrong kind from the Python API is an error here, not a TypeError deep in a step (the CLI, TOML and arm
+    specs convert text first: `options.coerce_value`). An int is a float; a bool is neither."""
+    if value is None:
+        if "None" not in typ:
+            raise ConfigError(f"{name}=None is not valid; expected {typ}")
+        return
+    base = typ.split("|")[0].strip()
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = {
+        "bool": isinstance(value, bool),
+        "int": number and isinstance(value, numbers.Integral),
+        "float": number,
+        "str": isinstance(value, str),
+    }.get(base, True)
+    if not ok:
+        whole = "; write a whole number" if base == "int" else ""
+        raise ConfigError(f"{name}={value!r} is not of type {typ} (it is a Python {type(value).__name__}){whole}")
+
+
 def choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
     if value not in valid:
         raise ConfigError(f"{name}={value!r} is not valid; choose one of {list(valid)}")

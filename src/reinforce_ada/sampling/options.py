@@ -8,8 +8,9 @@
 2) A strategy's own options subclass `Options` and add fields (or override a shared default, e.g. Seq's baseline is
    the whole pool's mean); its `__post_init__` checks them after `super().__post_init__()`. An option is declared
    with `option(default, help, plan=...)`: the help is the CLI's, the TOML's and the docs'; `plan=False` marks an
-   option that never changes how many samples a visit draws or whether it has signal (downsampling, baselines,
-   weights, cross-step trackers), so `reinforce-ada plan` offers no flag for it.
+   option that never changes how many samples a visit draws or whether it has signal (downsampling, std scaling,
+   weights, cross-step trackers; not `advantage`: a group-of-n baseline has no signal where a tracker's has), so
+   `reinforce-ada plan` offers no flag for it.
 3) The names are one vocabulary: config field, CLI flag (`--k-pos`), arm spec (`seq:k_pos=2`), TOML key, metric.
    Two strategies that share a name share its type (the contract test checks it).
 The checks an options class runs (`at_least`, `choice`, `unit`, ...) are in `sampling.checks`.
@@ -25,7 +26,7 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
-from reinforce_ada.sampling.checks import at_least, boolean, choice, fits_memory, positive, unit
+from reinforce_ada.sampling.checks import at_least, boolean, choice, fits_memory, of_type, positive, unit
 from reinforce_ada.sampling.objectives import OBJECTIVES
 
 ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
@@ -53,8 +54,7 @@ class BaselineOptions:
         "(RLOO: the group's other samples), tracker (SPO: the prompt's value estimate from before this step, by "
         "`estimator`), maxrl (MaxRL's (r - mean) / mean over the group) or corrected (the HM fork's "
         "stratified-downsampling correction); each strategy defaults to its paper's",
-        plan=False,
-    )
+    )  # planned: a baseline decides whether a kept group of n has signal (`simulation.law`)
     scale_std: bool = option(
         True, "divide advantages by the std (GRPO's; off for seq/est, as the official code)", plan=False
     )
@@ -155,7 +155,10 @@ class AdmissionOptions:
         "priority_eps)",
     )
     candidates: int = option(
-        16, "mopps, select=value and select=iw: candidate prompts considered per prompt trained (paper 16)", plan=False
+        16,
+        "mopps, select=value, select=iw and select=priority (spo): candidate prompts considered per prompt trained "
+        "(paper 16)",
+        plan=False,
     )
     target: float = option(
         0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen", plan=False
@@ -212,8 +215,9 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
     n: int = option(4, "group size trained on per prompt (uniform/dynamic: samples per prompt; seq: kept per prompt)")
 
     def __post_init__(self) -> None:
-        for f in fields(self):  # no float option may be NaN or infinite (evict aside: None or > 1 turns it off)
+        for f in fields(self):  # each of its declared type; no float NaN or infinite (evict: None or > 1 turns it off)
             value = getattr(self, f.name)
+            of_type(f.name, value, type_name(f.type))
             if f.name != "evict" and isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"{f.name}={value!r} must be a finite number")
         if not 0.0 <= self.threshold < 1.0:

@@ -115,6 +115,26 @@ def read_prior_file(path: str | Path) -> dict[str, float]:
     return out
 
 
+def coverage_note(rates: dict[str, float] | None, prompts: list[Prompt], path: str | None) -> str | None:
+    """How many of `prompts` the prior file knows (by id, then text): None when it knows every one, a note when some,
+    a ConfigError when none (the file is for another dataset, or keyed by a column it does not read)."""
+    if not rates or not prompts:
+        return None
+    found = sum(file_rate(rates, p) is not None for p in prompts)
+    if found == len(prompts):
+        return None
+    if found == 0:
+        raise ConfigError(
+            f"prior_file={path!r}: none of the {len(prompts)} training prompts is in it (it matches a prompt by its "
+            f"'id' column, else by its 'prompt' text; e.g. the first training prompt has id {prompts[0].id!r} and "
+            f"text {prompts[0].text[:60]!r}, the file holds keys such as {next(iter(rates))[:60]!r})"
+        )
+    return (
+        f"note: prior_file {path} knows {found} of {len(prompts)} training prompts; the other "
+        f"{len(prompts) - found} start from the estimator's prior"
+    )
+
+
 def file_rate(rates: dict[str, float] | None, prompt: Prompt) -> float | None:
     """The file's rate for `prompt` (by id, then by text), or None."""
     if not rates:

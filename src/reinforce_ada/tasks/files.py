@@ -231,8 +231,8 @@ def _as_level(value: Any, where: str) -> int | None:
     elif isinstance(value, str) and (m := _LEVEL.fullmatch(value.strip())):
         return int(m.group(1))
     raise ConfigError(
-        f"{where} must be a whole number (e.g. 3 or 'Level 3'), got {_short(value)}; "
-        "pass level_key=None to ignore the column"
+        f"{where} must be a whole number (e.g. 3 or 'Level 3'), got {_short(value)}; the 'level' column is "
+        "optional (a difficulty level: estimator=level, per-level metrics): leave it empty or remove it"
     )
 
 
@@ -249,10 +249,12 @@ def _row_prompt(
     for key in (prompt_key, answer_key):
         value = row.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):
-            have = sorted(str(k) for k, v in row.items() if v not in (None, ""))
             which = "prompt" if key == prompt_key else "answer"
+            if key in row:  # the column is right; this row's value is missing
+                raise ConfigError(f"{where}: its {which} ({key!r}) is empty; give it one or remove the row")
+            have = sorted(str(k) for k in row)
             raise ConfigError(
-                f"{where} has no {key!r} (or it is empty); its fields are {have}. Name the {which} column with "
+                f"{where} has no {key!r} column; its fields are {have}. Name the {which} column with "
                 f"--task.{which}_key (train) or --{which}-key (eval, filter)"
             )
     text = row[prompt_key]

@@ -207,8 +207,9 @@ class TrainConfig:
     @property
     def warmup_steps(self) -> int:
         """`optim.warmup_steps` capped at `WARMUP_SHARE` of `run.steps`: a departure from the paper's fixed 10 steps
-        (made for 300+ step runs), so that a short run trains at the peak lr for most of its steps. The cap follows
-        run.steps, so extending a short run with `--resume --steps N` lengthens its warm-up from there on."""
+        (made for 300+ step runs), so that a short run trains at the peak lr for most of its steps. A run keeps the
+        warm-up it started with: extending a short run with `--resume --steps N` does not warm up again (the
+        checkpoint records it)."""
         return min(self.optim.warmup_steps, int(self.run.steps * WARMUP_SHARE))
 
     @property

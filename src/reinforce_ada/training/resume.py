@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,11 @@ def load(trainer: Any, ckpt: Path) -> None:
             raise
         raise checkpoint.CheckpointError(f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})") from None
     trainer.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
+    warmup = state.get("warmup_steps", trainer.warmup)  # a checkpoint before 2026-12-06 holds none: run.steps' cap
+    if isinstance(warmup, int) and warmup != trainer.warmup:
+        print(f"note: lr warm-up stays the run's own {warmup} steps (run.steps now gives {trainer.warmup})",
+              file=sys.stderr)  # fmt: skip
+        trainer.warmup = warmup
 
 
 def check_feature_width(strategy: Any, prompts: Any, ckpt: Path) -> None:

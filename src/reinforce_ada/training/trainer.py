@@ -17,10 +17,11 @@
 3) The loss is `losses.policy_loss` (token-level clipped ratio, asymmetric clip, dual-clip), accumulated over
    micro-batches so that the aggregate equals the full-batch one (each micro-batch is scaled by its share of the
    batch's tokens, or sequences for the seq-mean aggregations): `learner.accumulate`.
-4) AdamW with linear warm-up (a function of the step: nothing to checkpoint; `TrainConfig.warmup_steps`, at most
-   a fifth of the run), grad clip, fp32 master weights (optional bf16 autocast). A non-finite loss or gradient
-   skips the update and is reported (`skipped_update`); a step that leaves non-finite weights or moves them too far
-   is rolled back (`rolled_back_update`, `training.guard`), and `optim.max_rollbacks` of them in a row stop the run.
+4) AdamW with linear warm-up (a function of the step and the run's warm-up length, fixed at its start and kept in
+   its checkpoints; `TrainConfig.warmup_steps`, at most a fifth of the run), grad clip, fp32 master weights
+   (optional bf16 autocast). A non-finite loss or gradient skips the update and is reported (`skipped_update`); a
+   step that leaves non-finite weights or moves them too far is rolled back (`rolled_back_update`,
+   `training.guard`), and `optim.max_rollbacks` of them in a row stop the run.
 The run folder's rules (another run's config refused, steps only after `resume()`, no symlinks, one trainer at a time)
 are `training.run_dir`'s, checked before the model is loaded; prompts too long for the model's context are left out
 at start (`training.context`); a verifier failing on more than `run.max_verifier_error_share` of a step's samples
@@ -50,6 +51,7 @@ from reinforce_ada.models.forward import sequence_logprobs
 from reinforce_ada.models.load import load_policy
 from reinforce_ada.sampling.ledger import StepBatch
 from reinforce_ada.sampling.order import PromptOrder
+from reinforce_ada.sampling.priors import coverage_note
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
@@ -95,6 +97,7 @@ class Trainer:
 
     def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
         parse_report_to(cfg.run.report_to)  # an unknown tracker or a missing package fails before the model loads
+        self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))  # its prior file read before, too
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
         self.model_path = resolve_model_path(cfg.model, cfg.task, progress=cfg.run.progress)
@@ -105,7 +108,9 @@ class Trainer:
             self.train_prompts, self.eval_prompts, self.tokenizer, self.model, cfg.generation.max_new_tokens
         )
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
-        self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))
+        note = coverage_note(self.strategy.memory.prior_rates, self.train_prompts, cfg.strategy.options.prior_file)
+        if note:
+            print(note, file=sys.stderr)
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         if self.oracle is not None:
             self.strategy.memory.attach_oracle(self.oracle)
@@ -128,6 +133,7 @@ class Trainer:
         if o.kl_coef > 0:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
+        self.warmup = cfg.warmup_steps  # fixed when the run starts: a resumed run keeps its own (`training.resume`)
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to, config=to_dict(cfg))
         self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
         if cfg.warmup_steps < o.warmup_steps:
@@ -201,7 +207,7 @@ class Trainer:
 
     def update(self, rows: list[Row]) -> dict[str, Any]:
         o = self.cfg.optim
-        lr = o.lr * min(1.0, (self.step + 1) / (self.cfg.warmup_steps + 1))  # linear warm-up, then constant
+        lr = o.lr * min(1.0, (self.step + 1) / (self.warmup + 1))  # linear warm-up, then constant
         for group in self.opt.param_groups:
             group["lr"] = lr
         out: dict[str, Any] = {"lr": lr, "skipped_update": 0}
@@ -280,6 +286,7 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
+            "warmup_steps": self.warmup,
             "optimizer": self.opt.state_dict(),
             "strategy": self.strategy.state_dict(),
             "order": self.order.state_dict(),

@@ -140,7 +140,8 @@ def build_strategy(cfg: StrategyConfig, **kwargs) -> PoolStrategy:
 
 def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
     """The checks that need the registries: the options are the class's, `select` names an admission rule and does
-    not contradict one built into the name (greso, mopps), then the class's own `validate`."""
+    not contradict one built into the name (greso, mopps), the baseline can score a group of n, then the class's own
+    `validate`."""
     opts = cfg.options
     if not isinstance(opts, cls.Options):
         raise ConfigError(
@@ -153,7 +154,19 @@ def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
         raise ConfigError(
             f"select={opts.select!r} contradicts name={cfg.name!r} (which is select={built_in!r} built in)"
         )
+    own_baseline = opts.advantage in GROUP_BASELINES or (opts.advantage == "global" and cls.traits.planner == "group")
+    if opts.n < 2 and own_baseline:  # the planner's law says the same: no sample has signal (`law.visit`)
+        raise ConfigError(
+            f"advantage={opts.advantage!r} with n={opts.n}: each prompt's baseline would be its own single sample, so "
+            "every advantage is 0 and the run learns nothing; use n >= 2, or advantage='tracker' (SPO's per-prompt "
+            "value from earlier visits, defined for one sample)"
+        )
     cls.validate(opts)
+
+
+GROUP_BASELINES = ("group", "maxrl", "leave_one_out", "corrected")
+"""Baselines read off the kept group itself: a group of one sample has no signal under them. `global` reads the
+prompt's whole pool this step: the kept group for a strategy that draws exactly n (`Traits.planner` "group")."""
 
 
 __all__ = [
