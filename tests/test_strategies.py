@@ -284,6 +284,10 @@ def test_an_option_of_another_strategy_is_refused_naming_who_has_it(capsys):
         strategy_config("seq", budget=64)
     with pytest.raises(ConfigError, match="arm 'uniform:exit=positive': exit .an option of seq"):
         parse_arm("uniform:exit=positive")
+    from reinforce_ada.sampling.configure import config_from_table
+
+    with pytest.raises(ConfigError, match=r"c.toml: \[strategy\] decy \(did you mean decay\?\): not an option"):
+        config_from_table({"decy": 0.5}, strategy_config("spo"), "c.toml")  # a typo in TOML, as the CLI's flags say
     # switching strategy keeps what the user set that the new one also has, and takes the rest from its defaults
     seq = strategy_config("seq", k_pos=2, estimator="both")
     uni = parse_arm("uniform:n=8", seq)

@@ -250,8 +250,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     co.add_argument(
         "--long-arms",
         default=None,
-        help="comma-separated arms that run --ref-steps-factor times longer (default grpo-n4; a compute run: "
-        "the uniform family)",
+        help="comma-separated arms that run twice as many steps (CompareConfig.ref_steps_factor, 2 from the command "
+        "line; default grpo-n4; a compute run: the uniform family)",
     )
     co.set_defaults(fn=cmd_compare)
 

@@ -15,6 +15,7 @@ brings its own options to every entry point below with no edit here.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import fields
 from typing import Any
 
@@ -36,7 +37,14 @@ def _unknown(name: str, keys: list[str], where: str = "") -> ConfigError:
     parts = []
     for key in keys:
         owners = [n for n, c in STRATEGIES.items() if key in c.Options.__dataclass_fields__ and n != "auto"]
-        parts.append(f"{key} (an option of {', '.join(owners)})" if owners else key)
+        close = difflib.get_close_matches(key, own, n=1)
+        parts.append(
+            f"{key} (an option of {', '.join(owners)})"
+            if owners
+            else f"{key} (did you mean {close[0]}?)"
+            if close
+            else key
+        )
     return ConfigError(f"{where}{', '.join(parts)}: not an option of strategy {name!r}; its options are {sorted(own)}")
 
 

@@ -19,9 +19,10 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    the file (and line); so is text holding a lone surrogate (a JSON `"\\ud800"` escape of half a UTF-16 pair),
    which no UTF-8 writer or tokenizer accepts;
 6) exact duplicates (the same prompt, answer and level on several rows) are kept, with one warning that counts
-   them and names the first rows: `evaluation.datasets` pairs each prompt with its file row (`filter` writes the rows
-   back), so dropping rows here would break that pairing, and whether a repeated question is a mistake is the
-   data owner's call. Repeated ids remain an error;
+   them and names the first rows (a prompt repeated with another answer gets a warning of its own):
+   `evaluation.datasets` pairs each prompt with its file row (`filter` writes the rows back), so dropping rows here
+   would break that pairing, and whether a repeated question is a mistake is the data owner's call. Repeated ids
+   remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
    since reading one can block forever or never end; so is a file too big for this machine's memory
    (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
@@ -308,20 +309,33 @@ def _as_features(value: Any, where: str) -> list[float]:
 
 
 def _warn_duplicates(path: Path, prompts: list[Prompt]) -> None:
-    """One warning counting the rows that repeat an earlier row's prompt, answer and level (rule 6)."""
+    """One warning counting the rows that repeat an earlier row's prompt, answer and level, and one counting the rows
+    that repeat an earlier prompt with another answer (rule 6): both are kept."""
     first: dict[tuple, int] = {}
-    repeats = []
+    by_text: dict[str, tuple[int, str]] = {}  # prompt text -> (its first row, that row's answer)
+    repeats, conflicts = [], []
     for i, p in enumerate(prompts, start=1):
         key = (p.text, p.answer, p.level)
         if key in first:
             repeats.append((i, first[key]))
         else:
             first[key] = i
+        j, answer = by_text.setdefault(p.text, (i, p.answer))
+        if answer != p.answer:
+            conflicts.append((i, j, p.answer, answer))
     if repeats:
         shown = ", ".join(f"row {i} = row {j}" for i, j in repeats[:5])
         warnings.warn(
             f"{path}: {len(repeats)} row(s) repeat an earlier row's prompt, answer and level ({shown}"
             f"{', ...' if len(repeats) > 5 else ''}); they are kept",
+            stacklevel=3,
+        )
+    if conflicts:
+        shown = ", ".join(f"row {i} answers {a!r} where row {j} answers {b!r}" for i, j, a, b in conflicts[:3])
+        warnings.warn(
+            f"{path}: {len(conflicts)} row(s) repeat an earlier row's prompt with another answer ({shown}"
+            f"{', ...' if len(conflicts) > 3 else ''}); they are kept, each as its own prompt with its own answer "
+            "(a verifier scores the same completion differently on each)",
             stacklevel=3,
         )
 

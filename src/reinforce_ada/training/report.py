@@ -46,7 +46,7 @@ def summary_lines(rows: list[dict]) -> list[str]:
         secs = sum(r.get("time_step_s", 0.0) for r in train)
         lines.append(
             f"{len(train)} steps: {gen:.0f} samples generated per step, zero-advantage share {zero:.3f}, "
-            f"{secs:.0f} s in steps"
+            f"{secs:.{1 if secs < 10 else 0}f} s in steps"
         )
     return lines
 
