@@ -36,6 +36,7 @@ compete with other prompts' first batches when slots are saturated.
 from __future__ import annotations
 
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Protocol
@@ -86,9 +87,19 @@ def collect_streaming(
     sent: dict[str, int] = defaultdict(int)
     back: dict[str, int] = defaultdict(int)
     dropped: dict[str, int] = defaultdict(int)
+    warned = False
     while True:
         want = strategy.wanted_prompts()
         if want:
+            if more_prompts is None and not warned:
+                warned = True  # said once per step
+                warnings.warn(
+                    f"{type(strategy).__name__} asked for {want} more prompt(s) (candidates to rank with select="
+                    f"{strategy.opts.select!r}, or refills) but no more_prompts source was given: it works with the "
+                    f"{len(prompts)} offered; pass more_prompts (e.g. `sampling.order.PromptOrder(prompts).take`; "
+                    "docs/python.md)",
+                    stacklevel=3,
+                )
             strategy.add_prompts(list(more_prompts(want)) if more_prompts else [])
             continue
         _submit(engine, strategy.propose(), owner, sent)
