@@ -80,7 +80,7 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
         if not (c.get("axis") or AXIS.get(fig)):  # a figure read off a compute-to-target axis
             continue
         for pool, e in (c.get("by_pool") or {}).items():
-            v = e.get("verdict") or "undefined"  # the registered rule (`analysis.verdict`), the interval's included
+            v = e.get("verdict") or ("undefined" if c.get("verdict") else "reported (no goal)")  # `analysis.verdict`
             v = "**met**" if v == "met" else v
             seeds = str(len(e.get("seeds") or []))
             seeds += f" (+{e['undefined']} without a factor)" if e.get("undefined") else ""

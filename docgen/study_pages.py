@@ -139,7 +139,9 @@ def fewer_samples_page() -> Page:
     first = next(iter(claims.values()), {}).get("verdict")
     page.status = "info" if res.get("partial") else {"met": "success", "missed": "failure"}.get(first or "", "info")
     for path, later_reg in later:
-        name = str(later_reg.get("name") or path.stem)
+        if not later_reg.get("name") or later_reg["name"] == study:  # it would read and write the first one's result
+            raise ValueError(f"{path}: a later registration needs a name of its own (its results/<name>/ folder)")
+        name = str(later_reg["name"])
         _, later_result, body = _fewer_samples_registration(path, f"## Later registration: `{name}`")
         page.body += ["", *body, ""]
         runs, results = read_records(study, name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections import Counter
 from math import comb
 
@@ -135,11 +136,22 @@ def test_cli_help_and_simulate_know_the_new_strategies(tmp_path, capsys):
     assert main(["simulate", "--strategy", "spo", "--select", "none", *small, "--out", str(tmp_path / "x")]) == 0
     capsys.readouterr()
     arms = json.loads((tmp_path / "x.json").read_text())["arms"]
-    assert list(arms) == ["uniform", "spo"] and arms["spo"]["config"]["select"] == "none"
+    assert list(arms) == ["uniform", "spo:select=none"] and arms["spo:select=none"]["config"]["name"] == "spo"
     assert arms["uniform"]["config"]["advantage"] == "group" and arms["uniform"]["config"]["n"] == 4  # plain GRPO
+    argv = ["simulate", "--strategy", "seq", "--n", "1", "--advantage", "tracker", *small, "--out", str(tmp_path / "y")]
+    assert main(argv) == 0  # X's flags are X's: GRPO beside it keeps its own n and baseline
+    arms = json.loads((tmp_path / "y.json").read_text())["arms"]
+    assert (arms["uniform"]["config"]["n"], arms["uniform"]["config"]["advantage"]) == (4, "group")
+    seq = arms[list(arms)[1]]["config"]
+    assert (seq["name"], seq["n"], seq["advantage"]) == ("seq", 1, "tracker")
+    capsys.readouterr()
     assert main(["plan", "--strategy", "pilot_commit", "--pass-rates", "0.1,0.5", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["method"] for r in rows] == ["closed_form"] * 2 and rows[0]["evicted"] == pytest.approx(1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the planner's own runs ask for no prompts they were not given
+        assert main(["plan", "--strategy", "dynamic", "--pass-rates", "0.5", "--monte-carlo", "20", "--json"]) == 0
+    capsys.readouterr()
     assert main(["plan", "--strategy", "greso", "--pass-rates", "0.0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["skipped"] == pytest.approx(0.99)
 

@@ -146,6 +146,13 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
     kept = [p for p in load_prompts(b, prompt_key="q", answer_key="gold") if p.text in {r["q"] for r in rows}]
     assert prior[kept[0].text] == pytest.approx((rows[0]["pass_rate"] * 4 + 0.5) / 5)
     assert coverage_note(prior, kept, str(out)) is None
+    # a dataset's own `prompt` / `samples` columns that say something else are replaced, with a note
+    own = tmp_path / "own.csv"
+    own.write_text("q,gold,prompt,samples\n" + "".join(f"{i}+{i}=,{2 * i},other,99\n" for i in range(5)))
+    argv[argv.index(str(b))] = str(own)
+    assert main([*argv, "--out", str(tmp_path / "k2.jsonl"), "--threads", "1", "--json"]) == 0
+    assert "replaces the dataset's own ['prompt', 'samples'] column(s)" in capsys.readouterr().err
+    assert all(r["prompt"] == r["q"] for r in map(json.loads, (tmp_path / "k2.jsonl").read_text().splitlines()))
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ def test_uniform_zero_signal_closed_form(n):
     [
         ("uniform", {"n": 1}),  # GRPO's group of one is its own baseline
         ("uniform", {"n": 1, "advantage": "leave_one_out"}),  # no other sample to compare with
-        ("seq", {"n": 1, "advantage": "corrected"}),  # a kept sample of one: -p s with s = 0
+        ("seq", {"n": 1, "advantage": "leave_one_out"}),  # Seq keeps n of its pool: no other kept sample
         ("spo", {"advantage": "group"}),
         ("spo", {"advantage": "global"}),  # the whole pool of a strategy that draws n is the group
         ("dynamic", {"n": 1, "advantage": "maxrl"}),
@@ -40,6 +40,8 @@ def test_a_baseline_that_a_group_of_one_cannot_have_is_refused_with_the_way_out(
 def test_one_kept_sample_is_fine_where_the_baseline_is_not_the_kept_group():
     assert plan(strategy_config("seq", n=1), [0.5])[0].zero_signal < 1  # global: the whole pool Seq drew
     assert plan(strategy_config("uniform", n=1, advantage="tracker"), [0.5])[0].zero_signal == 0.0
+    strategy_config("seq", n=1, advantage="corrected")  # a kept positive of a mixed pool: 1 - p^2 / (1 - p)
+    strategy_config("est", n=1, advantage="group")  # an allocator trains what it allocates, not n
 
 
 @pytest.mark.parametrize(

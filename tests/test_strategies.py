@@ -239,6 +239,24 @@ def test_a_python_value_of_the_wrong_type_is_refused_before_it_reaches_a_step(ch
     assert strategy_config("spo", decay=1, n=np.int64(2)).options.n == 2  # an int is a float; numpy's ints are ints
 
 
+def test_an_options_class_written_without_string_annotations_is_type_checked_by_its_typing_objects():
+    import dataclasses
+    import typing
+
+    from reinforce_ada.sampling.options import Options, type_name
+
+    assert type_name(typing.Optional[int]) == "int | None" and type_name(int | None) == "int | None"  # noqa: UP045
+    mine = dataclasses.make_dataclass(
+        "Mine",
+        [("k", typing.Optional[int], dataclasses.field(default=None))],  # noqa: UP045
+        bases=(Options,),
+        frozen=True,
+    )
+    assert mine().k is None and mine(k=3).k == 3  # a user's file without `from __future__ import annotations`
+    with pytest.raises(ConfigError, match=r"k='3' is not of type int \| None"):
+        mine(k="3")
+
+
 def test_unknown_strategy_lists_valid_names():
     with pytest.raises(ConfigError, match="uniform"):
         strategy_config(name="grpo")

@@ -100,6 +100,12 @@ def check_goal(path: str | Path, claim: dict[str, Any], pools: list[str]) -> Non
     fig = claim.get("figure")
     if claim.get("axis") not in AXES:
         raise SystemExit(f"{path}: claim {fig}: axis = {claim.get('axis')!r}; use one of {list(AXES)}")
+    if not isinstance(claim.get("at_least_on", {}), dict):
+        raise SystemExit(f"{path}: claim {fig}: at_least_on = {claim['at_least_on']!r}; write a table {{ pool = bar }}")
+    if "pools" in claim and (not isinstance(claim["pools"], list) or not claim["pools"]):
+        raise SystemExit(
+            f"{path}: claim {fig}: pools = {claim['pools']!r}; list the pools it applies to (or leave it out)"
+        )
     bars = {k: claim[k] for k in ("at_least", "lower_end_above") if k in claim}
     bars |= {f"at_least_on.{p}": v for p, v in (claim.get("at_least_on") or {}).items()}
     for key, v in bars.items():

@@ -105,8 +105,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     base = strategy_from_args(args)
     specs = args.strategies
-    if specs is None:  # `simulate --strategy X` is about X: X beside GRPO, with the options given as flags
-        specs = "uniform,seq,est" if args.name is None else ";".join(dict.fromkeys(["uniform", base.name]))
+    if specs is None and args.name is not None:  # `simulate --strategy X`: X as the flags set it, beside plain GRPO
+        specs = ";".join(dict.fromkeys(["uniform", arm_label(base)]))  # (GRPO's defaults, none of X's flags)
+        base = None
+    specs = "uniform,seq,est" if specs is None else specs
     arms = [a for a in specs.split(";" if ";" in specs else ",") if a.strip()]
     if not arms:
         raise ConfigError(f"--strategies {specs!r} names no arm; give e.g. 'uniform,seq,est'")

@@ -198,10 +198,18 @@ def cmd_filter(args: argparse.Namespace) -> int:
     rates = pass_rates(correct, [p.id for p in prompts])
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as fh:
+        clash = set()
         for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
             if args.lo < rate <= args.hi:  # keyed as a prior file reads it (`sampling.priors`), whatever the columns
-                text = {} if "prompt" in row else {"prompt": prompt.text}  # matched by id, else by this text
-                fh.write(json.dumps({**text, **row, "pass_rate": rate, "samples": args.samples}, default=str) + "\n")
+                if row.get("prompt", prompt.text) != prompt.text:
+                    clash.add("prompt")
+                if str(row.get("samples", args.samples)) != str(args.samples):  # a CSV's "4" is 4
+                    clash.add("samples")
+                extra = {"prompt": prompt.text, "pass_rate": rate, "samples": args.samples}  # id, else this text
+                fh.write(json.dumps({**row, **extra}, default=str) + "\n")
+    if clash:
+        print(f"note: {out} replaces the dataset's own {sorted(clash)} column(s) with the prompt text and the sample "
+              "count, as a prior file reads them (sampling.priors)", file=sys.stderr)  # fmt: skip
     bs = buckets(rates, args.lo, args.hi)
     plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}

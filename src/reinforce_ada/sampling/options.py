@@ -21,6 +21,8 @@ builds a config from flat names.
 from __future__ import annotations
 
 import math
+import types
+import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -324,6 +326,9 @@ def type_name(t: Any) -> str:
         return t
     if isinstance(t, type) and not getattr(t, "__args__", None):
         return t.__name__
+    args = typing.get_args(t)
+    if args and typing.get_origin(t) in (typing.Union, types.UnionType):  # Optional[int], Union[int, None], int | None
+        return " | ".join("None" if a is type(None) else type_name(a) for a in args)
     return str(t).replace("typing.", "").replace("NoneType", "None")
 
 

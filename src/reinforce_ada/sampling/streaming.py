@@ -94,10 +94,10 @@ def collect_streaming(
             if more_prompts is None and not warned:
                 warned = True  # said once per step
                 warnings.warn(
-                    f"{type(strategy).__name__} asked for {want} more prompt(s) (candidates to rank with select="
-                    f"{strategy.opts.select!r}, or refills) but no more_prompts source was given: it works with the "
-                    f"{len(prompts)} offered; pass more_prompts (e.g. `sampling.order.PromptOrder(prompts).take`; "
-                    "docs/python.md)",
+                    f"{type(strategy).__name__} asked for {want} more prompt(s) (candidates to rank, refills or "
+                    f"calibration prompts) but no more_prompts source was given: it works with the {len(prompts)} "
+                    "offered; pass more_prompts=lambda k: order.take(k, exclude=strategy.prompts) with order a "
+                    "`sampling.order.PromptOrder` (docs/python.md), or lambda k: [] to mean none",
                     stacklevel=3,
                 )
             strategy.add_prompts(list(more_prompts(want)) if more_prompts else [])

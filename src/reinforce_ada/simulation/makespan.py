@@ -42,9 +42,9 @@ def makespan_study(
                 t, busy, wasted = engine.clock, engine.busy, engine.wasted
                 step = order.take(prompts_per_step)
                 if mode == "round":
-                    led = collect(strategy, RoundEngine(engine), step).ledger
+                    led = collect(strategy, RoundEngine(engine), step, more_prompts=lambda k: []).ledger
                 else:
-                    led = collect_streaming(strategy, engine, step, **opts).ledger
+                    led = collect_streaming(strategy, engine, step, more_prompts=lambda k: [], **opts).ledger
                 span, used = engine.clock - t, engine.busy - busy + engine.wasted - wasted
                 rows.append((span, led.samples_generated, used / (slots * span), (engine.wasted - wasted) / used))
             med = np.median(np.array(rows), axis=0)

@@ -111,7 +111,7 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
         strategy = build_strategy(cfg.replace(seed=seed + i))
         if cfg.estimator == "oracle":  # the frozen policy's true rate
             strategy.memory.attach_oracle(engine.oracle())
-        led = collect(strategy, engine, prompts).ledger
+        led = collect(strategy, engine, prompts, more_prompts=lambda k: []).ledger  # the listed rates only
         z = led.no_signal_prompt_share
         unresolved = led.unresolved_prompts / reps if cls.traits.planner == "sequential" else None
         se = float(np.sqrt(z * (1 - z) / reps))
@@ -126,7 +126,7 @@ def _est_monte_carlo(cfg: StrategyConfig, r: np.ndarray, *, reps: int, seed: int
     engine = SimulatedPolicy(prompts, [x.meta["p"] for x in prompts], SimConfig(lr=0.0, seed=seed))
     budget = cfg.budget * reps if cfg.budget is not None else None
     strategy = build_strategy(cfg.replace(seed=seed, budget=budget), predictor=lambda x: x.meta["p"])
-    batch = collect(strategy, engine, prompts)
+    batch = collect(strategy, engine, prompts, more_prompts=lambda k: [])  # the listed rates only
     advs, _ = step_advantages(strategy.opts, batch.groups)  # signal as the ledger counts it, under the arm's baseline
     silent = {g.prompt.id: zero_advantage(a) for g, a in zip(batch.groups, advs, strict=True)}
     rows = []

@@ -232,7 +232,7 @@ def _as_level(value: Any, where: str) -> int | None:
     elif isinstance(value, str) and (m := _LEVEL.fullmatch(value.strip())):
         return int(m.group(1))
     raise ConfigError(
-        f"{where} must be a whole number (e.g. 3 or 'Level 3'), got {_short(value)}; the 'level' column is "
+        f"{where} must be a whole number (e.g. 3 or 'Level 3'), got {_short(value)}; the column is "
         "optional (a difficulty level: estimator=level, per-level metrics): leave it empty or remove it"
     )
 

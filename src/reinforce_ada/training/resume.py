@@ -70,8 +70,10 @@ def load(trainer: Any, ckpt: Path) -> None:
             raise
         raise checkpoint.CheckpointError(f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})") from None
     trainer.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
-    warmup = state.get("warmup_steps", trainer.warmup)  # a checkpoint before 2026-12-06 holds none: run.steps' cap
-    if isinstance(warmup, int) and warmup != trainer.warmup:
+    # a checkpoint written before the warm-up was recorded holds none: the one run.steps gives now (config.toml is
+    # rewritten with the new run.steps before this, so the old count is not known)
+    warmup = state.get("warmup_steps", trainer.warmup)
+    if type(warmup) is int and warmup >= 0 and warmup != trainer.warmup:
         print(f"note: lr warm-up stays the run's own {warmup} steps (run.steps now gives {trainer.warmup})",
               file=sys.stderr)  # fmt: skip
         trainer.warmup = warmup

@@ -198,6 +198,8 @@ def _toml(v) -> str:
         ({"at_least_on": {"hard-s1": "x"}}, "at_least_on.hard-s1 = 'x'"),
         ({"pools": ["hard"]}, "names pools ['hard']; registered:"),
         ({"at_least": None, "lower_end_above": 1.0}, "need at_least"),
+        ({"at_least_on": 2.0}, "at_least_on = 2.0; write a table"),
+        ({"pools": []}, "pools = []; list the pools"),
     ],
 )
 def test_a_goal_written_wrong_is_refused_naming_the_claim_and_key(tmp_path, edit, says):
@@ -287,5 +289,9 @@ def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(
     k1 = res["claims"]["K1"]["by_pool"]["default"]
     assert any(line.startswith("| K1 | default |") and f"{k1['value']:.2f} [" in line for line in text.splitlines())
     assert "`confirmation`, interim" in page.verdict and "own seeds 1100-1101" in text
+    assert any(line.startswith("| R1 | default |") and "reported (no goal)" in line for line in text.splitlines())
     (results / "confirmation" / "confirmation.json").unlink()
     assert "`confirmation`: registered, no result yet." in study_pages.fewer_samples_page().verdict
+    (regs / "confirmation.toml").write_text(CONFIRMATION.read_text().replace('name = "confirmation"\n', ""))
+    with pytest.raises(ValueError, match="confirmation.toml: a later registration needs a name"):
+        study_pages.fewer_samples_page()  # it would read and write the first registration's result

@@ -154,8 +154,7 @@ def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
         raise ConfigError(
             f"select={opts.select!r} contradicts name={cfg.name!r} (which is select={built_in!r} built in)"
         )
-    own_baseline = opts.advantage in GROUP_BASELINES or (opts.advantage == "global" and cls.traits.planner == "group")
-    if opts.n < 2 and own_baseline:  # the planner's law says the same: no sample has signal (`law.visit`)
+    if opts.n < 2 and opts.advantage in ONE_SAMPLE_SILENT.get(cls.traits.planner, ()):  # the kept group is n
         raise ConfigError(
             f"advantage={opts.advantage!r} with n={opts.n}: each prompt's baseline would be its own single sample, so "
             "every advantage is 0 and the run learns nothing; use n >= 2, or advantage='tracker' (SPO's per-prompt "
@@ -164,9 +163,14 @@ def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
     cls.validate(opts)
 
 
-GROUP_BASELINES = ("group", "maxrl", "leave_one_out", "corrected")
-"""Baselines read off the kept group itself: a group of one sample has no signal under them. `global` reads the
-prompt's whole pool this step: the kept group for a strategy that draws exactly n (`Traits.planner` "group")."""
+ONE_SAMPLE_SILENT = {
+    "group": ("group", "maxrl", "leave_one_out", "corrected", "global"),
+    "sequential": ("group", "maxrl", "leave_one_out"),
+}
+"""By `Traits.planner`, the baselines under which a kept group of n = 1 has no signal. A strategy that draws exactly
+n (`group`) trains its whole pool, so `global` and `corrected` read that one sample too; Seq keeps n of a larger
+pool, which `global` and `corrected` read (a kept positive of a mixed pool has signal). The allocators (est,
+knapsack), pilot_commit and conformal train what they allocate, not n: no rule."""
 
 
 __all__ = [
