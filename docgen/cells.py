@@ -13,7 +13,9 @@ def f2(x: float | None) -> str:
 
 def interval(e: dict[str, Any]) -> tuple[float | None, float | None, str]:
     """The entry's 90% interval: the t-interval where the study has one (what its write-up quotes), else the
-    bootstrap one."""
+    bootstrap one; none over a single seed (a bootstrap of one value is that value, not an interval)."""
+    if isinstance(e.get("per_seed"), list) and len(e["per_seed"]) < 2:
+        return None, None, ""
     if e.get("t_lo") is not None:
         return e["t_lo"], e["t_hi"], "t"
     if e.get("lo") is not None:
@@ -56,6 +58,8 @@ def verdict(e: dict[str, Any], goal: str | None, pool: str | None = None) -> str
         x = float(rule.group(2))
         holds = lo > x if rule.group(1) == "above" else not lo <= x <= hi
         return "**met**" if holds else f"missed (the interval reaches {rule.group(2)})"
+    if sign * (v - g) >= 0 and rule:  # no interval to check the goal's own condition against (one seed)
+        return "**met** on the point estimate (no interval)"
     if sign * (v - g) >= 0:
         return "**met**" + ("" if near is None or sign * (near - g) >= 0 else " on the point estimate")
     if far is not None and sign * (far - g) < 0:

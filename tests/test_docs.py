@@ -114,10 +114,19 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
         ({"value": 1.6, "t_lo": 1.1, "t_hi": 2.0}, ">= 1.5 with the 90% interval excluding 1", None, "**met**"),
         ({"value": 1.6, "t_lo": 1.1, "t_hi": 2.0}, ">= 1.5 on every pool with the interval's lower end above 1",
          None, "**met**"),
+        ({"value": 1.4, "lo": 1.4, "hi": 1.4, "per_seed": [1.4]}, ">= 1.3 with the 90% interval above 1", None,
+         "**met** on the point estimate (no interval)"),  # one seed: a bootstrap of one value is no interval
     ],
 )  # fmt: skip
 def test_verdicts_say_where_the_interval_lies(entry, goal, pool, expected):
     assert results.verdict(entry, goal, pool) == expected
+
+
+def test_one_seed_shows_its_value_without_an_interval():
+    from docgen.cells import with_interval
+
+    assert with_interval({"value": 1.12, "lo": 1.12, "hi": 1.12, "per_seed": [1.12]}) == "1.12"
+    assert with_interval({"value": 1.1, "t_lo": 0.9, "t_hi": 1.3, "per_seed": [1.0, 1.2]}) == "1.10 [0.90, 1.30]"
 
 
 def test_cli_reference_lists_every_command_and_flag():
