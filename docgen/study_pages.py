@@ -115,7 +115,7 @@ def fewer_samples_page() -> Page:
     reg, result, body = _fewer_samples_registration(regs / "preregistration.toml", "## Registration")
     page.body = body
     inst = reg.get("instrument", {})
-    main = len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
+    main = _main_runs(inst)
     later = [(f, tomllib.loads(f.read_text())) for f in sorted(regs.glob("*.toml")) if f.name != "preregistration.toml"]
     if not result.exists():
         runs, _ = read_records(study)
@@ -145,8 +145,7 @@ def fewer_samples_page() -> Page:
         _, later_result, body = _fewer_samples_registration(path, f"## Later registration: `{name}`")
         page.body += ["", *body, ""]
         runs, results = read_records(study, name)
-        linst = later_reg.get("instrument", {})
-        planned = len(linst.get("arms", [])) * len(linst.get("pools", [])) * len(linst.get("seeds", []))
+        planned = _main_runs(later_reg.get("instrument", {}))
         if not later_result.exists():
             phases = [r.get("phase") for r in runs.values()]
             page.body += [
@@ -195,6 +194,11 @@ def _fewer_samples_registration(path: Path, heading: str) -> tuple[dict[str, Any
         *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
     ]
     return reg, result, body
+
+
+def _main_runs(inst: dict[str, Any]) -> int:
+    """A registration's main runs: every arm on every pool with every seed."""
+    return len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
 
 
 def _span(seeds: list[int]) -> str:

@@ -40,7 +40,9 @@ def test_a_baseline_that_a_group_of_one_cannot_have_is_refused_with_the_way_out(
 def test_one_kept_sample_is_fine_where_the_baseline_is_not_the_kept_group():
     assert plan(strategy_config("seq", n=1), [0.5])[0].zero_signal < 1  # global: the whole pool Seq drew
     assert plan(strategy_config("uniform", n=1, advantage="tracker"), [0.5])[0].zero_signal == 0.0
-    strategy_config("seq", n=1, advantage="corrected")  # a kept positive of a mixed pool: 1 - p^2 / (1 - p)
+    corrected = plan(strategy_config("seq", n=1, advantage="corrected"), [0.1, 0.5])  # a kept positive of a mixed
+    assert [r.zero_signal for r in corrected] == [r.zero_signal for r in plan(strategy_config("seq", n=1), [0.1, 0.5])]
+    # pool: 1 - p^2 / (1 - p); none only where the pool agrees, as under the whole pool's mean
     strategy_config("est", n=1, advantage="group")  # an allocator trains what it allocates, not n
 
 

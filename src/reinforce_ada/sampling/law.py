@@ -95,6 +95,16 @@ def check_rates(rates: Sequence[float]) -> np.ndarray:
     return r
 
 
+ONE_SAMPLE_SILENT = {
+    "group": ("group", "maxrl", "leave_one_out", "corrected", "global"),
+    "sequential": ("group", "maxrl", "leave_one_out"),
+}
+"""By `Traits.planner`, the baselines under which a kept group of n = 1 has no signal. A strategy that draws exactly
+n (`group`) trains its whole pool, so `global` and `corrected` read that one sample too; Seq keeps n of a larger
+pool, which `global` and `corrected` read (a kept positive of a mixed pool has signal). The allocators (est,
+knapsack), pilot_commit and conformal train what they allocate, not n: no rule."""
+
+
 def outside_baseline(c: Any) -> bool:
     """Whether the baseline comes from outside the prompt's samples (`advantage="tracker"`, SPO's value estimate from
     before the step): a trained prompt then has signal whatever its rewards, unless the estimate equals them."""
@@ -169,10 +179,8 @@ def _seq_exact(p: float, c: Any) -> Visit:
         unresolved = (1 - p) ** (rounds * m)
         expected = m * sum((1 - p) ** (r * m) for r in range(rounds))
         zero = min(1.0, p**m + unresolved) if not tracked else unresolved if c.unresolved == "drop" else 0.0
-    if c.advantage in ("group", "maxrl", "leave_one_out", "corrected") and c.n < 2:
-        zero = (
-            1.0  # a kept group of one sample is its own baseline (leave-one-out: it has no other; corrected: -p s = 0)
-        )
+    if c.advantage in ONE_SAMPLE_SILENT["sequential"] and c.n < 2:
+        zero = 1.0  # a kept group of one sample is its own baseline (leave-one-out: it has no other)
     if tracked and zero < 1.0:
         zero += (1.0 - zero) * _tracker_zero(p, c)
     method = "closed_form" if closed else "exact_enumeration"

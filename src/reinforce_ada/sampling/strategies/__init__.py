@@ -21,6 +21,7 @@ from dataclasses import fields
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import admission_rule, needs_admission, with_admission
 from reinforce_ada.sampling.config import StrategyConfig
+from reinforce_ada.sampling.law import ONE_SAMPLE_SILENT
 from reinforce_ada.sampling.options import type_name
 from reinforce_ada.sampling.protocol import PoolStrategy, Strategy, downsample
 from reinforce_ada.sampling.strategies.conformal import Conformal
@@ -161,16 +162,6 @@ def validate(cls: type[PoolStrategy], cfg: StrategyConfig) -> None:
             "value from earlier visits, defined for one sample)"
         )
     cls.validate(opts)
-
-
-ONE_SAMPLE_SILENT = {
-    "group": ("group", "maxrl", "leave_one_out", "corrected", "global"),
-    "sequential": ("group", "maxrl", "leave_one_out"),
-}
-"""By `Traits.planner`, the baselines under which a kept group of n = 1 has no signal. A strategy that draws exactly
-n (`group`) trains its whole pool, so `global` and `corrected` read that one sample too; Seq keeps n of a larger
-pool, which `global` and `corrected` read (a kept positive of a mixed pool has signal). The allocators (est,
-knapsack), pilot_commit and conformal train what they allocate, not n: no rule."""
 
 
 __all__ = [
