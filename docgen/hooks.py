@@ -4,8 +4,8 @@
    cannot drift from the code.
 2) `contributing.md` and `changelog.md`: CONTRIBUTING.md and CHANGELOG.md at the repository root, their links to
    repository files rewritten to the page of the site that covers the file, or to the file's path as code.
-3) The studies' committed figures (`studies/*/results/*.png`), served at `studies/...` so the results pages show them
-   as committed, not copies.
+3) The studies' committed figures (`docgen.links.study_figures`), served at `studies/...` so the results pages show
+   them as committed, not copies.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:  # mkdocs loads this file by path; `docgen` and `r
 
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from docgen.links import ROOT_PAGES, rewrite_links  # noqa: E402
+from docgen.links import ROOT_PAGES, rewrite_links, study_figures  # noqa: E402
 from docgen.reference import PAGES  # noqa: E402
 
 
@@ -28,6 +28,6 @@ def on_files(files: Files, config) -> Files:
         files.append(File.generated(config, uri, content=render()))
     for uri, source in ROOT_PAGES.items():
         files.append(File.generated(config, uri, content=rewrite_links((ROOT / source).read_text())))
-    for png in sorted((ROOT / "studies").glob("*/results/*.png")):
-        files.append(File.generated(config, png.relative_to(ROOT).as_posix(), abs_src_path=str(png)))
+    for png in study_figures(ROOT):
+        files.append(File.generated(config, png, abs_src_path=str(ROOT / png)))
     return files

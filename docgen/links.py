@@ -6,6 +6,7 @@ Kept apart from `docgen.hooks` so that it imports without mkdocs (the tests run 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 ROOT_PAGES = {"contributing.md": "CONTRIBUTING.md", "changelog.md": "CHANGELOG.md"}
 """Site page -> the repository file it is made from."""
@@ -17,6 +18,12 @@ SITE_EQUIVALENT = {
     "BENCHMARKS.md": "results/index.md",
     "studies/README.md": "results/index.md",
 }
+
+
+def study_figures(root: Path) -> list[str]:
+    """The studies' committed figures the site serves, as paths from the repository root: every `.png` under a
+    study's `results/`, a later registration's own folder (`results/<name>/`) included."""
+    return [png.relative_to(root).as_posix() for png in sorted((root / "studies").glob("*/results/**/*.png"))]
 
 
 def repo_link(target: str, page_dir: str = "") -> str | None:

@@ -15,7 +15,7 @@ import pytest
 
 from docgen import reference, results
 from docgen.__main__ import stale
-from docgen.links import repo_link, rewrite_links
+from docgen.links import repo_link, rewrite_links, study_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -176,6 +176,18 @@ def test_links_to_repository_files_become_site_pages_or_code():
     assert repo_link("docs/verl.md#install", "reference") == "../verl.md#install"
     text = "see [studies/README.md](studies/README.md), [pyproject](pyproject.toml) and [TRL](https://x.org)"
     assert rewrite_links(text) == "see [studies/README.md](results/index.md), `pyproject` and [TRL](https://x.org)"
+
+
+def test_every_figure_a_docs_page_shows_is_one_the_site_serves():
+    """A page's `../studies/...png` must be a committed figure the site's hook serves (a later registration's figure
+    sits one folder deeper, in `results/<name>/`); the strict build is slow, so this is checked here as well."""
+    served = set(study_figures(ROOT))
+    assert "studies/llm_convergence/results/llm_spo/llm_spo.png" in served  # a later registration's own folder
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for target in re.findall(r"!\[[^\]]*\]\(((?:\.\./)+studies/[^)]+\.png)\)", page.read_text()):
+            assert target.lstrip("./") in served, (
+                f"{page.relative_to(ROOT)} shows {target}, which the site does not serve"
+            )
 
 
 @pytest.mark.slow
