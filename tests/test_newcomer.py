@@ -94,8 +94,11 @@ def test_plan_help_lists_only_options_that_change_its_answer(capsys, monkeypatch
     for used in ("--n ", "--exit ", "--k-pos ", "--max-samples ", "--advantage "):  # a baseline decides the signal
         assert used in text
     assert "--budget " in est and "--max-samples " in est
-    for unused in ("--selection", "--decay", "--residual", "--predictor-lr"):
+    for unused in ("--selection", "--decay", "--residual", "--predictor-lr", "--prior-file"):
         assert unused not in text and unused not in est
+    assert main(["plan", "--strategy", "spo", "--pass-rates", "0.1", "--prior-file", "no.jsonl", "--n", "2"]) == 0
+    err = capsys.readouterr().err  # a train flag pasted into plan is accepted, and said to be unread
+    assert "does not depend on --prior-file (train reads it)" in err and "--n" not in err
 
 
 def test_unknown_strategy_names_the_flag(capsys):

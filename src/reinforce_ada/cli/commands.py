@@ -28,6 +28,7 @@ from reinforce_ada.cli.checks import (
 from reinforce_ada.cli.flags import strategy_from_args, train_config_from_args
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import arm_label
+from reinforce_ada.sampling.options import option_specs
 from reinforce_ada.sampling.strategies import strategy_class
 
 
@@ -69,6 +70,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.plan import plan, plan_monte_carlo, rows_as_dicts, totals
 
     cfg = strategy_from_args(args)
+    unread = [spec.name for spec in option_specs(strategy_class(cfg.name).Options) if not spec.plan]
+    if given := ["--" + k.replace("_", "-") for k in unread if getattr(args, k, None) is not None]:
+        them = "them" if len(given) > 1 else "it"
+        print(f"note: plan's answer does not depend on {', '.join(given)} (train reads {them})", file=sys.stderr)
     if args.pass_rates_file:
         rates = read_rates_file(Path(args.pass_rates_file))
     elif args.pass_rates:
