@@ -304,6 +304,22 @@ def test_a_run_extended_on_resume_keeps_the_warm_up_it_started_with(model_dir, t
     assert "lr warm-up stays the run's own 1 steps (run.steps now gives 6)" in capsys.readouterr().err
 
 
+def test_a_malformed_recorded_warm_up_is_a_bad_checkpoint_not_ignored(model_dir, two_step_run, tmp_path, monkeypatch):
+    run = copy_run(two_step_run, tmp_path / "run")
+    real = checkpoint.load_state
+
+    def newest_says_a_string(ckpt):
+        state = real(ckpt)
+        return {**state, "warmup_steps": "1"} if ckpt.name == "step_000002" else state
+
+    monkeypatch.setattr(checkpoint, "load_state", newest_says_a_string)
+    tr = Trainer(cfg_for(model_dir, run), tensorboard=False)
+    assert tr.resume() and tr.step == 1  # the older checkpoint is used
+    monkeypatch.setattr(checkpoint, "load_state", lambda ckpt: {**real(ckpt), "warmup_steps": -2})
+    with pytest.raises(CheckpointError, match=r"recorded lr warm-up -2 is not a step count"):
+        Trainer(cfg_for(model_dir, copy_run(two_step_run, tmp_path / "run2")), tensorboard=False).resume()
+
+
 def test_prompts_longer_than_the_context_are_left_out_and_counted(model_dir, tmp_path, capsys):
     # the tiny model's context is 128 positions; with 4 new tokens a prompt may have at most 124 tokens
     rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "9" * 2_000 + "+1=", "answer": "x"}]

@@ -9,7 +9,7 @@
    both RNGs and the replay buffer (`Trainer.state_dict` is what it reads back). Any failure restores the weights
    it started from and raises CheckpointError, so the next older checkpoint is tried on the model as it was. A
    predictor whose learned feature width no longer fits the task's `features` is such a failure (it used to load,
-   then fail mid-step).
+   then fail mid-step); so is a recorded lr warm-up that is not a step count (it used to be ignored silently).
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def resume(trainer: Any) -> bool:
 def load(trainer: Any, ckpt: Path) -> None:
     """One checkpoint into `trainer`, or a CheckpointError with the model's weights as they were (module doc, 2)."""
     state = checkpoint.load_state(ckpt)
+    # a checkpoint written before the warm-up was recorded holds none: the one run.steps gives now (config.toml is
+    # rewritten with the new run.steps before this, so the old count is not known)
+    warmup = state.get("warmup_steps", trainer.warmup)
+    if type(warmup) is not int or warmup < 0:
+        raise checkpoint.CheckpointError(f"{ckpt}: its recorded lr warm-up {warmup!r} is not a step count (an int >= 0)")
     model = trainer.model
     snapshot = [p.detach().clone() for p in model.parameters()]
     try:
@@ -70,10 +75,7 @@ def load(trainer: Any, ckpt: Path) -> None:
             raise
         raise checkpoint.CheckpointError(f"{ckpt}: its state does not fit this run ({type(e).__name__}: {e})") from None
     trainer.step = state["step"]  # checked by load_state: an int equal to the checkpoint's own step
-    # a checkpoint written before the warm-up was recorded holds none: the one run.steps gives now (config.toml is
-    # rewritten with the new run.steps before this, so the old count is not known)
-    warmup = state.get("warmup_steps", trainer.warmup)
-    if type(warmup) is int and warmup >= 0 and warmup != trainer.warmup:
+    if warmup != trainer.warmup:
         print(f"note: lr warm-up stays the run's own {warmup} steps (run.steps now gives {trainer.warmup})",
               file=sys.stderr)  # fmt: skip
         trainer.warmup = warmup
