@@ -50,7 +50,9 @@ def load(trainer: Any, ckpt: Path) -> None:
     # rewritten with the new run.steps before this, so the old count is not known)
     warmup = state.get("warmup_steps", trainer.warmup)
     if type(warmup) is not int or warmup < 0:
-        raise checkpoint.CheckpointError(f"{ckpt}: its recorded lr warm-up {warmup!r} is not a step count (an int >= 0)")
+        raise checkpoint.CheckpointError(
+            f"{ckpt}: its recorded lr warm-up {warmup!r} is not a step count (an int >= 0)"
+        )
     model = trainer.model
     snapshot = [p.detach().clone() for p in model.parameters()]
     try:
