@@ -286,6 +286,20 @@ def test_the_spo_write_ups_quote_the_committed_result():
         assert not sorted(alone - singles), f"{where} quotes {sorted(alone - singles)}, not in fewer_samples.json"
 
 
+def test_the_spo_smollm2_verdict_quoted_by_hand_is_the_committed_one():
+    """The SmolLM2 registration's L1 is typed by hand in six places: each quotes the committed factor and interval."""
+    import json
+
+    res = json.loads((ROOT / "studies" / "llm_convergence" / "results" / "llm_spo" / "llm_spo.json").read_text())
+    l1 = res["headline"]["L1"]
+    assert l1["status"] == "complete" and res["partial"] is None
+    quoted = f"{l1['value']:.2f} [{l1['t_lo']:.2f}, {l1['t_hi']:.2f}]"
+    places = ("README.md", "docs/fewer_samples.md", "docs/which-sampler.md", "docs/experimental.md")
+    places += ("studies/fewer_samples/README.md", "studies/llm_convergence/README.md")
+    stale = [p for p in places if quoted not in " ".join((ROOT / p).read_text().split())]
+    assert not stale, f"{stale} do not quote L1[llm_spo] = {quoted} from llm_spo.json"
+
+
 def test_provenance_falls_back_to_the_registered_code_and_the_runs_cpus():
     from docgen.page import provenance
 
