@@ -304,6 +304,42 @@ def test_a_run_extended_on_resume_keeps_the_warm_up_it_started_with(model_dir, t
     assert "lr warm-up stays the run's own 1 steps (run.steps now gives 6)" in capsys.readouterr().err
 
 
+def test_a_run_started_with_relative_paths_resumes_and_evaluates_from_anywhere(model_dir, tmp_path, monkeypatch):
+    start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
+    (start / "my").mkdir(parents=True)
+    elsewhere.mkdir()
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(12)]
+    (start / "my" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (start / "my" / "prior.jsonl").write_text('{"prompt": "1+1=", "pass_rate": 0.5}\n')
+    monkeypatch.chdir(start)
+    flags = [*cli_flags(model_dir), "--task.name", "file", "--task.path", "my/d.jsonl", "--task.eval_size", "2"]
+    flags += ["--prior-file", "my/prior.jsonl", "--steps", "1", "--run-dir", "run"]
+    assert main(["train", *flags]) == 0
+    saved = (start / "run" / "config.toml").read_text()
+    assert f'path = "{start / "my" / "d.jsonl"}"' in saved and f'prior_file = "{start / "my" / "prior.jsonl"}"' in saved
+    monkeypatch.chdir(elsewhere)
+    assert main(["train", "--resume", str(start / "run"), "--steps", "2"]) == 0
+    assert [m["step"] for m in read_metrics(start / "run")] == [0, 1, 2]
+    assert main(["eval", "--checkpoint", str(start / "run"), "--samples", "1", "--max-new-tokens", "2"]) == 0
+
+
+def test_an_older_run_with_relative_paths_says_where_to_resume_from(model_dir, tmp_path, monkeypatch, capsys):
+    (tmp_path / "my").mkdir()
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(12)]
+    (tmp_path / "my" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path)
+    flags = [*cli_flags(model_dir), "--task.name", "file", "--task.path", "my/d.jsonl", "--task.eval_size", "2"]
+    assert main(["train", *flags, "--steps", "1", "--run-dir", "run"]) == 0
+    config = tmp_path / "run" / "config.toml"  # as a run written before paths were stored absolute
+    config.write_text(config.read_text().replace(str(tmp_path / "my" / "d.jsonl"), "my/d.jsonl"))
+    assert main(["train", "--resume", "run", "--steps", "2"]) == 0  # from where it started: as before
+    config.write_text(config.read_text().replace(str(tmp_path / "my" / "d.jsonl"), "my/d.jsonl"))
+    monkeypatch.chdir(tmp_path / "run")
+    with pytest.raises(SystemExit):
+        main(["train", "--resume", ".", "--steps", "3", "--task.path", str(tmp_path / "my" / "d.jsonl")])
+    assert "resume from the directory the run started in" in capsys.readouterr().err
+
+
 def test_a_malformed_recorded_warm_up_is_a_bad_checkpoint_not_ignored(model_dir, two_step_run, tmp_path, monkeypatch):
     run = copy_run(two_step_run, tmp_path / "run")
     real = checkpoint.load_state

@@ -55,7 +55,12 @@ failing verifier. Anything else would make the folder hold two different runs.""
 
 
 def changed_run_fields(saved: Any, new: Any) -> list[str]:
-    """`section.field: old -> new` for every field that defines the run and differs between the two configs."""
+    """`section.field: old -> new` for every field that defines the run and differs between the two configs. Local
+    paths are compared absolute (`config.absolute_paths`): a config.toml written before runs stored them absolute
+    names them relative to the directory the run started in."""
+    from reinforce_ada.training.config import absolute_paths
+
+    saved, new = absolute_paths(saved), absolute_paths(new)
     out = []
     for sec in dataclasses.fields(saved):
         a, b = getattr(saved, sec.name), getattr(new, sec.name)
@@ -98,18 +103,22 @@ def check_no_links(run_dir: Path) -> None:
 
 def check_saved_config(run_dir: Path, cfg: Any) -> None:
     """A folder whose config.toml defines another run is refused, naming every field that differs."""
-    from reinforce_ada.training.config import load_toml
+    from reinforce_ada.training.config import load_toml, local_paths
 
     saved_path = Path(run_dir) / "config.toml"
     if not saved_path.exists():
         return
-    changed = changed_run_fields(load_toml(saved_path), cfg)
+    saved = load_toml(saved_path)
+    changed = changed_run_fields(saved, cfg)
     if changed:
+        relative = [f"{sec}.{name}:" for sec, name, value in local_paths(saved) if not Path(value).is_absolute()]
         raise ConfigError(
             f"run folder {run_dir}: these fields define the run and differ from its config.toml: {'; '.join(changed)}"
             ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
             "change), or start a new run in another folder (--run-dir, run.run_dir)"
-        )
+            + (". A relative path in config.toml is read from the working directory: resume from the directory the "
+               "run started in" if any(line.startswith(tuple(relative)) for line in changed) and relative else "")
+        )  # fmt: skip
 
 
 def refuse_fresh_start(run_dir: Path) -> None:

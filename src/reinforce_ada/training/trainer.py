@@ -57,7 +57,7 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
-from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
+from reinforce_ada.training.config import TrainConfig, absolute_paths, to_dict, to_toml
 from reinforce_ada.training.context import fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
@@ -85,6 +85,7 @@ class Trainer:
     """
 
     def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
+        cfg = absolute_paths(cfg)  # config.toml names files absolutely: the folder resumes from any directory
         self.cfg = cfg
         self.run_dir = Path(cfg.run.run_dir)
         self.lock = run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), before anything is loaded
