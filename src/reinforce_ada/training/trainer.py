@@ -137,7 +137,7 @@ class Trainer:
         self.warmup = cfg.warmup_steps  # fixed when the run starts: a resumed run keeps its own (`training.resume`)
         self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to, config=to_dict(cfg))
         self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
-        if cfg.warmup_steps < o.warmup_steps:
+        if cfg.warmup_steps < o.warmup_steps and self._may_train:  # a resumed run keeps its own (resume says so)
             print(
                 f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)",
                 file=sys.stderr,
