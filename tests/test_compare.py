@@ -281,6 +281,22 @@ def test_compare_cli_rejects_bad_input(capsys):
         assert e.value.code == 2 and msg in capsys.readouterr().err
 
 
+def test_the_headline_arm_is_one_that_runs():
+    from reinforce_ada.cli.compare import compare_config
+    from reinforce_ada.cli.main import build_parser, parse
+
+    def headline(*flags):
+        argv = ["compare", *flags]
+        return compare_config(parse(build_parser(argv), argv)).compute_arm
+
+    assert headline() == "mopps"  # the default arms include it
+    assert headline("--arms", "grpo-n4;spo64u=spo:select=none | run.batch_size=64") == "spo64u"
+    assert headline("--arms", "grpo-n4,seq-bal,mopps") == "mopps"
+    assert headline("--arms", "grpo-n4,seq-bal,mopps", "--compute-arm", "seq-bal") == "seq-bal"
+    with pytest.raises(ConfigError, match=r"--compute-arm est: not one of the arms run \(grpo-n4, seq-bal\)"):
+        headline("--arms", "grpo-n4,seq-bal", "--compute-arm", "est")
+
+
 def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):
     from reinforce_ada.bench.run import train_config
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,26 @@ def compare_config(args: argparse.Namespace) -> Any:
         fields["long_arms"] = tuple(split_arms(args.long_arms))
     if args.report_only:
         fields["only_cached"] = True
-    for name in ("extend_sweep", "compute_arm", "records"):
+    for name in ("extend_sweep", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     for name in ("steps", "batch_size", "seeds", "other_seeds", "sweep_seeds", "token_budget", "eval_points"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
-    return CompareConfig(**fields)
+    c = CompareConfig(**fields)
+    return dataclasses.replace(c, compute_arm=headline_arm(c, [a.partition("=")[0].strip() for a in arms], args))
+
+
+def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:
+    """The arm whose compute-to-target figures lead the report: `--compute-arm` (one of the arms), else the default
+    when it runs, else the first arm that is neither uniform nor an oracle (else the default, reported as absent)."""
+    if args.compute_arm is not None:
+        if args.compute_arm not in names:
+            raise ConfigError(f"--compute-arm {args.compute_arm}: not one of the arms run ({', '.join(names)})")
+        return args.compute_arm
+    if c.compute_arm in names:
+        return c.compute_arm
+    return next((n for n in names if n not in (*c.uniform, *c.oracles)), c.compute_arm)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

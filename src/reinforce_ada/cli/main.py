@@ -234,7 +234,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     co.add_argument(
         "--compute-arm",
         default=None,
-        help="the adaptive arm whose compute-to-target figures are the headline (default mopps)",
+        help="the adaptive arm whose compute-to-target figures are the headline (default mopps when it runs, else the "
+        "first arm of --arms that is neither uniform nor an oracle)",
     )
     co.add_argument(
         "--records",
