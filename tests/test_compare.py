@@ -275,6 +275,8 @@ def test_compare_cli_rejects_bad_input(capsys):
         (["compare", "--lr", "seq-bal:4e-4"], "ARM=LR"),
         (["compare", "--lrs", "a,b"], "--lrs"),
         (["compare", "--extend-sweep", "-1"], "extend_sweep"),
+        (["compare", "--arms", "grpo-n4;x=spo | run.batch_sise=64"], "run.batch_sise is not a setting (did you mean "),
+        (["compare", "--arms", "grpo-n4;x=spo | run.steps=3"], "run.steps cannot differ between arms"),
     ):
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -292,6 +294,7 @@ def test_the_headline_arm_is_one_that_runs():
     assert headline() == "mopps"  # the default arms include it
     assert headline("--arms", "grpo-n4;spo64u=spo:select=none | run.batch_size=64") == "spo64u"
     assert headline("--arms", "grpo-n4,seq-bal,mopps") == "mopps"
+    assert headline("--arms", "grpo-n4,spo-64-uniform,spo-64") == "spo-64-uniform"  # the study's arms, by name
     assert headline("--arms", "grpo-n4,seq-bal,mopps", "--compute-arm", "seq-bal") == "seq-bal"
     with pytest.raises(ConfigError, match=r"--compute-arm est: not one of the arms run \(grpo-n4, seq-bal\)"):
         headline("--arms", "grpo-n4,seq-bal", "--compute-arm", "est")

@@ -13,7 +13,8 @@ exact pass rates (`simulation.plan`), fixed before any run, so it costs what Seq
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,10 @@ ARMS["signal-draw"] = "uniform:n=4,select=iw,estimator=both,candidates=4,iw_weig
 # allocation -- two passes over each step's batch, or two optimiser steps on half-batches
 ARMS["grpo-n4-2ep"] = "uniform:n=4 | optim.epochs=2"
 ARMS["grpo-n4-2mb"] = "uniform:n=4 | optim.minibatches=2"
+# fewer samples per prompt (studies/fewer_samples, docs/fewer_samples.md): SPO at 64 prompts x 1 sample a step, with
+# its prioritised draws and with uniform ones (the study's names)
+ARMS["spo-64"] = "spo | run.batch_size=64"
+ARMS["spo-64-uniform"] = "spo:select=none | run.batch_size=64"
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
@@ -116,15 +121,18 @@ def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
         sec, dot, field = key.partition(".")
         if not eq or not dot or sec not in LEARNER_SECTIONS or not field:
             raise ConfigError(
-                f"arm {name!r}: learner setting {item!r} must read optim.KEY=VALUE or replay.KEY=VALUE (e.g. "
-                "optim.epochs=2); only these sections can differ between arms"
+                f"arm {name!r}: learner setting {item!r} must read optim.KEY=VALUE, replay.KEY=VALUE, "
+                "run.batch_size=N or prior.samples=N (e.g. optim.epochs=2); only these can differ between arms"
             )
         if key == "optim.lr":
             raise ConfigError(f"arm {name!r}: optim.lr is set by the lr sweep (or --lr {name}=LR), not in the spec")
         if sec in ARM_FIELDS and field not in ARM_FIELDS[sec]:
+            real = {f.name for f in fields(getattr(TrainConfig(), sec))} if sec == "run" else set()
+            close = [] if field in real else difflib.get_close_matches(field, ARM_FIELDS[sec], n=1)
             raise ConfigError(
-                f"arm {name!r}: {key} cannot differ between arms; an arm may set optim.KEY=VALUE, replay.KEY=VALUE, "
-                "run.batch_size=N or prior.samples=N"
+                f"arm {name!r}: {key} "
+                + (f"is not a setting (did you mean {sec}.{close[0]}?)" if close else "cannot differ between arms")
+                + "; an arm may set optim.KEY=VALUE, replay.KEY=VALUE, run.batch_size=N or prior.samples=N"
             )
         pairs.setdefault(sec, {})[field] = _literal(raw.strip())
     if not pairs:

@@ -182,7 +182,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         default=None,
         metavar="ARMS",
         help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs, optionally ending in "
-        "'| optim.KEY=VALUE,...' for the arm's learner, e.g. 'grpo-2ep=uniform:n=4 | optim.epochs=2'), "
+        "'| optim.KEY=VALUE,...' for the arm's learner: optim.*, replay.*, run.batch_size, prior.samples; e.g. "
+        "'grpo-2ep=uniform:n=4 | optim.epochs=2'), "
         "comma-separated (';' when a spec has commas); default: every arm in the table (those that do not parse yet "
         "are skipped)",
     )
