@@ -115,6 +115,22 @@ def test_a_bad_prior_file_is_refused_naming_the_row(tmp_path, content, match):
         memory_for(strategy_config("spo", prior_file=str(tmp_path / "missing.jsonl")))
 
 
+def test_a_json_prior_file_may_be_one_array_of_rows(tmp_path):
+    from reinforce_ada.sampling.priors import read_prior_file
+
+    f = tmp_path / "rates.json"
+    f.write_text('[{"id": "q0", "pass_rate": 0.5}, {"prompt": "2+2=", "p": 1.0}]')
+    assert read_prior_file(f) == {"q0": 0.5, "2+2=": 1.0}
+    f.write_text('{"id": "q0", "pass_rate": 0.5}\n{"id": "q1", "pass_rate": 0.25}\n')  # JSON Lines still read
+    assert read_prior_file(f) == {"q0": 0.5, "q1": 0.25}
+    f.write_text('[{"id": "q0", "pass_rate": 0.5},')
+    with pytest.raises(ConfigError, match="not a JSON array of rows"):
+        read_prior_file(f)
+    f.write_text('[{"id": "q0", "pass_rate": 7}]')
+    with pytest.raises(ConfigError, match=r"row 1: pass_rate=7.0 must be a number in \[0, 1\]"):
+        read_prior_file(f)
+
+
 def test_a_prior_file_that_knows_no_training_prompt_is_refused_and_a_partial_one_said(tmp_path):
     from reinforce_ada.sampling.priors import coverage_note, read_prior_file
 

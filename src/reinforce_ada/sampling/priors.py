@@ -3,9 +3,10 @@
 The prior is a Beta of strength s = prior_alpha + prior_beta around a mean m, from the first source that knows the
 prompt:
 1) `prior_file` (any estimator but oracle): a pass-rate file, e.g. what `reinforce-ada filter` writes (JSONL or CSV
-   rows with `pass_rate` or `p`, keyed by `id`, else by the `prompt` text; an optional `samples` count turns the rate
-   into SPO's smoothed (k + 1/2) / (samples + 1)). Prompts the file lacks fall through to the estimator's prior. A
-   prior measured by sampling costs tokens: a study that compares arms charges them (the file says nothing of it).
+   rows, or a `.json` array of them, with `pass_rate` or `p`, keyed by `id`, else by the `prompt` text; an optional
+   `samples` count turns the rate into SPO's smoothed (k + 1/2) / (samples + 1)). Prompts the file lacks fall through
+   to the estimator's prior. A prior measured by sampling costs tokens: a study that compares arms charges them (the
+   file says nothing of it).
 2) the estimator's: `both` (the learned predictor's p), `level` (the running pass rate of the prompt's difficulty
    level, `LevelRates`: free, from the visits of every prompt at that level) or none -- `tracker` uses the flat
    Beta(prior_alpha, prior_beta) itself (m = prior_alpha / s).
@@ -92,6 +93,11 @@ def read_prior_file(path: str | Path) -> dict[str, float]:
         raise ConfigError(f"prior_file={str(p)!r} cannot be read as UTF-8 text ({e})") from None
     if p.suffix == ".csv":
         rows: list[Any] = list(csv.DictReader(text.splitlines()))
+    elif p.suffix == ".json" and text.lstrip().startswith("["):  # one JSON array of rows, as well as JSON Lines
+        try:
+            rows = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise ConfigError(f"{p}: not a JSON array of rows ({e})") from None
     else:
         rows = []
         for i, line in enumerate(text.splitlines(), start=1):
