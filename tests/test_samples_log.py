@@ -74,7 +74,7 @@ def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp
     cfg = _cfg(model_dir, run, task={"verifier": f"{never}:never"}, run={"samples_per_step": 3})
     Trainer(cfg, tensorboard=False).fit()
     err = capsys.readouterr().err
-    assert err.count("rewards are 0, so the run learns nothing") == 1  # once, on the first step
+    assert err.count("rewards are 0, so no sample shows the model a right answer") == 1  # once, on the first step
     assert "generation.max_new_tokens=3" in err and f"task.verifier={never}:never" in err
     rows = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 1, 1, 2, 2, 2]

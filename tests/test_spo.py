@@ -179,7 +179,8 @@ def test_priority_draws_prefer_uncertain_prompts_without_replacement():
     assert share > 0.8  # weight 0.55 vs 0.05 per prompt: about 92% of draws
     # without a source of more prompts the draw has nothing to rank: every prompt offered is trained, and it says so
     with pytest.warns(
-        UserWarning, match=r"asked for 24 more prompt\(s\) \(candidates to rank.*works with the 8 offered"
+        UserWarning,
+        match=r"strategy 'uniform' asked for 24 more prompt\(s\) \(candidates to rank.*works with the 8 offered",
     ):
         batch = collect(s, policy, order.take(8))
     assert len(batch.groups) == 8

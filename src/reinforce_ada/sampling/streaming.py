@@ -93,8 +93,10 @@ def collect_streaming(
         if want:
             if more_prompts is None and not warned:
                 warned = True  # said once per step
+                name = getattr(getattr(strategy, "cfg", None), "name", None)  # the registry's name, not the class's
                 warnings.warn(
-                    f"{type(strategy).__name__} asked for {want} more prompt(s) (candidates to rank, refills or "
+                    f"{f'strategy {name!r}' if name else type(strategy).__name__} asked for {want} more prompt(s) "
+                    "(candidates to rank, refills or "
                     f"calibration prompts) but no more_prompts source was given: it works with the {len(prompts)} "
                     "offered; pass more_prompts=lambda k: order.take(k, exclude=strategy.prompts) with order a "
                     "`sampling.order.PromptOrder` (docs/python.md), or lambda k: [] to mean none",

@@ -87,11 +87,12 @@ def zero_reward_warning(
     if not rewards or any(r != 0 for r in rewards):
         return None
     share = clipped_share(batch)
-    where = f"{run_dir / FILE} (python -m reinforce_ada.training.samples_log {run_dir})"
+    where = f"{run_dir / FILE} (reinforce-ada samples {run_dir})"
     choices = (
         f"--task.verifier is one of {sorted(VERIFIERS)} or module:function, --task.template one of {sorted(TEMPLATES)}"
     )
-    head = f"warning: step {step}: all {len(rewards)} rewards are 0, so the run learns nothing"
+    # "nothing to learn from", not "no update": a tracker baseline (SPO) still gives failed samples advantages
+    head = f"warning: step {step}: all {len(rewards)} rewards are 0, so no sample shows the model a right answer"
     if share >= CLIPPED_WARN_SHARE:
         return (
             f"{head}, and {share:.0%} of completions were cut at generation.max_new_tokens={max_new_tokens} tokens: "
