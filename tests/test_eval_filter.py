@@ -146,6 +146,18 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
     kept = [p for p in load_prompts(b, prompt_key="q", answer_key="gold") if p.text in {r["q"] for r in rows}]
     assert prior[kept[0].text] == pytest.approx((rows[0]["pass_rate"] * 4 + 0.5) / 5)
     assert coverage_note(prior, kept, str(out)) is None
+    # --rates: every prompt's rate, kept or not, a prior file that knows them all
+    every = tmp_path / "every.jsonl"
+    assert main([*argv, "--out", str(tmp_path / "k1.jsonl"), "--rates", str(every), "--threads", "1"]) == 0
+    assert f"wrote {tmp_path / 'k1.jsonl'}, {every} and" in capsys.readouterr().out
+    all_rows = [json.loads(x) for x in every.read_text().splitlines()]
+    assert len(all_rows) == 5 and {r["prompt"] for r in rows} <= {r["prompt"] for r in all_rows}
+    assert all(set(r) == {"prompt", "pass_rate", "samples"} for r in all_rows)  # the file has no id column
+    everyone = load_prompts(b, prompt_key="q", answer_key="gold")
+    assert coverage_note(read_prior_file(every), everyone, str(every)) is None
+    with pytest.raises(SystemExit):  # the same path twice would overwrite the kept rows
+        main([*argv, "--out", str(every), "--rates", str(every), "--threads", "1"])
+    assert "--rates" in capsys.readouterr().err
     # a dataset's own `prompt` / `samples` columns that say something else are replaced, with a note
     own = tmp_path / "own.csv"
     own.write_text("q,gold,prompt,samples\n" + "".join(f"{i}+{i}=,{2 * i},other,99\n" for i in range(5)))

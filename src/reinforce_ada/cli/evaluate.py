@@ -186,6 +186,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     out = output_file("--out", args.out)  # checked now: sampling can take hours
     png = Path(args.plot) if args.plot else out.with_suffix(".png")
     output_file("--plot" if args.plot else "--out", png)
+    every = output_file("--rates", args.rates) if args.rates else None
+    if every is not None and every.resolve() in (out.resolve(), png.resolve()):
+        raise ConfigError(f"--rates {args.rates}: the same file as --out or --plot; give another")
     e = eval_setup(args, [args.dataset])
     ds = e.datasets[0]
     verifier = verifiers.build(args.verifier or ds.verifier)
@@ -207,6 +210,13 @@ def cmd_filter(args: argparse.Namespace) -> int:
                     clash.add("samples")
                 extra = {"prompt": prompt.text, "pass_rate": rate, "samples": args.samples}  # id, else this text
                 fh.write(json.dumps({**row, **extra}, default=str) + "\n")
+    if every is not None:  # every prompt, as a prior file reads it (`sampling.priors`): the row's own id, else the text
+        every.parent.mkdir(parents=True, exist_ok=True)
+        with every.open("w") as fh:
+            for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
+                key = {"id": row["id"]} if row.get("id") not in (None, "") else {}
+                line = {**key, "prompt": prompt.text, "pass_rate": rate, "samples": args.samples}
+                fh.write(json.dumps(line, default=str) + "\n")
     if clash:
         print(f"note: {out} replaces the dataset's own {sorted(clash)} column(s) with the prompt text and the sample "
               "count, as a prior file reads them (sampling.priors)", file=sys.stderr)  # fmt: skip
@@ -221,5 +231,5 @@ def cmd_filter(args: argparse.Namespace) -> int:
         f"kept {s['kept']} of {s['prompts']} prompts with pass rate in ({args.lo:g}, {args.hi:g}]; dropped "
         f"{s['too_hard']} at or below {args.lo:g} and {s['too_easy']} above {args.hi:g}"
     )
-    print(f"wrote {out} and {png}")
+    print(f"wrote {out}{f', {every}' if every is not None else ''} and {png}")
     return 0

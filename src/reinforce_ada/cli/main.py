@@ -171,6 +171,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     fi.add_argument("--out", required=True, help="filtered JSONL: the kept rows with a `pass_rate` field")
     fi.add_argument("--plot", help="pass-rate histogram PNG (default: --out with .png)")
+    fi.add_argument(
+        "--rates",
+        metavar="FILE",
+        help="also write every prompt's pass rate, kept or not (JSONL: id, prompt, pass_rate, samples): a prior file "
+        "for --prior-file that knows the all-wrong and all-right prompts too",
+    )
     fi.add_argument("--json", action="store_true", help="print the counts as JSON")
     fi.set_defaults(fn=cmd_filter, greedy=False)
 

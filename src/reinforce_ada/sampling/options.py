@@ -101,7 +101,7 @@ class MemoryOptions:
     prior_file: str | None = option(
         None,
         "a pass-rate file (JSONL, CSV or a JSON array; rows with id or prompt, and pass_rate; e.g. `reinforce-ada "
-        "filter --out`) whose rates are the prior mean of the prompts it lists (strength prior_alpha + prior_beta); "
+        "filter --rates`) whose rates are the prior mean of the prompts it lists (strength prior_alpha + prior_beta); "
         "a prior measured by sampling costs tokens a comparison must charge",
         plan=False,  # the planner is given the pass rates; its simulated prompts are in no file
     )
