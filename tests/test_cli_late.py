@@ -82,14 +82,15 @@ def test_the_configs_aggregation_names_are_the_losses():
     assert set(AGGREGATION_NAMES) == set(AGGREGATIONS)
 
 
-def test_a_flag_typo_shows_the_commands_usage_and_the_closest_flags(capsys):
+def test_a_flag_typo_is_one_line_naming_the_command_and_the_closest_flags(capsys):
     from reinforce_ada.cli import main
 
     with pytest.raises(SystemExit) as e:
-        main(["plan", "--pass-ratse", "0.5"])
+        main(["train", "--prior-fiel", "x"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and err.startswith("usage: reinforce-ada plan")
-    assert "unrecognized arguments: --pass-ratse (did you mean --pass-rates" in err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("reinforce-ada train: error:")
+    assert "unrecognized arguments: --prior-fiel (did you mean --prior-file" in err
+    assert err.rstrip().endswith("(all flags: reinforce-ada train --help)")
 
 
 def test_warnings_print_as_one_line_without_a_source_line(monkeypatch):

@@ -322,8 +322,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """`parse_args`, except that a flag the command does not know is reported by that command's own parser (its
-    usage line, not the top level's) with the closest flags it does know."""
+    """`parse_args`, except that a flag the command does not know is reported in one line naming the command, the
+    closest flags it does know and where the rest are listed."""
     args, extra = parser.parse_known_args(argv)
     if not extra:
         return args
@@ -334,7 +334,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
         flag = word.split("=", 1)[0]
         close = difflib.get_close_matches(flag, known, n=2, cutoff=0.6) if flag.startswith("-") else []
         hints.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
-    sub.error(f"unrecognized arguments: {' '.join(hints)}")
+    # one line, not argparse's usage of every flag (train has about 70 lines of them) above it
+    sys.stderr.write(f"{sub.prog}: error: unrecognized arguments: {' '.join(hints)} (all flags: {sub.prog} --help)\n")
+    raise SystemExit(2)
 
 
 def one_line_warning(message, category, filename, lineno, line=None) -> str:
