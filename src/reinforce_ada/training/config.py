@@ -344,41 +344,6 @@ def load_toml(path: str | Path, cfg: TrainConfig | None = None) -> TrainConfig:
     return apply_overrides(cfg or TrainConfig(), data, str(p))
 
 
-LOCAL_PATHS = (("model", "path"), ("task", "path"), ("task", "eval_path"), ("strategy", "prior_file"))
-"""Fields that name a local file or folder. A run stores them absolute (`absolute_paths`), so its folder resumes and
-evaluates from any working directory."""
-
-
-def absolute_paths(cfg: TrainConfig) -> TrainConfig:
-    """`cfg` with every `LOCAL_PATHS` value that is a relative path to something that exists made absolute
-    (`os.path.abspath`: symlinks are kept). Anything else is left as it is: None, a model id that is not a local
-    folder, or a missing file, whose own error comes when it is read."""
-    import os
-
-    def fixed(value: Any) -> Any:
-        if isinstance(value, str) and value and not Path(value).is_absolute() and Path(value).exists():
-            return os.path.abspath(value)
-        return value
-
-    for section, name, value in local_paths(cfg):
-        if fixed(value) != value:
-            sec = getattr(cfg, section)
-            new = sec.replace(**{name: fixed(value)}) if section == "strategy" else replace(sec, **{name: fixed(value)})
-            cfg = replace(cfg, **{section: new})
-    return cfg
-
-
-def local_paths(cfg: TrainConfig) -> list[tuple[str, str, str]]:
-    """(section, field, value) of every `LOCAL_PATHS` field that is set (a strategy's options live one level down)."""
-    out = []
-    for section, name in LOCAL_PATHS:
-        sec = getattr(cfg, section)
-        value = getattr(sec.options if section == "strategy" else sec, name, None)
-        if isinstance(value, str) and value:
-            out.append((section, name, value))
-    return out
-
-
 def to_dict(cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, StrategyConfig):  # flat: name, seed and the strategy's options, as `[strategy]` reads them
         return cfg.to_dict()

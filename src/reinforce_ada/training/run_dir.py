@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.training.paths import absolute_paths, local_paths
 
 LOCK = ".lock"
 MANIFEST = "manifest.json"
@@ -56,10 +57,8 @@ failing verifier. Anything else would make the folder hold two different runs.""
 
 def changed_run_fields(saved: Any, new: Any) -> list[str]:
     """`section.field: old -> new` for every field that defines the run and differs between the two configs. Local
-    paths are compared absolute (`config.absolute_paths`): a config.toml written before runs stored them absolute
+    paths are compared absolute (`paths.absolute_paths`): a config.toml written before runs stored them absolute
     names them relative to the directory the run started in."""
-    from reinforce_ada.training.config import absolute_paths
-
     saved, new = absolute_paths(saved), absolute_paths(new)
     out = []
     for sec in dataclasses.fields(saved):
@@ -103,7 +102,7 @@ def check_no_links(run_dir: Path) -> None:
 
 def check_saved_config(run_dir: Path, cfg: Any) -> None:
     """A folder whose config.toml defines another run is refused, naming every field that differs."""
-    from reinforce_ada.training.config import load_toml, local_paths
+    from reinforce_ada.training.config import load_toml
 
     saved_path = Path(run_dir) / "config.toml"
     if not saved_path.exists():

@@ -57,13 +57,14 @@ from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
-from reinforce_ada.training.config import TrainConfig, absolute_paths, to_dict, to_toml
+from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
 from reinforce_ada.training.context import fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.oracle import oracle_for
+from reinforce_ada.training.paths import absolute_paths
 from reinforce_ada.training.replay import ReplayBuffer, mark, replay_step
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows
