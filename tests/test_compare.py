@@ -295,6 +295,8 @@ def test_the_headline_arm_is_one_that_runs():
     assert headline("--arms", "grpo-n4;spo64u=spo:select=none | run.batch_size=64") == "spo64u"
     assert headline("--arms", "grpo-n4,seq-bal,mopps") == "mopps"
     assert headline("--arms", "grpo-n4,spo-64-uniform,spo-64") == "spo-64-uniform"  # the study's arms, by name
+    for plain in ("grpo-matched", "iw-oracle", "grpo-n4-2ep", "g8=uniform:n=8"):  # uniform, oracle, learner control
+        assert headline("--arms", f"grpo-n4;{plain};seq-bal") == "seq-bal"
     assert headline("--arms", "grpo-n4,seq-bal,mopps", "--compute-arm", "seq-bal") == "seq-bal"
     with pytest.raises(ConfigError, match=r"--compute-arm est: not one of the arms run \(grpo-n4, seq-bal\)"):
         headline("--arms", "grpo-n4,seq-bal", "--compute-arm", "est")

@@ -158,6 +158,9 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
     with pytest.raises(SystemExit):  # the same path twice would overwrite the kept rows
         main([*argv, "--out", str(every), "--rates", str(every), "--threads", "1"])
     assert "--rates" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a prior file is read by its suffix: a .csv name would not read back
+        main([*argv, "--out", str(tmp_path / "k3.jsonl"), "--rates", str(tmp_path / "r.csv")])
+    assert "it writes JSON Lines; name it .jsonl" in capsys.readouterr().err
     # a dataset's own `prompt` / `samples` columns that say something else are replaced, with a note
     own = tmp_path / "own.csv"
     own.write_text("q,gold,prompt,samples\n" + "".join(f"{i}+{i}=,{2 * i},other,99\n" for i in range(5)))

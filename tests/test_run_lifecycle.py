@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -306,40 +307,80 @@ def test_a_run_extended_on_resume_keeps_the_warm_up_it_started_with(model_dir, t
     assert "note: lr warm-up 6 steps" not in err  # the capped warm-up of a fresh run is not announced on resume
 
 
+def _project(root: Path) -> list[str]:
+    """A project folder with a data file, a held-out file, a prior file and a verifier; the flags naming them
+    relative to `root`."""
+    (root / "my").mkdir(parents=True)
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(12)]
+    (root / "my" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "my" / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    (root / "my" / "prior.jsonl").write_text('{"prompt": "1+1=", "pass_rate": 0.5}\n')
+    (root / "my" / "v.py").write_text(
+        "def score(completion, answer):\n    return float(completion.strip() == answer)\n"
+    )
+    flags = ["--task.name", "file", "--task.path", "my/d.jsonl", "--task.eval_path", "my/e.jsonl"]
+    return [*flags, "--prior-file", "my/prior.jsonl", "--task.verifier", "my/v.py:score"]
+
+
 def test_a_run_started_with_relative_paths_resumes_and_evaluates_from_anywhere(model_dir, tmp_path, monkeypatch):
     start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
-    (start / "my").mkdir(parents=True)
+    flags = _project(start)
     elsewhere.mkdir()
-    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(12)]
-    (start / "my" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (start / "my" / "prior.jsonl").write_text('{"prompt": "1+1=", "pass_rate": 0.5}\n')
     monkeypatch.chdir(start)
-    flags = [*cli_flags(model_dir), "--task.name", "file", "--task.path", "my/d.jsonl", "--task.eval_size", "2"]
-    flags += ["--prior-file", "my/prior.jsonl", "--steps", "1", "--run-dir", "run"]
-    assert main(["train", *flags]) == 0
-    saved = (start / "run" / "config.toml").read_text()
-    assert f'path = "{start / "my" / "d.jsonl"}"' in saved and f'prior_file = "{start / "my" / "prior.jsonl"}"' in saved
+    model = os.path.relpath(model_dir, start)  # the model folder named relative too
+    args = [*cli_flags(model_dir), *flags, "--model.path", model, "--steps", "1", "--run-dir", "run"]
+    assert main(["train", *args]) == 0
+    saved = tomllib.loads((start / "run" / "config.toml").read_text())
+    task, prior = saved["task"], saved["strategy"]["prior_file"]
+    assert [task["path"], task["eval_path"], prior] == [
+        str(start / "my" / f) for f in ("d.jsonl", "e.jsonl", "prior.jsonl")
+    ]
+    assert task["verifier"] == f"{start / 'my' / 'v.py'}:score"
+    assert saved["model"]["path"] == str(Path(model).absolute())  # absolute as given, not resolved
     monkeypatch.chdir(elsewhere)
     assert main(["train", "--resume", str(start / "run"), "--steps", "2"]) == 0
     assert [m["step"] for m in read_metrics(start / "run")] == [0, 1, 2]
     assert main(["eval", "--checkpoint", str(start / "run"), "--samples", "1", "--max-new-tokens", "2"]) == 0
 
 
+def test_a_moved_project_resumes_with_its_files_new_place(model_dir, tmp_path, monkeypatch, capsys):
+    flags = _project(tmp_path / "a")
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(["train", *cli_flags(model_dir), *flags, "--steps", "1", "--run-dir", "run"]) == 0
+    (tmp_path / "a").rename(tmp_path / "b")  # the project moved: config.toml names files under a/ that are gone
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(SystemExit):
+        main(["train", "--resume", "run", "--steps", "2"])
+    assert "does not exist (moved?): give its new place (--task.path PATH)" in capsys.readouterr().err
+    b = tmp_path / "b" / "my"
+    moved = ["--task.path", str(b / "d.jsonl"), "--task.eval_path", str(b / "e.jsonl")]
+    moved += ["--prior-file", str(b / "prior.jsonl"), "--task.verifier", f"{b / 'v.py'}:score"]
+    with pytest.warns(UserWarning, match=r"task.path: the run's .*/a/my/d.jsonl no longer exists; it resumes with"):
+        assert main(["train", "--resume", "run", "--steps", "2", *moved]) == 0
+    assert [m["step"] for m in read_metrics(tmp_path / "b" / "run")] == [0, 1, 2]
+    with pytest.raises(SystemExit):  # a file that exists is another file, not a move: still refused
+        main(["train", "--resume", "run", "--steps", "3", "--task.path", str(tmp_path / "b" / "my" / "e.jsonl")])
+    assert "task.path: " in capsys.readouterr().err
+
+
 def test_an_older_run_with_relative_paths_says_where_to_resume_from(model_dir, tmp_path, monkeypatch, capsys):
-    (tmp_path / "my").mkdir()
-    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(12)]
-    (tmp_path / "my" / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    flags = _project(tmp_path)
     monkeypatch.chdir(tmp_path)
-    flags = [*cli_flags(model_dir), "--task.name", "file", "--task.path", "my/d.jsonl", "--task.eval_size", "2"]
-    assert main(["train", *flags, "--steps", "1", "--run-dir", "run"]) == 0
-    config = tmp_path / "run" / "config.toml"  # as a run written before paths were stored absolute
-    config.write_text(config.read_text().replace(str(tmp_path / "my" / "d.jsonl"), "my/d.jsonl"))
+    assert main(["train", *cli_flags(model_dir), *flags, "--steps", "1", "--run-dir", "run"]) == 0
+    config = tmp_path / "run" / "config.toml"
+
+    def as_written_before():  # config.toml holding relative paths, as before paths were stored absolute
+        config.write_text(config.read_text().replace(f"{tmp_path}/my/", "my/"))
+
+    as_written_before()
     assert main(["train", "--resume", "run", "--steps", "2"]) == 0  # from where it started: as before
-    config.write_text(config.read_text().replace(str(tmp_path / "my" / "d.jsonl"), "my/d.jsonl"))
+    as_written_before()
     monkeypatch.chdir(tmp_path / "run")
     with pytest.raises(SystemExit):
-        main(["train", "--resume", ".", "--steps", "3", "--task.path", str(tmp_path / "my" / "d.jsonl")])
-    assert "resume from the directory the run started in" in capsys.readouterr().err
+        main(["train", "--resume", ".", "--steps", "3"])
+    err = capsys.readouterr().err
+    assert "is relative to the directory the run started in and does not exist from here" in err
+    assert "resume from that directory, or give its place (--task.path PATH)" in err
 
 
 def test_a_malformed_recorded_warm_up_is_a_bad_checkpoint_not_ignored(model_dir, two_step_run, tmp_path, monkeypatch):

@@ -75,6 +75,7 @@ def test_training_saves_samples_logs_clipped_share_and_warns_once(model_dir, tmp
     Trainer(cfg, tensorboard=False).fit()
     err = capsys.readouterr().err
     assert err.count("rewards are 0, so no sample shows the model a right answer") == 1  # once, on the first step
+    assert f"(reinforce-ada samples {run})" in err  # the command a user has, not a module path
     assert "generation.max_new_tokens=3" in err and f"task.verifier={never}:never" in err
     rows = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 1, 1, 2, 2, 2]

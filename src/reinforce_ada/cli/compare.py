@@ -62,14 +62,24 @@ def compare_config(args: argparse.Namespace) -> Any:
 
 def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:
     """The arm whose compute-to-target figures lead the report: `--compute-arm` (one of the arms), else the default
-    when it runs, else the first arm that is neither uniform nor an oracle (else the default, reported as absent)."""
+    when it runs, else the first adaptive arm (else the default, reported as absent). Adaptive is read from the parsed
+    spec: not plain uniform sampling (learner settings aside) and not an oracle."""
+    from reinforce_ada.bench.arms import resolve_arms
+
     if args.compute_arm is not None:
         if args.compute_arm not in names:
             raise ConfigError(f"--compute-arm {args.compute_arm}: not one of the arms run ({', '.join(names)})")
         return args.compute_arm
     if c.compute_arm in names:
         return c.compute_arm
-    return next((n for n in names if n not in (*c.uniform, *c.oracles)), c.compute_arm)
+
+    def adaptive(cfg: Any) -> bool:
+        o = cfg.options
+        plain = cfg.name == "uniform" and getattr(o, "select", "none") == "none"
+        return not plain and getattr(o, "estimator", None) != "oracle"
+
+    arms = {a.name: a.cfg for a in resolve_arms(list(c.arms))[0]}
+    return next((n for n in names if n in arms and n not in c.oracles and adaptive(arms[n])), c.compute_arm)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

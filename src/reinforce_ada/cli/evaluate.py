@@ -187,6 +187,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
     png = Path(args.plot) if args.plot else out.with_suffix(".png")
     output_file("--plot" if args.plot else "--out", png)
     every = output_file("--rates", args.rates) if args.rates else None
+    if every is not None and every.suffix not in (".jsonl", ".json"):  # it is read back by suffix (`sampling.priors`)
+        raise ConfigError(f"--rates {args.rates}: it writes JSON Lines; name it .jsonl")
     if every is not None and every.resolve() in (out.resolve(), png.resolve()):
         raise ConfigError(f"--rates {args.rates}: the same file as --out or --plot; give another")
     e = eval_setup(args, [args.dataset])

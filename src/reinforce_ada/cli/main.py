@@ -242,7 +242,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--compute-arm",
         default=None,
         help="the adaptive arm whose compute-to-target figures are the headline (default mopps when it runs, else the "
-        "first arm of --arms that is neither uniform nor an oracle)",
+        "first adaptive arm of --arms: not plain uniform sampling, not an oracle)",
     )
     co.add_argument(
         "--records",

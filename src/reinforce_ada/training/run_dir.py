@@ -24,11 +24,12 @@ import fcntl
 import json
 import os
 import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.training.paths import absolute_paths, local_paths
+from reinforce_ada.training.paths import LOCAL_PATHS, VERIFIER, local_paths, moved_paths, same_path
 
 LOCK = ".lock"
 MANIFEST = "manifest.json"
@@ -57,9 +58,10 @@ failing verifier. Anything else would make the folder hold two different runs.""
 
 def changed_run_fields(saved: Any, new: Any) -> list[str]:
     """`section.field: old -> new` for every field that defines the run and differs between the two configs. Local
-    paths are compared absolute (`paths.absolute_paths`): a config.toml written before runs stored them absolute
-    names them relative to the directory the run started in."""
-    saved, new = absolute_paths(saved), absolute_paths(new)
+    paths compare as paths (`paths.same_path`), and one whose recorded file no longer exists may be given its new
+    place (`paths.moved_paths`)."""
+    paths = {f"{s}.{n}" for s, n in (*LOCAL_PATHS, VERIFIER)}
+    moved = {field for field, _, _ in moved_paths(saved, new)}
     out = []
     for sec in dataclasses.fields(saved):
         a, b = getattr(saved, sec.name), getattr(new, sec.name)
@@ -72,6 +74,8 @@ def changed_run_fields(saved: Any, new: Any) -> list[str]:
             pairs = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)]
         for name, va, vb in pairs:
             if name in RESUME_MAY_CHANGE.get(sec.name, ()):
+                continue
+            if f"{sec.name}.{name}" in paths and (same_path(va, vb) or f"{sec.name}.{name}" in moved):
                 continue
             if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
                 out.append(f"{sec.name}.{name}: {va!r} -> {vb!r}")
@@ -110,14 +114,28 @@ def check_saved_config(run_dir: Path, cfg: Any) -> None:
     saved = load_toml(saved_path)
     changed = changed_run_fields(saved, cfg)
     if changed:
-        relative = [f"{sec}.{name}:" for sec, name, value in local_paths(saved) if not Path(value).is_absolute()]
         raise ConfigError(
             f"run folder {run_dir}: these fields define the run and differ from its config.toml: {'; '.join(changed)}"
             ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
             "change), or start a new run in another folder (--run-dir, run.run_dir)"
-            + (". A relative path in config.toml is read from the working directory: resume from the directory the "
-               "run started in" if any(line.startswith(tuple(relative)) for line in changed) and relative else "")
-        )  # fmt: skip
+        )
+    for field, old, value in moved_paths(saved, cfg):
+        warnings.warn(
+            f"{field}: the run's {old} no longer exists; it resumes with {value} (it must be the same file)",
+            stacklevel=1,  # one place: said once, though the CLI and the Trainer both check
+        )
+    for section, name, value in local_paths(cfg):  # a model id is no local folder: model.path is not checked
+        where = Path(value.rpartition(":")[0] if (section, name) == VERIFIER else value)
+        if section == "model" or where.exists():
+            continue
+        flag = "--prior-file" if name == "prior_file" else f"--{section}.{name}"
+        why = (
+            f"is relative to the directory the run started in and does not exist from here ({Path.cwd()}): resume "
+            "from that directory, or give its place"
+            if not where.is_absolute()
+            else "does not exist (moved?): give its new place"
+        )
+        raise ConfigError(f"run folder {run_dir}: {section}.{name}={value!r} {why} ({flag} PATH)")
 
 
 def refuse_fresh_start(run_dir: Path) -> None:
