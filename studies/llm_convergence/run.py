@@ -242,7 +242,7 @@ class Study:
         main = [r["key"] for r in runs if r["phase"] == "main" and (keys is None or r["key"] in keys)]
         missing = [s.key for s in plan if s.key not in self.records] if plan is not None else None
         meta = {
-            "command": "python -m studies.llm_convergence.run " + " ".join(self.user_argv()),
+            "command": "python -m studies.llm_convergence.run " + " ".join(self.args.argv),
             "date": datetime.date.today().isoformat(),
             "partial": (f"{len(missing)} registered runs not finished: {missing[:8]}" if missing
                         else None if missing is not None else "the plan is not known yet (lr sweep unfinished)"),
@@ -255,15 +255,6 @@ class Study:
         ctx["deviations"] = self.deviations()
         ctx["runs"] = {"all": [r["key"] for r in runs], "main": main}
         return ctx, [{"id": r["key"], **r} for r in runs]
-
-    def user_argv(self) -> list[str]:
-        """The command line as its user typed it: without the `--here` that `main` adds when it runs the registered
-        commit's package (a reader copying the provenance's command would otherwise run this checkout's code)."""
-        argv = list(self.args.argv)
-        frozen = os.environ.get(FROZEN_ENV)
-        if frozen and frozen == self.reg.get("code") and argv[-1:] == ["--here"]:
-            argv.pop()
-        return argv
 
     def deviations(self) -> list[str]:
         """How this invocation departs from the registration beyond the instrument's fields."""
@@ -340,7 +331,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     args.defaulted = {"work": args.work is None, "out": args.out is None}
-    args.argv = argv
+    # as its user typed it: main's own `--here` (added to run the registered commit) would misname the code that ran
+    args.argv = argv[:-1] if os.environ.get(FROZEN_ENV) and argv[-1:] == ["--here"] else argv
     return name_outputs(args, "llm_convergence")
 
 

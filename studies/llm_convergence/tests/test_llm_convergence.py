@@ -395,14 +395,3 @@ def _with_runs(path):
     res = json.loads(path.read_text())
     runs, _ = records.read(path.parent / "records.jsonl.gz")
     return {**res, "runs": [{k: v for k, v in runs[i].items() if k != "id"} for i in res["runs"]["all"]]}
-
-
-def test_the_recorded_command_is_the_one_its_user_typed(monkeypatch):
-    from types import SimpleNamespace
-
-    code = "ee2257ef9636d618387f052a1e78b0014acfd1e5"
-    study = SimpleNamespace(args=SimpleNamespace(argv=["--workers", "2", "--here"]), reg={"code": code})
-    monkeypatch.setenv(lc.FROZEN_ENV, code)  # main ran the registered commit and added --here itself
-    assert lc.Study.user_argv(study) == ["--workers", "2"]
-    monkeypatch.delenv(lc.FROZEN_ENV)  # the user typed --here: a deviation, kept in the command
-    assert lc.Study.user_argv(study) == ["--workers", "2", "--here"]

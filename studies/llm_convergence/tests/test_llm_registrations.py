@@ -73,3 +73,12 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
         lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match=r"name = 'My Study' must be a lower-case identifier"):
         lc.main(argv(tmp_path, write_prereg(tmp_path, **{"version = 1": 'version = 1\nname = "My Study"'}), model_dir))
+
+
+def test_the_recorded_command_is_the_one_its_user_typed(monkeypatch):
+    from studies.llm_convergence import run as lc
+
+    monkeypatch.setenv(lc.FROZEN_ENV, "ee2257ef9636")  # main ran the registered commit and added --here itself
+    assert lc.parse(["--workers", "2", "--here"]).argv == ["--workers", "2"]
+    monkeypatch.delenv(lc.FROZEN_ENV)  # the user typed --here: a deviation, kept in the command
+    assert lc.parse(["--workers", "2", "--here"]).argv == ["--workers", "2", "--here"]
