@@ -55,7 +55,7 @@ def same_path(a: Any, b: Any) -> bool:
         return True
     if not (isinstance(a, str) and isinstance(b, str)):
         return False
-    fa, fb = _file_part(a), _file_part(b)
+    fa, fb = file_part(a), file_part(b)
     if a[len(fa) :] != b[len(fb) :]:  # a verifier's ":function" must match
         return False
     if str(Path(fa).absolute()) == str(Path(fb).absolute()):
@@ -74,19 +74,19 @@ def moved_paths(saved: Any, new: Any) -> list[tuple[str, str, str]]:
     for section, name, old in local_paths(saved):
         value = given.get((section, name))
         if value is not None and not same_path(old, value):
-            if not Path(_file_part(old)).exists() and Path(_file_part(value)).exists():
+            if not Path(file_part(old)).exists() and Path(file_part(value)).exists():
                 out.append((f"{section}.{name}", old, value))
     return out
 
 
 def _absolute(value: str) -> str:
-    path = _file_part(value)
+    path = file_part(value)
     if Path(path).is_absolute() or not Path(path).exists():
         return value
     return str(Path(path).absolute()) + value[len(path) :]
 
 
-def _file_part(value: str) -> str:
+def file_part(value: str) -> str:
     """The path in a field's value: all of it, or the `file.py` of `file.py:function`."""
     return _verifier_file(value) or value
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.training.paths import LOCAL_PATHS, VERIFIER, local_paths, moved_paths, same_path
+from reinforce_ada.training.paths import LOCAL_PATHS, VERIFIER, file_part, local_paths, moved_paths, same_path
 
 LOCK = ".lock"
 MANIFEST = "manifest.json"
@@ -125,7 +125,7 @@ def check_saved_config(run_dir: Path, cfg: Any) -> None:
             stacklevel=1,  # one place: said once, though the CLI and the Trainer both check
         )
     for section, name, value in local_paths(cfg):  # a model id is no local folder: model.path is not checked
-        where = Path(value.rpartition(":")[0] if (section, name) == VERIFIER else value)
+        where = Path(file_part(value))
         if section == "model" or where.exists():
             continue
         flag = "--prior-file" if name == "prior_file" else f"--{section}.{name}"
