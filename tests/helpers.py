@@ -90,9 +90,9 @@ def train_config(model_path: Any, run_dir: Any, strategy: Any = None, **sections
 
 
 def table_of(cfg: Any) -> Any:
-    """The select=value / iw value table of a StrategyConfig's sampler (`sampling.value.value_table`)."""
+    """The select=value / iw value table of a StrategyConfig's sampler (`sampling.law.value_table`)."""
+    from reinforce_ada.sampling.law import value_table
     from reinforce_ada.sampling.strategies import strategy_class
-    from reinforce_ada.sampling.value import value_table
 
     return value_table(strategy_class(cfg.name), cfg.options)
 

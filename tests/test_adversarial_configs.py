@@ -47,7 +47,7 @@ def test_the_cli_says_it_in_one_line(path, capsys):
 @pytest.mark.parametrize(
     "name, options",
     [
-        ("est", {"predictor_dim": 10**9}),
+        ("est", {"estimator": "both", "predictor_dim": 10**9}),
         ("uniform", {"select": "mopps", "candidates": 10**9}),
         ("conformal", {"calibration_prompts": 10**9}),
     ],
@@ -57,7 +57,7 @@ def test_memory_sized_strategy_options_are_refused_up_front(name, options):
     options refuse them wherever a strategy is built (train, plan, simulate, TRL, verl)."""
     from reinforce_ada.sampling.configure import strategy_config
 
-    option = next(iter(k for k in options if k != "select"))
+    option = next(iter(k for k in options if k not in ("select", "estimator")))  # the switch turning it on
     with pytest.raises(ConfigError, match=rf"{option}=1000000000: .* the largest {option} here is \d+"):
         strategy_config(name, **options)
 

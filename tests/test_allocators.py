@@ -18,7 +18,8 @@ import pytest
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import Greso, RuleContext, mopps_choose
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
-from reinforce_ada.sampling.memory import PromptMemory
+from reinforce_ada.sampling.memory import PromptMemory, resolved_evict
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate, knapsack_budget
@@ -104,13 +105,15 @@ def test_bad_allocator_config_names_the_field(changes, field):
 
 
 def test_resolved_defaults():
-    assert strategy_config(name="pilot_commit").resolved_evict == 1.0
-    assert strategy_config(name="pilot_commit", evict=1.5).resolved_evict is None
-    assert strategy_config(name="seq").resolved_evict is None and strategy_config(name="seq").resolved_select == "none"
-    assert strategy_config(name="greso").resolved_select == "greso" and strategy_config(name="mopps").resolved_select
+    assert resolved_evict(strategy_config(name="pilot_commit").options) == 1.0
+    assert resolved_evict(strategy_config(name="pilot_commit", evict=1.5).options) is None
+    seq = strategy_config(name="seq").options
+    assert resolved_evict(seq) is None and seq.select == "none"
+    assert strategy_config(name="greso").options.select == "greso"
+    assert strategy_config(name="mopps").options.select == "mopps"
     for name in ("pilot_commit", "knapsack", "greso", "mopps"):  # their papers' GRPO baseline, std on
-        c = strategy_config(name=name)
-        assert c.resolved_advantage == "group" and c.resolved_scale_std
+        o = strategy_config(name=name).options
+        assert o.advantage == "group" and o.scale_std
     with pytest.raises(ConfigError, match="predictor"):
         build_strategy(strategy_config(name="seq"), predictor=lambda p: 0.5)
 
@@ -124,8 +127,13 @@ def test_cli_help_and_simulate_know_the_new_strategies(tmp_path, capsys):
                 main([cmd, "--strategy", name, "--help"])
             assert e.value.code == 0
             text = capsys.readouterr().out
-            new = (flag, "--select", "--estimator") + (("--candidates",) if cmd == "simulate" else ())
+            new = (flag, "--select", "--estimator")
             assert all(f in text for f in new)  # plan lists only the options that change its answer
+            assert "--candidates" not in text  # a ranking rule's option: listed only while select names one
+        if cmd == "simulate":
+            with pytest.raises(SystemExit):
+                main([cmd, "--strategy", "seq", "--select", "mopps", "--help"])
+            assert "--candidates" in capsys.readouterr().out
     specs = "uniform;seq;pilot_commit;knapsack;seq:select=greso;est:estimator=predictor"
     argv = ["simulate", "--strategies", specs, "--steps", "3", "--seeds", "1", "--batch-size", "8"]
     assert main([*argv, "--pool-size", "60", "--out", str(tmp_path / "s")]) == 0
@@ -290,7 +298,7 @@ def test_greso_skip_share_matches_the_real_rule(p):
     """The planner's stationary chain against the real `Greso.keep` + memory over many offers (fixed p_easy/hard)."""
     n, offers = 4, 6000
     rng, draw = np.random.default_rng(0), np.random.default_rng(1)
-    mem, skipped = PromptMemory(), 0
+    mem, skipped = PromptMemory(make_options(Options)), 0
     g = greso_rule(mem, rng)
     prompt = Prompt(id="x", text="")
     for _ in range(offers):
@@ -310,7 +318,7 @@ def greso_rule(memory: PromptMemory, rng: np.random.Generator) -> Greso:
 
 
 def test_greso_adapts_toward_the_target():
-    g = greso_rule(PromptMemory(), np.random.default_rng(0))
+    g = greso_rule(PromptMemory(make_options(Options)), np.random.default_rng(0))
     g.adapt({"visits": 10, "all_correct": 5, "all_wrong": 5})
     assert (g.p_easy, g.p_hard) == (0.5, 0.5)  # inactive until a prompt with history is offered
     g.active = True
@@ -356,7 +364,7 @@ def test_greso_decisions_identical_under_both_drivers():
 
 # -- MoPPS ----------------------------------------------------------------------------------------------------------
 def test_mopps_choose_prefers_the_target():
-    mem = PromptMemory()
+    mem = PromptMemory(make_options(Options))
     cands = [Prompt(id=str(i), text="") for i in range(6)]
     for p, k in zip(cands, [0, 2, 5, 8, 10, 3], strict=True):
         mem.tracker.counts[p.id] = (k * 100.0, 1000.0)  # sharp beliefs at 0, .2, .5, .8, 1, .3

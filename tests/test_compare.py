@@ -103,7 +103,7 @@ def test_arms_table_skips_specs_that_do_not_parse_yet_and_a_users_bad_spec_is_an
     monkeypatch.setitem(arms_module.ARMS, "future", "uniform:nope=1")  # a table arm this version cannot parse
     arms, skipped = resolve_arms(["grpo-n4", "seq-bal", "mine=seq:exit=positive,k_pos=2", "future"])
     assert [a.name for a in arms] == ["grpo-n4", "seq-bal", "mine"]
-    assert arms[2].cfg.k_pos == 2 and "nope" in skipped["future"]
+    assert arms[2].cfg.options.k_pos == 2 and "nope" in skipped["future"]
     with pytest.raises(ConfigError, match=r"arm 'x=spo:select=bogus': select='bogus' is not valid"):
         resolve_arms(["grpo-n4", "x=spo:select=bogus"])  # written by the user: hours of runs must not start
     with pytest.raises(ConfigError, match="unknown arm"):
@@ -184,7 +184,7 @@ def test_jobs_are_interleaved_by_seed_and_the_reference_runs_longer(tmp_path, ti
     assert {j.steps for j in main_jobs if j.arm == "grpo-n4"} == {20} and {
         j.steps for j in main_jobs if j.arm != "grpo-n4"
     } == {10}
-    matched = {j.strategy.n for j in main_jobs if j.arm == "grpo-matched"}
+    matched = {j.strategy.options.n for j in main_jobs if j.arm == "grpo-matched"}
     assert matched == {matched_n(parse_arm("seq:exit=balanced"), pool.train_rates)[0]}
     sweep = plan_jobs(c, arms, [pool], "m", None, {pool.spec.name: {a.name: c.lrs for a in arms}})
     assert len(sweep) == 4 * 2 * 2 and min(j.seed for j in sweep) >= 1000 and {j.phase for j in sweep} == {"sweep"}
@@ -308,7 +308,7 @@ def test_an_arm_may_set_the_learner_and_its_records_are_keyed_by_it(tmp_path):
     arms, skipped = resolve_arms(["grpo-n4", "grpo-n4-2ep", "x=uniform:n=2 | optim.minibatches=2, optim.clip_high=0.3"])
     by = {a.name: a for a in arms}
     assert not skipped and by["grpo-n4"].train == ()
-    assert by["grpo-n4-2ep"].train == (("optim.epochs", 2),) and by["grpo-n4-2ep"].cfg.n == 4
+    assert by["grpo-n4-2ep"].train == (("optim.epochs", 2),) and by["grpo-n4-2ep"].cfg.options.n == 4
     assert by["x"].train == (("optim.clip_high", 0.3), ("optim.minibatches", 2))
     for spec, match in [
         ("uniform | optim.lr=1e-4", "lr sweep"),

@@ -299,16 +299,17 @@ def test_one_trainer_step_on_the_tiny_task(model_dir, tmp_path):
 # -- configuration ----------------------------------------------------------------------------------------------------
 def test_defaults_are_the_packages():
     c = strategy_config(name="conformal")
-    assert (c.budget_grid, c.conformal_delta, c.delta_margin, c.split_delta, c.recalibrate_every) == (
+    o = c.options
+    assert (o.budget_grid, o.conformal_delta, o.delta_margin, o.split_delta, o.recalibrate_every) == (
         "2/4/8/16/32",
         None,
         0.05,
         False,
         50,
     )
-    assert c.resolved_advantage == "group" and c.resolved_scale_std  # TRL's GRPO group baseline with std
+    assert o.advantage == "group" and o.scale_std  # TRL's GRPO group baseline with std
     arm = parse_arm("conformal:budget_grid=4/8/16,max_samples=16,conformal_score=pass_rate")
-    assert arm.budget_grid == "4/8/16" and arm.conformal_score == "pass_rate"
+    assert arm.options.budget_grid == "4/8/16" and arm.options.conformal_score == "pass_rate"
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,7 @@ def test_filter_cli_writes_kept_rows_with_pass_rate_and_a_histogram(model_dir, f
     assert out.with_suffix(".png").stat().st_size > 0
     # the kept rows read as a prior file (SPO's): matched by the prompt text whatever the dataset's prompt column, the
     # sample count smoothing the rate
-    from reinforce_ada.sampling.priors import coverage_note, read_prior_file
+    from reinforce_ada.sampling.memory import coverage_note, read_prior_file
     from reinforce_ada.tasks.files import load_prompts
 
     assert all(r["prompt"] == r["q"] and r["samples"] == 4 for r in rows)

@@ -128,7 +128,7 @@ def test_outside_strategy_is_planned_simulated_trained_and_compared(
     foo, model_dir, tmp_path, tiny_llama, char_tokenizer
 ):
     cfg = strategy_config(name=foo, n=4)
-    assert cfg.advantage == "group" and cfg.scale_std and cfg.group_weight == 1.0
+    assert cfg.options.advantage == "group" and cfg.options.scale_std and cfg.options.group_weight == 1.0
     rows = plan(cfg, [0.1, 0.5])
     assert rows[0].zero_signal == pytest.approx(0.9**4 + 0.1**4) and rows[1].expected_samples == 4
     sim = simulate([foo, "uniform"], steps=3, seeds=1, batch_size=8, pool_size=64)
@@ -149,7 +149,7 @@ def test_outside_strategy_is_planned_simulated_trained_and_compared(
     tr.close()
     assert tr.step == 1 and not run.streaming and m["plain_group_weight"] == 0.5
     arms, skipped = resolve_arms(["grpo-n4", f"mine={foo}:n=2,group_weight=0.5"])
-    assert not skipped and arms[1].cfg.name == foo and arms[1].cfg.group_weight == 0.5
+    assert not skipped and arms[1].cfg.name == foo and arms[1].cfg.options.group_weight == 0.5
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
     rec = run_job(bench_job(pool, model_dir, tmp_path / "cmp", "mine", arms[1].cfg, steps=1, eval_every=1))
     assert rec["samples_per_step"] == [8]
@@ -189,12 +189,16 @@ def test_outside_option_from_the_command_line_a_toml_file_and_help(plugin, model
     small += ["--generation.max_new_tokens", "4", "--batch-size", "4", "--steps", "1", "--eval-every", "0"]
     assert main([*argv, *small, "--run-dir", str(run), "--run.progress", "false"]) == 0
     saved = load_toml(run / "config.toml")
-    assert (saved.strategy.name, saved.strategy.group_weight, saved.strategy.n) == ("plain_groups", 0.25, 2)
+    assert (saved.strategy.name, saved.strategy.options.group_weight, saved.strategy.options.n) == (
+        "plain_groups",
+        0.25,
+        2,
+    )
     line = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
     assert line["plain_group_weight"] == 0.25
     preset = tmp_path / "plain.toml"
     preset.write_text('[strategy]\nname = "plain_groups"\ngroup_weight = 2.0\n')
-    assert load_toml(preset).strategy.group_weight == 2.0
+    assert load_toml(preset).strategy.options.group_weight == 2.0
     preset.write_text('[strategy]\nname = "plain_groups"\ngroup_weight = -1.0\n')
     with pytest.raises(ConfigError, match="group_weight=-1.0 must be > 0"):
         load_toml(preset)

@@ -10,7 +10,7 @@ import pytest
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.sampling.memory import DifficultyPredictor
 from reinforce_ada.tasks import build
 from reinforce_ada.tasks.config import TaskConfig
 from reinforce_ada.tasks.files import load_prompts

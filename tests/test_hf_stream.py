@@ -309,11 +309,13 @@ def test_collect_streaming_seq_end_to_end(Engine, tiny_llama, char_tokenizer, op
 
     batch, strategy, engine, sent = run()
     led = batch.ledger
-    assert engine.idle() and max(sent.values()) <= cfg.max_samples
+    assert engine.idle() and max(sent.values()) <= cfg.options.max_samples
     assert sorted(g.prompt.id for g in batch.groups) == sorted(p.id for p in prompts)
     assert led.samples_generated + led.extra["cancelled_samples"] == sum(sent.values()) == engine.next_ticket
     for g in batch.groups:
-        assert len(g.pool_rewards) <= cfg.max_samples and len(g.samples) == min(cfg.n, len(g.pool_rewards))
+        assert len(g.pool_rewards) <= cfg.options.max_samples and len(g.samples) == min(
+            cfg.options.n, len(g.pool_rewards)
+        )
     for pool in strategy.pools.values():
         assert [s.index for s in pool] == list(range(len(pool)))  # contiguous: nothing lost or duplicated
     assert 0 < sum(r for g in batch.groups for r in g.pool_rewards) < sum(len(g.pool_rewards) for g in batch.groups)

@@ -11,6 +11,7 @@ import pytest
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.memory import PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate
 from reinforce_ada.sampling.strategies.est import knapsack_value
 from reinforce_ada.types import Prompt
@@ -61,21 +62,21 @@ def test_the_two_objectives_allocate_differently_on_some_cases():
 
 
 def test_last_visit_estimate_uses_the_whole_latest_visit():
-    mem = PromptMemory(history=16)
+    mem = PromptMemory(make_options(Options, history=16))
     x = Prompt(id="x", text="")
     mem.record(x, [True] * 16 + [False] * 16)  # a 16-of-32 visit, the correct ones first
     assert mem.recent_rate("x") == 0.0  # the paper's "last 16 rewards"
     assert mem.recent_rate("x", rule="last_visit") == 0.5
     mem.record(x, [True] * 4)  # a small visit: both fall back to the last 16 outcomes
     assert mem.recent_rate("x", rule="last_visit") == mem.recent_rate("x") == 4 / 16
-    twin = PromptMemory(history=16)
+    twin = PromptMemory(make_options(Options, history=16))
     twin.load_state_dict(mem.state_dict())
     assert twin.last_visit == mem.last_visit
 
 
 def test_options_reach_the_strategy_and_bad_values_name_the_field():
     s = build_strategy(strategy_config(name="knapsack", knapsack_value="reference", knapsack_estimate="last_visit"))
-    assert s.cfg.knapsack_value == "reference"
+    assert s.cfg.options.knapsack_value == "reference"
     with pytest.raises(ConfigError, match="knapsack_value"):
         strategy_config(knapsack_value="dp")
     with pytest.raises(ConfigError, match="knapsack_estimate"):

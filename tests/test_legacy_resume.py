@@ -29,7 +29,7 @@ def legacy(name: str) -> tuple[object, dict]:
 )
 def test_a_03_config_toml_reads_as_the_new_config(name, strategy, select, replay, tmp_path):
     cfg, _ = legacy(name)
-    assert (cfg.strategy.name, cfg.strategy.select, cfg.replay.enabled) == (strategy, select, replay)
+    assert (cfg.strategy.name, cfg.strategy.options.select, cfg.replay.enabled) == (strategy, select, replay)
     (tmp_path / "c.toml").write_text(to_toml(cfg))  # and it is written back in the new form, read the same
     assert load_toml(tmp_path / "c.toml") == cfg
     assert "replay" not in (tmp_path / "c.toml").read_text().split("[model]")[0]  # not under [strategy] any more

@@ -28,7 +28,7 @@ def test_a_plain_callable_reward_is_a_real_number_or_a_counted_error(value, rewa
 
 
 def test_a_tracker_state_with_impossible_counts_is_refused():
-    t = PassRateTracker()
+    t = PassRateTracker(alpha=1.0, beta=1.0, decay=0.9)
     t.load_state_dict({"counts": {"a": [1.0, 2.0]}})
     for bad in ([-1.0, 2.0], [3.0, 2.0], [math.nan, 2.0]):
         with pytest.raises(ValueError, match="0 <= correct <= total"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from reinforce_ada.sampling.configure import strategy_config
-from reinforce_ada.sampling.memory import PromptMemory, memory_for
-from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.sampling.memory import DifficultyPredictor, PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.simulation.policy import SimConfig, SimulatedPolicy
@@ -17,7 +17,7 @@ from reinforce_ada.types import Prompt
 
 
 def test_visit_bookkeeping_and_tracker_closed_form():
-    m = PromptMemory(alpha=2, beta=3, decay=0.5, history=4)
+    m = PromptMemory(make_options(Options, prior_alpha=2, prior_beta=3, decay=0.5, history=4))
     a = Prompt(id="a", text="")
     m.new_step()
     m.record(a, [True, True, True])
@@ -36,7 +36,7 @@ def test_visit_bookkeeping_and_tracker_closed_form():
 
 
 def test_recent_rate_needs_half_the_buffer():
-    m = PromptMemory(history=16)
+    m = PromptMemory(make_options(Options, history=16))
     m.record(Prompt(id="x", text=""), [True] * 7)
     assert m.recent_rate("x") is None
     m.record(Prompt(id="x", text=""), [False])
@@ -44,7 +44,7 @@ def test_recent_rate_needs_half_the_buffer():
 
 
 def test_eviction_threshold():
-    m = PromptMemory(evict_at=1.0)
+    m = PromptMemory(make_options(Options, evict=1.0))
     m.record(Prompt(id="easy", text=""), [True] * 8)
     m.record(Prompt(id="mixed", text=""), [True] * 7 + [False])
     assert m.evicted == {"easy"}
@@ -52,7 +52,7 @@ def test_eviction_threshold():
 
 def test_predictor_is_fitted_at_the_next_step_only():
     cfg = strategy_config(name="est", estimator="predictor")
-    m = memory_for(cfg)
+    m = PromptMemory(cfg.options)
     p = Prompt(id="q", text="what is 2 + 2", level=1)
     before = m.estimate(p)
     m.record(p, [False] * 16)
@@ -63,7 +63,7 @@ def test_predictor_is_fitted_at_the_next_step_only():
 
 
 def test_both_uses_the_predictor_as_prior():
-    m = memory_for(strategy_config(estimator="both", prior_alpha=1, prior_beta=3))
+    m = PromptMemory(strategy_config(estimator="both", prior_alpha=1, prior_beta=3).options)
     p = Prompt(id="q", text="hello", level=0)
     mean = m.predictor.predict(p)
     assert m.posterior(p) == pytest.approx((4 * mean, 4 * (1 - mean)))

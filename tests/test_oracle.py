@@ -17,8 +17,8 @@ from reinforce_ada.engines import local_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.evaluation.metrics import sample_correct
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
-from reinforce_ada.sampling.memory import ORACLE_STRENGTH, PromptMemory, memory_for
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.memory import ORACLE_STRENGTH, PassRateOracle, PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.strategies.est import allocate, allocate_counts, signal_allocate
@@ -124,7 +124,10 @@ def test_signal_allocation_matches_brute_force():
 def test_signal_allocation_outside_the_feasible_budget_clips_like_the_other_rules():
     p = np.array([0.3, 0.5, 0.9])
     cfg = strategy_config(name="est", allocation="signal", min_samples=4, max_samples=8)
-    under, over = allocate_counts(p, cfg, 5), allocate_counts(p, cfg, 100)  # below B * min, above B * max
+    under, over = (
+        allocate_counts(p, cfg.options, 5),
+        allocate_counts(p, cfg.options, 100),
+    )  # below B * min, above B * max
     assert under.tolist() == allocate(np.ones(3), 5, 4, 8).tolist() == [4, 4, 4]
     assert over.tolist() == allocate(np.ones(3), 100, 4, 8).tolist() == [8, 8, 8]
     rows = plan(cfg.replace(budget=18), [0.3, 0.5, 0.9])  # `reinforce-ada plan` uses the same rule
@@ -135,16 +138,18 @@ def test_signal_allocation_outside_the_feasible_budget_clips_like_the_other_rule
 # -- (d) the memory reads the oracle; without one, a clear error -----------------------------------------------------
 def test_memory_reads_the_oracle_and_refuses_without_one():
     cfg = strategy_config(name="uniform", estimator="oracle", select="mopps")
-    memory = memory_for(cfg)
+    memory = PromptMemory(cfg.options)
     assert memory.predictor is None
     x = Prompt(id="x", text="x")
     with pytest.raises(ConfigError, match="exact-answer tasks"):
         memory.posterior(x)
-    memory.attach_oracle(PassRateOracle(lambda ps: np.array([0.0 if p.id == "x" else 0.25 for p in ps])))
+    memory.attach(oracle=PassRateOracle(lambda ps: np.array([0.0 if p.id == "x" else 0.25 for p in ps])))
     a, b = memory.posterior(x)
     assert a > 0 and b > 0 and a + b == pytest.approx(ORACLE_STRENGTH)  # numpy's beta needs both > 0 at p = 0
     assert memory.estimate(x) == 0.0 and memory.estimate(Prompt(id="y", text="y")) == 0.25
-    assert set(memory.state_dict()) == set(PromptMemory().state_dict())  # nothing of the oracle is checkpointed
+    assert set(memory.state_dict()) == set(
+        PromptMemory(make_options(Options)).state_dict()
+    )  # nothing of the oracle is checkpointed
 
 
 def test_a_strategy_without_an_oracle_fails_at_its_first_read():
@@ -160,7 +165,7 @@ def test_simulated_oracle_selection_picks_the_prompts_nearest_one_half():
     rates = np.linspace(0.0, 1.0, 64)
     engine = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0))
     strategy = build_strategy(parse_arm(ARMS["oracle-select"]).replace(candidates=16))
-    strategy.memory.attach_oracle(engine.oracle())
+    strategy.attach(oracle=engine.oracle())
     batch = collect(strategy, engine, prompts[:4], more_prompts=lambda k: prompts[4 : 4 + k])
     chosen = sorted(int(g.prompt.id[1:]) for g in batch.groups)
     assert chosen == sorted(np.argsort(np.abs(rates - 0.5))[:4].tolist())
@@ -171,7 +176,7 @@ def test_knapsack_reads_the_oracle_in_place_of_its_reward_buffer():
     rates = np.array([0.0, 0.1, 0.3, 0.5, 0.8, 1.0])
     engine = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0))
     strategy = build_strategy(strategy_config(name="knapsack", estimator="oracle", min_samples=2, max_samples=16))
-    strategy.memory.attach_oracle(engine.oracle())
+    strategy.attach(oracle=engine.oracle())
     collect(strategy, engine, prompts)
     want = knapsack_budget(rates.tolist(), 48, 2, 16)  # a first visit: no reward buffer, yet the exact rates are used
     assert [strategy.alloc[p.id] for p in prompts] == want.tolist()
@@ -184,7 +189,8 @@ def test_simulated_runs_refresh_the_oracle_after_each_update(monkeypatch):
     prompts = [Prompt(id=f"q{i}", text="") for i in range(32)]
     rates = np.linspace(0.05, 0.95, 32)
     for arm in ("oracle-select", "oracle-alloc", "oracle-both"):
-        cfg = parse_arm(ARMS[arm]).replace(candidates=4)
+        cfg = parse_arm(ARMS[arm])
+        cfg = cfg.replace(candidates=4) if "candidates" in cfg.to_dict() else cfg  # a ranking rule's option
         cfg = cfg.replace(budget=PER_PROMPT_BUDGET[arm] * 4) if arm in PER_PROMPT_BUDGET else cfg
         curve = run_arm(cfg, prompts, rates, steps=3, batch_size=4, seed=0, sim=SimConfig(lr=0.5))
         assert len(curve["pass_rate"]) == 4 and curve["pass_rate"][-1] != curve["pass_rate"][0]
@@ -284,7 +290,7 @@ def test_the_alloc_arm_is_the_oracle_allocation_on_beliefs():
     """`alloc` (issue 23) = oracle-alloc's rule and budget with the tracker + predictor instead of the exact rate: at a
     fixed belief it allocates exactly as the oracle would at those rates, and it spends GRPO-n4's samples."""
     alloc, oracle = parse_arm(ARMS["alloc"]), parse_arm(ARMS["oracle-alloc"])
-    assert alloc.replace(estimator="oracle") == oracle and alloc.estimator == "both"
+    assert alloc.replace(estimator="oracle") == oracle and alloc.options.estimator == "both"
     assert PER_PROMPT_BUDGET["alloc"] == PER_PROMPT_BUDGET["oracle-alloc"] == 4
     prompts = [Prompt(id=f"q{i}", text="") for i in range(16)]
     curve = run_arm(

@@ -66,7 +66,7 @@ def test_under_the_tracker_only_dropped_uncommitted_or_filtered_prompts_lose_the
         assert rows[0].method == ("closed_form" if k_pos == 1 else "exact_enumeration")
         assert [r.zero_signal for r in rows] == pytest.approx([r.unresolved for r in rows]) and rows[0].unresolved > 0
     pilot = strategy_config(name="pilot_commit", advantage="tracker", commit_lo=0.0)
-    k, lo, hi = pilot.pilot, pilot.commit_lo, pilot.commit_hi
+    k, lo, hi = pilot.options.pilot, pilot.options.commit_lo, pilot.options.commit_hi
     for row in plan(pilot, rates):  # no signal exactly when the pilot is not committed
         committed = sum(math.comb(k, x) * row.p**x * (1 - row.p) ** (k - x) for x in range(k + 1) if lo <= x / k <= hi)
         assert row.zero_signal == pytest.approx(1.0 - committed)

@@ -189,7 +189,7 @@ def test_same_seed_same_step(pool):
         rewind(pool)
         b = run(SEQ, pool, streaming)
         assert ledger(a) == ledger(b) and samples_of(a) == samples_of(b)
-        assert a.ledger.samples_generated > len(PROMPTS) * SEQ.samples_per_round  # more than one round ran
+        assert a.ledger.samples_generated > len(PROMPTS) * SEQ.options.samples_per_round  # more than one round ran
 
 
 def _fault_mid_step(pool: RayRolloutPool, sig: int) -> threading.Thread:

@@ -46,7 +46,7 @@ def G(pid: str, rewards: list[float], n_tok: int = 3) -> Group:
 def batch_of(groups: list[Group], cfg: StrategyConfig) -> tuple[StepBatch, FakeStrategy]:
     from reinforce_ada.sampling.advantages import compute_advantages
 
-    advs, w = compute_advantages(groups, estimator=cfg.resolved_advantage, std=cfg.resolved_scale_std)
+    advs, w = compute_advantages(groups, estimator=cfg.options.advantage, std=cfg.options.scale_std)
     n = sum(len(g.samples) for g in groups)
     tokens = sum(len(s.token_ids) for g in groups for s in g.samples)
     led = Ledger(
@@ -70,7 +70,7 @@ def _seed_buffer(buf: ReplayBuffer, step: int = 0) -> None:
 
 
 def test_all_wrong_group_with_a_stored_answer_gets_exactly_one_correct_and_signal():
-    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
+    buf = ReplayBuffer.for_config(ON, GRPO.options.threshold)
     _seed_buffer(buf)
     batch, strat = batch_of([G("a", [0, 0, 0, 0]), G("b", [0, 0, 0, 0])], GRPO)
     flat = replay_step(buf, batch, strat, step=1)
@@ -92,7 +92,7 @@ def test_all_wrong_group_with_a_stored_answer_gets_exactly_one_correct_and_signa
 
 def test_global_baseline_sees_the_replay_as_one_of_the_pools_draws():
     cfg = strategy_config(name="seq")  # global baseline, no std
-    buf = ReplayBuffer.for_config(ON, cfg.threshold)
+    buf = ReplayBuffer.for_config(ON, cfg.options.threshold)
     _seed_buffer(buf)
     g = G("a", [0, 0, 0, 0])
     g.pool_rewards = [0.0] * 8  # 8 drawn, 4 kept
@@ -102,13 +102,13 @@ def test_global_baseline_sees_the_replay_as_one_of_the_pools_draws():
 
 
 def test_no_replay_when_the_group_has_a_correct_sample_or_the_entry_is_too_old():
-    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
+    buf = ReplayBuffer.for_config(ON, GRPO.options.threshold)
     _seed_buffer(buf)
     batch, strat = batch_of([G("a", [0, 1, 0, 0])], GRPO)
     assert replay_step(buf, batch, strat, step=1) == [] and batch.ledger.extra["replay_prompts"] == 0
     assert buf.entries["a"].step == 1  # this step's correct answer replaced the stored one
 
-    old = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.threshold)
+    old = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.options.threshold)
     _seed_buffer(old, step=0)
     batch, strat = batch_of([G("a", [0, 0, 0, 0])], GRPO)
     assert replay_step(old, batch, strat, step=3) == []  # 3 steps old > max_age 2
@@ -119,7 +119,7 @@ def test_no_replay_when_the_group_has_a_correct_sample_or_the_entry_is_too_old()
 
 
 def test_a_replayed_answer_keeps_its_age_even_when_the_strategy_shares_its_lists():
-    buf = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.threshold)
+    buf = ReplayBuffer.for_config(ReplayConfig(enabled=True, max_age=2), GRPO.options.threshold)
     _seed_buffer(buf, step=0)
     g = G("a", [0, 0, 0, 0])
     batch, strat = batch_of([g], GRPO)
@@ -195,11 +195,11 @@ def test_the_sequence_ratio_follows_the_current_policys_gradient_and_the_token_r
 
 
 def test_buffer_round_trips_through_a_checkpoint_state():
-    buf = ReplayBuffer.for_config(ON, GRPO.threshold)
+    buf = ReplayBuffer.for_config(ON, GRPO.options.threshold)
     _seed_buffer(buf, step=4)
     tensors: dict = {}
     state = checkpoint.unpack(json.loads(json.dumps(checkpoint.pack({"replay": buf.state_dict()}, tensors))), tensors)
-    again = ReplayBuffer.for_config(ON, GRPO.threshold)
+    again = ReplayBuffer.for_config(ON, GRPO.options.threshold)
     again.load_state_dict(state["replay"])
     assert again.entries == buf.entries
 
@@ -243,7 +243,7 @@ def test_the_replay_arm_is_grpo_n4_with_replay_and_in_no_registered_list():
     from reinforce_ada.bench import arms
 
     (_, arm), _ = arms.resolve_arms(["grpo-n4", "replay"])
-    assert (arm.cfg.name, arm.cfg.n, arm.train) == ("uniform", 4, (("replay.enabled", True),))
+    assert (arm.cfg.name, arm.cfg.options.n, arm.train) == ("uniform", 4, (("replay.enabled", True),))
     assert arm.cfg == parse_arm(ARMS["grpo-n4"])
     assert all("replay" not in getattr(arms, x) for x in ("UNIFORM", "ORACLES", "HEADLINE"))
 

@@ -12,8 +12,7 @@ import pytest
 
 from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.configure import parse_arm, strategy_config
-from reinforce_ada.sampling.iw import (
+from reinforce_ada.sampling.admission.iw import (
     ht_weights,
     inclusion_probabilities,
     iw_choose,
@@ -22,8 +21,9 @@ from reinforce_ada.sampling.iw import (
     systematic_draw,
     utilities,
 )
-from reinforce_ada.sampling.memory import PromptMemory
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.configure import parse_arm, strategy_config
+from reinforce_ada.sampling.memory import PassRateOracle, PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -37,8 +37,8 @@ SKEWED = np.array([0.0, 0.02, 0.9, 0.95, 0.3, 0.0, 0.1, 0.6, 0.05, 0.0, 0.8, 0.2
 
 
 def oracle_memory(rates: dict[str, float]) -> PromptMemory:
-    mem = PromptMemory(estimator="oracle")
-    mem.attach_oracle(PassRateOracle(lambda ps: np.array([rates[p.id] for p in ps])))
+    mem = PromptMemory(make_options(Options, estimator="oracle"))
+    mem.attach(oracle=PassRateOracle(lambda ps: np.array([rates[p.id] for p in ps])))
     return mem
 
 
@@ -104,12 +104,14 @@ def test_equal_utilities_give_weight_one_exactly():
     cands = [Prompt(id=f"q{i}", text=f"q {i}") for i in range(16)]
     table = table_of(parse_arm("uniform:n=4,select=iw"))
     cfg = parse_arm("uniform:n=4,select=iw,candidates=4")
-    chosen, w = iw_choose(cands, 4, PromptMemory(), np.random.default_rng(0), table, cfg)  # all Beta(1, 1)
+    chosen, w = iw_choose(
+        cands, 4, PromptMemory(make_options(Options)), np.random.default_rng(0), table, cfg.options
+    )  # all Beta(1, 1)
     assert len(chosen) == 4 and w == [1.0] * 4
     n = 16
     assert np.all(ht_weights(np.full(4, 4 / n), n, 4, 3.0) == 1.0)  # pi = 1 / C: w = 1 / (C pi) = 1
     rates = {p.id: 0.5 for p in cands}  # the oracle, every rate equal
-    _, w = iw_choose(cands, 4, oracle_memory(rates), np.random.default_rng(0), table, cfg)
+    _, w = iw_choose(cands, 4, oracle_memory(rates), np.random.default_rng(0), table, cfg.options)
     assert w == [1.0] * 4
 
 
@@ -133,7 +135,7 @@ def _skewed_step(spec: str, seed: int = 0):
     rates = [0.0, 0.02, 0.5, 0.98, 0.3, 1.0, 0.1, 0.6] * 8
     pool, policy = allocators.frozen(rates, seed=seed)
     s = build_strategy(parse_arm(spec).replace(seed=seed))
-    s.memory.attach_oracle(PassRateOracle(lambda ps: np.array([rates[int(p.id[1:])] for p in ps])))
+    s.attach(oracle=PassRateOracle(lambda ps: np.array([rates[int(p.id[1:])] for p in ps])))
     order = PromptOrder(pool, seed)
     b = collect(s, policy, order.take(8), more_prompts=lambda k: order.take(k, exclude=s.prompts))
     return s, b
@@ -178,7 +180,7 @@ def test_refills_and_other_samplers_compose():
     w = s.rule.group_weights()
     assert len({round(x, 9) for x in w.values()}) > 1
     for g in b.groups:
-        assert g.weight == pytest.approx(w[g.prompt.id] / np.sqrt(s.p_hat[g.prompt.id] + s.cfg.eps))
+        assert g.weight == pytest.approx(w[g.prompt.id] / np.sqrt(s.p_hat[g.prompt.id] + s.cfg.options.eps))
 
 
 # -- fields, checkpoints, planner, simulator -------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def test_bad_fields_name_the_field_and_the_range():
         strategy_config(select="iw", iw_weights="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="select='iw' contradicts name='mopps'"):
         parse_arm("mopps:select=iw")
-    assert parse_arm("uniform:select=iw,iw_mix=0,iw_clip=1").iw_clip == 1.0
+    assert parse_arm("uniform:select=iw,iw_mix=0,iw_clip=1").options.iw_clip == 1.0
 
 
 def test_a_checkpoint_after_admission_keeps_the_weights_and_old_ones_load():

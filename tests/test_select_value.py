@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission.value import candidate_values, value_choose
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
-from reinforce_ada.sampling.memory import PromptMemory, memory_for
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.law import GRID
+from reinforce_ada.sampling.memory import PassRateOracle, PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
-from reinforce_ada.sampling.value import GRID, candidate_values, value_choose
 from reinforce_ada.simulation.plan import plan
 from reinforce_ada.types import Prompt
 from tests import test_allocators as allocators
@@ -42,8 +43,8 @@ def source(pool: list[Prompt], start: int):
 
 
 def oracle_memory(rates: dict[str, float]) -> PromptMemory:
-    mem = PromptMemory(estimator="oracle")
-    mem.attach_oracle(PassRateOracle(lambda ps: np.array([rates[p.id] for p in ps])))
+    mem = PromptMemory(make_options(Options, estimator="oracle"))
+    mem.attach(oracle=PassRateOracle(lambda ps: np.array([rates[p.id] for p in ps])))
     return mem
 
 
@@ -57,7 +58,7 @@ def test_uniform_value_of_a_point_mass_is_signal_per_token(n):
     rates = {"a": 0.1, "b": 0.37, "c": 0.5, "d": 0.83, "e": 0.0, "f": 1.0, "g": 0.25}
     cands = [Prompt(id=i, text=i) for i in rates]
     oracle = oracle_memory(rates)
-    sharp = PromptMemory()  # the tracker with a Beta of strength 1e7 on the rate
+    sharp = PromptMemory(make_options(Options))  # the tracker with a Beta of strength 1e7 on the rate
     for pid, p in rates.items():
         sharp.tracker.counts[pid] = (p * 1e7, 1e7)
     for mem, tokens in ((oracle, 1.0), (sharp, 1.0), (oracle, 37.0)):
@@ -73,7 +74,7 @@ def test_uniform_value_of_a_point_mass_is_signal_per_token(n):
 @pytest.mark.parametrize(("a", "b"), [(1, 1), (3, 3), (0.5, 0.5), (0.02, 1.98), (2, 9), (40, 60), (300, 700)])
 def test_uniform_value_of_a_wide_posterior_is_the_beta_moment(a, b):
     """E[1 - p^n - (1-p)^n] over Beta(a, b) is exact from the moments E[p^n] = prod_i (a + i) / (a + b + i)."""
-    mem = PromptMemory(alpha=a, beta=b)  # a never-seen prompt: the tracker's prior
+    mem = PromptMemory(make_options(Options, prior_alpha=a, prior_beta=b))  # a never-seen prompt: the tracker's prior
     n = 4
     moment = np.prod([(a + i) / (a + b + i) for i in range(n)]) + np.prod([(b + i) / (a + b + i) for i in range(n)])
     got = values(f"uniform:n={n},select=value", prompts(1), mem)[0]
@@ -104,7 +105,7 @@ def test_batch_and_monte_carlo_planners_fall_back_to_the_uniform_law():
 
 # -- the choice ------------------------------------------------------------------------------------------------------
 def test_selection_keeps_the_highest_values_ties_by_candidate_order():
-    mem = PromptMemory()
+    mem = PromptMemory(make_options(Options))
     cands = prompts(7)
     for p, k in zip(cands, [0, 2, 5, 8, 10, 3, 2], strict=True):
         mem.tracker.counts[p.id] = (k * 100.0, 1000.0)  # sharp beliefs at 0, .2, .5, .8, 1, .3, .2
@@ -118,7 +119,7 @@ def test_selection_keeps_the_highest_values_ties_by_candidate_order():
 
 
 def test_a_longer_answer_loses_to_an_equally_uncertain_shorter_one():
-    mem = PromptMemory()
+    mem = PromptMemory(make_options(Options))
     long, short = Prompt(id="long", text="a"), Prompt(id="short", text="b")
     mem.record(long, [True, False, True, False], tokens=[900, 1100, 1000, 1000])
     mem.record(short, [False, True, True, False], tokens=[90, 110, 100, 100])
@@ -133,7 +134,7 @@ def test_both_ranks_never_seen_prompts_by_the_predictor():
         return Prompt(id=f"{tag}{lv}-{i}", text=f"{tag} item {i}", level=lv)
 
     cfg = parse_arm("uniform:n=4,select=value,estimator=both")
-    mem, plain = memory_for(cfg), memory_for(cfg.replace(estimator="tracker"))
+    mem, plain = PromptMemory(cfg.options), PromptMemory(cfg.replace(estimator="tracker").options)
     rng = np.random.default_rng(1)
     for i in range(200):  # level 0 is nearly always wrong, level 1 a coin flip
         lv = i % 2
@@ -149,7 +150,7 @@ def test_both_ranks_never_seen_prompts_by_the_predictor():
 
 
 def test_explore_draws_thompson_values_and_greedy_uses_no_randomness():
-    mem = PromptMemory()
+    mem = PromptMemory(make_options(Options))
     cands = prompts(40)
     table = table_of(parse_arm("uniform:n=4,select=value"))
     rng = np.random.default_rng(3)
@@ -164,7 +165,7 @@ def test_explore_draws_thompson_values_and_greedy_uses_no_randomness():
 
 # -- lengths in the memory -------------------------------------------------------------------------------------------
 def test_length_ema_falls_back_to_the_mean_then_one_and_old_states_load():
-    mem = PromptMemory()
+    mem = PromptMemory(make_options(Options))
     a, b = Prompt(id="a", text="a"), Prompt(id="b", text="b")
     assert mem.tokens_per_sample(a) == 1.0  # no data: value is signal per sample
     mem.record(a, [True, False], tokens=[10, 30])
@@ -174,11 +175,11 @@ def test_length_ema_falls_back_to_the_mean_then_one_and_old_states_load():
     assert mem.tokens_per_sample(a) == pytest.approx(40.0)  # EMA 0.5: (20 + 60) / 2
     assert mem.tokens_per_sample(b) == pytest.approx(100 / 3)  # all samples: (10 + 30 + 60) / 3
     state = json.loads(json.dumps(mem.state_dict()))
-    twin = PromptMemory()
+    twin = PromptMemory(make_options(Options))
     twin.load_state_dict(state)
     assert twin.state_dict() == mem.state_dict() and twin.tokens_per_sample(b) == mem.tokens_per_sample(b)
     del state["tokens"], state["token_total"]  # a checkpoint from before lengths were kept
-    old = PromptMemory()
+    old = PromptMemory(make_options(Options))
     old.load_state_dict(state)
     assert old.tokens_per_sample(a) == 1.0 and old.visits == mem.visits
 

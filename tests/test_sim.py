@@ -63,9 +63,9 @@ def test_stream_no_repeats_within_a_draw_and_covers_epoch():
 
 def test_parse_arm():
     base = strategy_config()
-    assert parse_arm("uniform:n=16", base).n == 16
-    assert parse_arm("seq:exit=positive,k_pos=none", base).k_pos is None
-    assert parse_arm("est:scale_std=true", base).scale_std is True
+    assert parse_arm("uniform:n=16", base).options.n == 16
+    assert parse_arm("seq:exit=positive,k_pos=none", base).options.k_pos is None
+    assert parse_arm("est:scale_std=true", base).options.scale_std is True
     with pytest.raises(ValueError, match="bogus"):
         parse_arm("seq:bogus=1", base)
 

@@ -15,7 +15,8 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission.priority import priority_weights
 from reinforce_ada.sampling.advantages import ADVANTAGES, batch_normalize, compute_advantages
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
-from reinforce_ada.sampling.memory import PromptMemory, memory_for
+from reinforce_ada.sampling.memory import PromptMemory
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -81,16 +82,16 @@ def test_batch_normalisation_by_samples_and_by_tokens():
 def test_the_prior_comes_from_a_file_the_level_or_stays_flat(tmp_path):
     f = tmp_path / "rates.jsonl"
     f.write_text('{"id": "a", "pass_rate": 0.25}\n{"prompt": "2+2=", "pass_rate": 1.0, "samples": 8}\n')
-    m = memory_for(strategy_config("uniform", prior_file=str(f), prior_alpha=2, prior_beta=2))
+    m = PromptMemory(strategy_config("uniform", prior_file=str(f), prior_alpha=2, prior_beta=2).options)
     a, b, c = Prompt("a", "x"), Prompt("z", "2+2="), Prompt("q", "y", level=3)
     assert m.posterior(a) == pytest.approx((1.0, 3.0))  # mean 0.25 at strength 4
     assert m.estimate(b) == pytest.approx(8.5 / 9)  # (k + 1/2) / (n0 + 1), SPO's smoothing
     assert m.posterior(c) == pytest.approx((2.0, 2.0))  # not in the file: the flat prior
-    lv = memory_for(strategy_config("uniform", estimator="level"))
+    lv = PromptMemory(strategy_config("uniform", estimator="level").options)
     lv.record(Prompt("p1", "u", level=3), [True, True, True, False])
     assert lv.estimate(c) == pytest.approx((4 / 6 * 2) / 2)  # its level's (3 + 1) / (4 + 2), strength 2
     assert lv.estimate(Prompt("other", "v", level=1)) == pytest.approx(0.5)
-    again = memory_for(strategy_config("uniform", estimator="level"))
+    again = PromptMemory(strategy_config("uniform", estimator="level").options)
     again.load_state_dict(json.loads(json.dumps(lv.state_dict())))
     assert again.estimate(c) == lv.estimate(c)
 
@@ -110,13 +111,13 @@ def test_a_bad_prior_file_is_refused_naming_the_row(tmp_path, content, match):
     f = tmp_path / "rates.jsonl"
     f.write_text(content)
     with pytest.raises(ConfigError, match=match):
-        memory_for(strategy_config("spo", prior_file=str(f)))
+        PromptMemory(strategy_config("spo", prior_file=str(f)).options)
     with pytest.raises(ConfigError, match="does not exist"):
-        memory_for(strategy_config("spo", prior_file=str(tmp_path / "missing.jsonl")))
+        PromptMemory(strategy_config("spo", prior_file=str(tmp_path / "missing.jsonl")).options)
 
 
 def test_a_json_prior_file_may_be_one_array_of_rows(tmp_path):
-    from reinforce_ada.sampling.priors import read_prior_file
+    from reinforce_ada.sampling.memory import read_prior_file
 
     f = tmp_path / "rates.json"
     f.write_text('[{"id": "q0", "pass_rate": 0.5}, {"prompt": "2+2=", "p": 1.0}]')
@@ -132,7 +133,7 @@ def test_a_json_prior_file_may_be_one_array_of_rows(tmp_path):
 
 
 def test_a_prior_file_that_knows_no_training_prompt_is_refused_and_a_partial_one_said(tmp_path):
-    from reinforce_ada.sampling.priors import coverage_note, read_prior_file
+    from reinforce_ada.sampling.memory import coverage_note, read_prior_file
 
     f = tmp_path / "rates.jsonl"
     f.write_text('{"id": "x0", "pass_rate": 0.25}\n{"prompt": "2+2=", "pass_rate": 1.0}\n')
@@ -148,8 +149,8 @@ def test_a_prior_file_that_knows_no_training_prompt_is_refused_and_a_partial_one
 
 
 def test_spos_prior_is_forgotten_with_the_counts():
-    keep = PromptMemory(alpha=4, beta=4, decay=0.5)
-    spo = PromptMemory(alpha=4, beta=4, decay=0.5, prior_decays=True)
+    keep = PromptMemory(make_options(Options, prior_alpha=4, prior_beta=4, decay=0.5))
+    spo = PromptMemory(make_options(Options, prior_alpha=4, prior_beta=4, decay=0.5, prior_decays=True))
     p = Prompt("a", "x")
     for m in (keep, spo):
         for _ in range(6):
@@ -167,7 +168,7 @@ def test_priority_draws_prefer_uncertain_prompts_without_replacement():
     rates = [0.0] * 20 + [0.5] * 20
     policy = SimulatedPolicy(prompts, rates, SimConfig(lr=0.0, seed=0))
     s = build_strategy(parse_arm("uniform:n=2,select=priority,estimator=oracle,candidates=4,seed=1"))
-    s.memory.attach_oracle(policy.oracle())
+    s.attach(oracle=policy.oracle())
     order = PromptOrder(prompts, 0)
     chosen = []
     for _ in range(10):
@@ -188,14 +189,17 @@ def test_priority_draws_prefer_uncertain_prompts_without_replacement():
 
 def test_spo_defaults_one_sample_the_tracker_and_its_draw():
     cfg = strategy_config("spo")
-    assert (cfg.n, cfg.advantage, cfg.batch_normalize, cfg.select, cfg.prior_decays) == (
+    o = cfg.options
+    assert (o.n, o.advantage, o.batch_normalize, o.select, o.prior_decays) == (
         1,
         "tracker",
         "samples",
         "priority",
         True,
     )
-    assert parse_arm("spo:select=none").select == "none"  # SPO with uniform draws is a control, not a contradiction
+    assert (
+        parse_arm("spo:select=none").options.select == "none"
+    )  # SPO with uniform draws is a control, not a contradiction
     with pytest.raises(ConfigError, match="contradicts"):
         parse_arm("mopps:select=priority")
 
@@ -238,16 +242,16 @@ def test_spo_trains_a_step_of_one_sample_per_prompt_and_resumes_its_tracker(mode
 
 # -- SPO's KL-adaptive forgetting -------------------------------------------------------------------------------------
 def test_drift_forgetting_discounts_by_the_policys_movement_on_the_last_response():
-    from reinforce_ada.sampling.forgetting import rho_of
+    from reinforce_ada.sampling.memory import rho_of
 
-    m = memory_for(strategy_config("spo", forgetting="drift"))
+    m = PromptMemory(strategy_config("spo", forgetting="drift").options)
     calls = []
 
     def scorer(prompts, completions):  # the policy moved by 0.06 per token on every earlier response
         calls.append([p.id for p in prompts])
         return [[lp - 0.06 for lp in m.drift.last[p.id][1]] for p in prompts]
 
-    m.drift.attach(scorer)
+    m.attach(scorer=scorer)
     p = Prompt("a", "x")
     m.drift.prepare([p])
     m.record(p, [True], response=([5, 6], [-0.5, -0.7]))  # first visit: nothing to score, rho_max
@@ -259,13 +263,13 @@ def test_drift_forgetting_discounts_by_the_policys_movement_on_the_last_response
     m.record(p, [False], response=([7], [-0.1]))
     rho = rho_of(0.06, 0.06, 0.875, 0.96)  # 2^-1 clipped to 0.875
     assert rho == 0.875 and m.tracker.counts["a"] == pytest.approx((rho * before[0], rho * before[1] + 1))
-    again = memory_for(strategy_config("spo", forgetting="drift"))
+    again = PromptMemory(strategy_config("spo", forgetting="drift").options)
     again.load_state_dict(json.loads(json.dumps(m.state_dict())))
     assert again.drift.last == m.drift.last and again.tracker.counts == m.tracker.counts
 
 
 def test_drift_needs_a_scorer_and_the_integrations_refuse_it():
-    from reinforce_ada.sampling.forgetting import refuse_drift
+    from reinforce_ada.sampling.memory import refuse_drift
 
     prompts = [Prompt(f"p{i}", "") for i in range(8)]
     policy = SimulatedPolicy(prompts, [0.5] * 8, SimConfig(lr=0.0, seed=0))
@@ -278,7 +282,7 @@ def test_drift_needs_a_scorer_and_the_integrations_refuse_it():
     with pytest.raises(ConfigError, match=r"forgetting='kl' is not valid; choose one of \['fixed', 'drift'\]"):
         strategy_config("spo", forgetting="kl")
     with pytest.raises(ConfigError, match="rho_min=0.99, rho_max=0.9"):
-        strategy_config("spo", rho_min=0.99, rho_max=0.9)
+        strategy_config("spo", forgetting="drift", rho_min=0.99, rho_max=0.9)
 
 
 def test_drift_in_the_simulator_and_the_trainer(model_dir, tmp_path):

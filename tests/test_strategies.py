@@ -309,4 +309,9 @@ def test_an_option_of_another_strategy_is_refused_naming_who_has_it(capsys):
     # switching strategy keeps what the user set that the new one also has, and takes the rest from its defaults
     seq = strategy_config("seq", k_pos=2, estimator="both")
     uni = parse_arm("uniform:n=8", seq)
-    assert (uni.estimator, uni.n, uni.advantage, uni.scale_std) == ("both", 8, "group", True)
+    assert (uni.options.estimator, uni.options.n, uni.options.advantage, uni.options.scale_std) == (
+        "both",
+        8,
+        "group",
+        True,
+    )

@@ -12,7 +12,7 @@ from reinforce_ada.sampling.admission import ADMISSIONS
 from reinforce_ada.sampling.advantages import ADVANTAGES
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import strategy_config
-from reinforce_ada.sampling.options import Options, option_specs
+from reinforce_ada.sampling.options import Options, option_specs, resolved_evict
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import STRATEGIES, build_strategy, strategy_class
 from reinforce_ada.sampling.streaming import collect_streaming
@@ -61,12 +61,14 @@ def test_traits_and_options_describe_the_strategy(name):
             theirs = other.Options.__dataclass_fields__.get(spec.name)
             assert theirs is None or str(theirs.type) == spec.type, f"{spec.name}: {spec.type} vs {theirs.type}"
     cfg = strategy_config(name=name)  # the defaults validate
-    assert cfg.advantage in ADVANTAGES and cfg.scale_std == (cfg.advantage == "group")  # GRPO's std, or the pool's
-    assert cfg.select in ADMISSIONS and cfg.resolved_evict in (None, 1.0)
+    assert cfg.options.advantage in ADVANTAGES and cfg.options.scale_std == (
+        cfg.options.advantage == "group"
+    )  # GRPO's std, or the pool's
+    assert cfg.options.select in ADMISSIONS and resolved_evict(cfg.options) in (None, 1.0)
     if t.planner == "allocation":
-        counts = cls.plan_counts(np.array([0.1, 0.5, 0.9]), cfg, 24)
-        assert len(counts) == 3 and all(cfg.min_samples <= int(k) <= cfg.max_samples for k in counts)
-    assert cls.cost_hint(cfg) > 0
+        counts = cls.plan_counts(np.array([0.1, 0.5, 0.9]), cfg.options, 24)
+        assert len(counts) == 3 and all(cfg.options.min_samples <= int(k) <= cfg.options.max_samples for k in counts)
+    assert cls.cost_hint(cfg.options) > 0
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -78,7 +78,7 @@ def test_keep_grows_pools_but_not_exit_decisions():
     c = np.array([len(g.pool_rewards) for g in cancel.groups])
     # measured: ~17.3 vs ~10.3 -- a retiring prompt has M in flight, of which ~M-1 are not yet checked
     assert 5.0 < k.mean() - c.mean() < 8.0
-    assert k.max() <= cfg.max_samples
+    assert k.max() <= cfg.options.max_samples
     u = keep.ledger.unresolved_prompts / REPS
     assert_within(u, exact.unresolved, np.sqrt(max(exact.unresolved, 1e-3) / REPS), "keep unresolved")
     assert all(sum(r > 0.5 for r in g.rewards) == 2 for g in keep.groups if g.resolved)  # still n/2 + n/2
@@ -123,11 +123,13 @@ def test_caps_indices_and_accounting(changes, opts):
     engine.submit = counting_submit
     batch = collect_streaming(build_strategy(cfg), engine, prompts, **opts)
     led = batch.ledger
-    assert max(sent.values()) <= cfg.max_samples
+    assert max(sent.values()) <= cfg.options.max_samples
     for g in batch.groups:
         idx = [s.index for s in g.samples]
         assert idx == sorted(idx) and len(set(idx)) == len(idx)
-        assert len(g.samples) == min(cfg.n, len(g.pool_rewards)) and len(g.pool_rewards) <= cfg.max_samples
+        assert (
+            len(g.samples) == min(cfg.options.n, len(g.pool_rewards)) and len(g.pool_rewards) <= cfg.options.max_samples
+        )
     assert sorted(g.prompt.id for g in batch.groups) == sorted(p.id for p in prompts)
     assert led.samples_generated + led.extra["cancelled_samples"] == sum(sent.values()) == engine.next_ticket
     pooled = sum(len(g.pool_rewards) for g in batch.groups)

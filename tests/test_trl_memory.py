@@ -10,7 +10,7 @@ import pytest
 
 from reinforce_ada.integrations.trl_memory import VisitLog, merge, share_visits
 from reinforce_ada.sampling.memory import PromptMemory
-from reinforce_ada.sampling.predictor import DifficultyPredictor
+from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.types import Prompt
 
 A, B, C = (Prompt(id=x, text=f"<bos>{x}") for x in "abc")
@@ -19,7 +19,7 @@ T, F = True, False
 
 def fresh() -> PromptMemory:
     return PromptMemory(
-        decay=0.9, history=4, estimator="both", predictor=DifficultyPredictor(dim=64, lr=0.2), evict_at=0.75
+        make_options(Options, decay=0.9, history=4, estimator="both", predictor_dim=64, predictor_lr=0.2, evict=0.75)
     )
 
 

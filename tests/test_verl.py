@@ -229,7 +229,8 @@ def test_plugin_is_loaded_by_import_verl():
 def test_config_from_verl_hydra_overrides(compose):
     cfg = compose(*PRESET, "actor_rollout_ref.rollout.n=4")
     strategy, poll = strategy_config_from(cfg)
-    assert (strategy.name, strategy.n, strategy.samples_per_round, strategy.max_samples) == ("seq", 4, 8, 32)
+    o = strategy.options
+    assert (strategy.name, o.n, o.samples_per_round, o.max_samples) == ("seq", 4, 8, 32)
     trainer = AdaPPOTrainer(cfg)
     assert isinstance(trainer.replay_buffer, AdaReplayBuffer) and trainer.trainer_mode == "sync"
     with pytest.raises(ConfigError, match="rollout.n=4"):
@@ -316,7 +317,8 @@ def test_example_config_and_gpu_script_overrides_compose_against_verl(compose, t
         example = hydra_compose("verl_ada_seq")
     assert example.trainer.v1.trainer_mode == TRAINER_NAME
     strategy, poll = strategy_config_from(example)
-    assert (strategy.name, strategy.samples_per_round, strategy.max_samples, strategy.n, poll) == ("seq", 8, 32, 4, 0.5)
+    o = strategy.options
+    assert (strategy.name, o.samples_per_round, o.max_samples, o.n, poll) == ("seq", 8, 32, 4, 0.5)
     assert isinstance(AdaPPOTrainer(example).replay_buffer, AdaReplayBuffer)
 
     spec = importlib.util.spec_from_file_location("verl_gpu", os.path.join(root, "benchmarks", "verl_gpu.py"))

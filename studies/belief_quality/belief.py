@@ -28,13 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission.iw import iw_choose
 from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.sampling.iw import iw_choose
-from reinforce_ada.sampling.memory import memory_for
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.law import value_table
+from reinforce_ada.sampling.memory import PassRateOracle, PromptMemory
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.strategies import strategy_class
-from reinforce_ada.sampling.value import value_table
 from reinforce_ada.types import Prompt
 
 
@@ -93,17 +92,17 @@ def replay_draw(
         raise ConfigError(f"need one rate per prompt and at least one prompt; got {len(prompts)} and {len(rates)}")
     if not np.all((rates >= 0) & (rates <= 1)):
         raise ConfigError("rates must lie in [0, 1]")
-    if cfg.select != "iw":
-        raise ConfigError(f"replay_draw replays select=iw; the config has select={cfg.select!r}")
+    if cfg.options.select != "iw":
+        raise ConfigError(f"replay_draw replays select=iw; the config has select={cfg.options.select!r}")
     if steps < 1 or batch < 1 or n < 1:
         raise ConfigError(f"steps, batch and n must be >= 1; got {steps}, {batch}, {n}")
-    n_cand = min(len(prompts), cfg.candidates * batch)
+    n_cand = min(len(prompts), cfg.options.candidates * batch)
     index = {p.id: i for i, p in enumerate(prompts)}
     if len(index) != len(prompts):
         raise ConfigError("prompt ids must be unique")
-    memory = memory_for(cfg.options)
-    if cfg.estimator == "oracle":
-        memory.attach_oracle(PassRateOracle(lambda ps: seen[[index[p.id] for p in ps]]))
+    memory = PromptMemory(cfg.options)
+    if cfg.options.estimator == "oracle":
+        memory.attach(oracle=PassRateOracle(lambda ps: seen[[index[p.id] for p in ps]]))
     table = value_table(strategy_class(cfg.name), cfg.options)
     order = PromptOrder(prompts, seed=seed)
     draw_rng = np.random.default_rng([seed, 24])
@@ -112,7 +111,7 @@ def replay_draw(
     for _ in range(steps):
         candidates = order.take(n_cand)
         idx = np.array([index[p.id] for p in candidates])
-        chosen, _ = iw_choose(candidates, batch, memory, draw_rng, table, cfg)
+        chosen, _ = iw_choose(candidates, batch, memory, draw_rng, table, cfg.options)
         cand.append(float(p_signal(rates[idx], n).mean()))
         chosen_idx = np.array([index[p.id] for p in chosen])
         admitted.append(float(p_signal(rates[chosen_idx], n).mean()))

@@ -59,7 +59,7 @@ ARMS: dict[str, str] = {
     "oracle-select": "uniform:n=4,select=mopps,estimator=oracle",
     "oracle-alloc": ORACLE_ALLOC,
     "oracle-both": ORACLE_ALLOC + ",select=mopps",
-    # importance-weighted admission (sampling.iw, ours): 4 x batch candidates, k drawn
+    # importance-weighted admission (sampling.admission.iw, ours): 4 x batch candidates, k drawn
     # with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson weights; the oracle ceiling, the deployable
     # belief (tracker + predictor), and the oracle draw with the weights off (w = 1: does unbiasedness matter?)
     "iw-oracle": "uniform:n=4,select=iw,estimator=oracle,candidates=4",

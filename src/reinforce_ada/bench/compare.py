@@ -184,7 +184,7 @@ def plan_jobs(
                 long = arm.name in c.long_arms and c.token_budget is None  # a token budget ends every arm alike
                 steps = round(c.steps * c.ref_steps_factor) if long else c.steps
                 cfg = arm.cfg.replace(n=matched[pool.spec.name]) if arm.name == MATCHED else arm.cfg
-                if arm.name in PER_PROMPT_BUDGET and cfg.budget is None:
+                if arm.name in PER_PROMPT_BUDGET and cfg.options.budget is None:
                     cfg = cfg.replace(budget=PER_PROMPT_BUDGET[arm.name] * c.batch_size)
                 for lr in grid:
                     jobs.append(

@@ -117,9 +117,10 @@ def _record_path(
             if theirs_opts is None:
                 return None  # the other copy has no such strategy
             ours = strategy_config(job.strategy.name).to_dict()
-            if any(k not in theirs_opts and strat[k] != ours[k] for k in strat):
+            if any(k not in theirs_opts and (k not in ours or strat[k] != ours[k]) for k in strat):
                 return None  # an option the other copy does not have is set: it could not have run this job
-            fields["strategy"] = {k: v for k, v in strat.items() if k in theirs_opts}
+            # theirs also keyed the options of features that are off here (0.4 listed every rule's): at their values
+            fields["strategy"] = {k: strat.get(k, theirs_opts[k]) for k in theirs_opts}
         elif schema.get("all_fields", True):  # 0.3 keyed every strategy's fields, None for "the strategy's default"
             ours = strategy_config(job.strategy.name).to_dict()
             if any(k not in defaults and strat[k] != ours[k] for k in strat):

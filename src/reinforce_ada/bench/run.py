@@ -220,7 +220,7 @@ def value_probe(max_new_tokens: int) -> Any:
 def prior_pass(tr: Any, samples_per_prompt: int) -> tuple[int, int]:
     """SPO's offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting
     policy, scored, their smoothed pass rates (k + 1/2) / (n + 1) made the strategy memory's prior means
-    (`sampling.priors`); returns the (tokens, samples) it generated, which the arm is charged."""
+    (`sampling.memory.priors`); returns the (tokens, samples) it generated, which the arm is charged."""
     from reinforce_ada.sampling.ledger import score
     from reinforce_ada.types import Request
 
@@ -231,7 +231,7 @@ def prior_pass(tr: Any, samples_per_prompt: int) -> tuple[int, int]:
     for s in drawn:
         correct[s.prompt_id] += float(s.reward) > tr.strategy.opts.threshold
     rates = {pid: (k + 0.5) / (samples_per_prompt + 1) for pid, k in correct.items()}
-    tr.strategy.memory.prior_rates = rates
+    tr.strategy.attach(prior_rates=rates)
     return int(sum(s.num_tokens for s in drawn)), len(drawn)
 
 

@@ -70,7 +70,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.plan import plan, plan_monte_carlo, rows_as_dicts, totals
 
     cfg = strategy_from_args(args)
-    unread = [spec.name for spec in option_specs(strategy_class(cfg.name).Options) if not spec.plan]
+    unread = [spec.name for spec in option_specs(type(cfg.options)) if not spec.plan]
     if given := ["--" + k.replace("_", "-") for k in unread if getattr(args, k, None) is not None]:
         them = "them" if len(given) > 1 else "it"
         print(f"note: plan's answer does not depend on {', '.join(given)} (train reads {them})", file=sys.stderr)

@@ -187,7 +187,10 @@ def cmd_filter(args: argparse.Namespace) -> int:
     png = Path(args.plot) if args.plot else out.with_suffix(".png")
     output_file("--plot" if args.plot else "--out", png)
     every = output_file("--rates", args.rates) if args.rates else None
-    if every is not None and every.suffix not in (".jsonl", ".json"):  # it is read back by suffix (`sampling.priors`)
+    if every is not None and every.suffix not in (
+        ".jsonl",
+        ".json",
+    ):  # it is read back by suffix (`sampling.memory.priors`)
         raise ConfigError(f"--rates {args.rates}: it writes JSON Lines; name it .jsonl")
     if every is not None and every.resolve() in (out.resolve(), png.resolve()):
         raise ConfigError(f"--rates {args.rates}: the same file as --out or --plot; give another")
@@ -205,14 +208,18 @@ def cmd_filter(args: argparse.Namespace) -> int:
     with out.open("w") as fh:
         clash = set()
         for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
-            if args.lo < rate <= args.hi:  # keyed as a prior file reads it (`sampling.priors`), whatever the columns
+            if (
+                args.lo < rate <= args.hi
+            ):  # keyed as a prior file reads it (`sampling.memory.priors`), whatever the columns
                 if row.get("prompt", prompt.text) != prompt.text:
                     clash.add("prompt")
                 if str(row.get("samples", args.samples)) != str(args.samples):  # a CSV's "4" is 4
                     clash.add("samples")
                 extra = {"prompt": prompt.text, "pass_rate": rate, "samples": args.samples}  # id, else this text
                 fh.write(json.dumps({**row, **extra}, default=str) + "\n")
-    if every is not None:  # every prompt, as a prior file reads it (`sampling.priors`): the row's own id, else the text
+    if (
+        every is not None
+    ):  # every prompt, as a prior file reads it (`sampling.memory.priors`): the row's own id, else the text
         every.parent.mkdir(parents=True, exist_ok=True)
         with every.open("w") as fh:
             for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
@@ -221,7 +228,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
                 fh.write(json.dumps(line, default=str) + "\n")
     if clash:
         print(f"note: {out} replaces the dataset's own {sorted(clash)} column(s) with the prompt text and the sample "
-              "count, as a prior file reads them (sampling.priors)", file=sys.stderr)  # fmt: skip
+              "count, as a prior file reads them (sampling.memory.priors)", file=sys.stderr)  # fmt: skip
     bs = buckets(rates, args.lo, args.hi)
     plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
     s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}

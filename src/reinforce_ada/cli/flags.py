@@ -2,8 +2,10 @@
 
 Strategy options are flags with dashes (`--samples-per-round`), generated from the chosen strategy's options class
 (`--strategy NAME`; its own options first, then the shared groups), so `--help` lists that strategy's options and a
-strategy registered from outside the package brings its own flags. Every other registered strategy's options are
-accepted too (hidden), so that `--strategy uniform --k-pos 2` is refused naming the strategies that have `k_pos`.
+strategy registered from outside the package brings its own flags; a feature's options (`--select iw` brings
+`--iw-mix`, ...) are listed when the command line turns the feature on. Every other registered strategy's and
+feature's options are accepted too (hidden), so that `--strategy uniform --k-pos 2` is refused naming the strategies
+that have `k_pos`, and `--iw-mix 0.3` without `--select iw` names the feature.
 Training fields are `--section.field` (`--optim.lr`), and the common run fields also have short forms (`--steps`,
 `--seed`, `--run-dir`, `--rollout-workers`, `--rollout-address`).
 """
@@ -19,8 +21,8 @@ from typing import Any
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import strategy_config, switch, user_set
-from reinforce_ada.sampling.options import GROUPS, coerce_value, option_specs, type_name
-from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, option_types, strategy_class, strategy_names
+from reinforce_ada.sampling.options import FEATURES, GROUPS, coerce_value, option_specs, options_class, type_name
+from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, strategy_class, strategy_names, vocabulary
 from reinforce_ada.training.config import REPLAY_MOVED, SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
 DEFAULT_STRATEGY = "seq"
@@ -43,11 +45,29 @@ def strategy_in(argv: list[str] | None) -> str:
     return DEFAULT_STRATEGY
 
 
+def switches_in(argv: list[str] | None) -> dict[str, str]:
+    """The feature switches named on a command line (`--select iw`, `--forgetting=drift`): which feature options
+    `--help` lists."""
+    argv, out = argv or [], {}
+    for i, a in enumerate(argv):
+        for key in FEATURES:
+            flag = "--" + key
+            if a == flag and i + 1 < len(argv):
+                out[key] = argv[i + 1]
+            elif a.startswith(flag + "="):
+                out[key] = a.split("=", 1)[1]
+    return out
+
+
 def add_strategy_flags(
-    p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY, skip: tuple[str, ...] = (), plan_only: bool = False
+    p: argparse.ArgumentParser,
+    name: str = DEFAULT_STRATEGY,
+    skip: tuple[str, ...] = (),
+    plan_only: bool = False,
+    switches: dict[str, str] | None = None,
 ) -> None:
-    """`--strategy` and one flag per option of strategy `name` (`plan_only`: just those that change `plan`'s
-    answer); the other strategies' options are accepted but hidden (module docstring)."""
+    """`--strategy` and one flag per option of strategy `name` and of the features `switches` turn on (`plan_only`:
+    just those that change `plan`'s answer); the other options are accepted but hidden (module docstring)."""
     g = p.add_argument_group("strategy")
     g.add_argument(
         "--strategy",
@@ -61,27 +81,28 @@ def add_strategy_flags(
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
     shown = set()
-    for spec in option_specs(strategy_class(name).Options):
+    for spec in option_specs(options_class(strategy_class(name).Options, switches)):
         if spec.name in skip or (plan_only and not spec.plan):
             continue
-        title = f"{name} options" if spec.group == "own" else GROUP_TITLES[spec.group]
+        title = f"{name} options" if spec.group == "own" else GROUP_TITLES.get(spec.group, f"{spec.group} options")
         grp = groups.setdefault(title, p.add_argument_group(title))
         flag = "--" + spec.name.replace("_", "-")
         said = spec.default is None and "default" in spec.help  # a None default the help explains ("default: n//2")
         help = _escape(spec.help if said else f"{spec.help} (default {spec.default})")  # this strategy's own
         grp.add_argument(flag, dest=spec.name, default=None, metavar=metavar(spec.type), help=help)
         shown.add(spec.name)
-    for other in sorted(set(option_types(STRATEGIES.values())) - shown - set(skip)):
+    for other in sorted(set(vocabulary()) - shown - set(skip)):
         p.add_argument("--" + other.replace("_", "-"), dest=other, default=None, help=argparse.SUPPRESS)
 
 
 def strategy_from_args(args: argparse.Namespace, base: StrategyConfig | None = None) -> StrategyConfig:
     """The strategy the flags describe, on `base` (a preset's or a resumed run's; default: the default strategy)."""
-    values = {k: getattr(args, k) for k in option_types(STRATEGIES.values()) if getattr(args, k, None) is not None}
+    values = {k: getattr(args, k) for k in vocabulary() if getattr(args, k, None) is not None}
     name = getattr(args, "name", None)
     if base is None:
         base = strategy_config(name or DEFAULT_STRATEGY)
-    target = strategy_class(AUTO if name == "auto" else name or base.name).Options.__dataclass_fields__
+    declared = strategy_class(AUTO if name == "auto" else name or base.name).Options
+    target = options_class(declared, {**user_set(base), **values}).__dataclass_fields__
     changes = {k: coerce_value(k, str(v), type_name(target[k].type)) if k in target else v for k, v in values.items()}
     if name is not None and (AUTO if name == "auto" else name) != base.name:
         return switch(base, name, **changes)
@@ -111,10 +132,12 @@ def table_help() -> dict[str, str]:
     }
 
 
-def add_train_flags(p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY) -> None:
+def add_train_flags(
+    p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY, switches: dict[str, str] | None = None
+) -> None:
     p.add_argument("--config", help=f"TOML preset (sections {', '.join(f'[{s}]' for s in SECTIONS)})")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
-    add_strategy_flags(p, name)
+    add_strategy_flags(p, name, switches=switches)
     for old in REPLAY_MOVED:  # 0.3's flags: refused naming the new one (train_config_from_args)
         p.add_argument("--" + old.replace("_", "-"), dest=f"moved.{old}", default=None, help=argparse.SUPPRESS)
     for sec, factory in SECTIONS.items():

@@ -24,7 +24,7 @@ from reinforce_ada.cli.commands import (
 from reinforce_ada.cli.compare import cmd_compare
 from reinforce_ada.cli.evaluate import cmd_eval, cmd_filter
 from reinforce_ada.cli.features import cmd_features
-from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags, strategy_in, verifier_names
+from reinforce_ada.cli.flags import add_strategy_flags, add_train_flags, strategy_in, switches_in, verifier_names
 from reinforce_ada.cli.plugins import load_plugins, split_plugins
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names, help_lines
@@ -78,7 +78,7 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; `argv` decides which strategy's options the strategy flags and `--help` list (`--strategy`)."""
-    name = strategy_in(argv)
+    name, switches = strategy_in(argv), switches_in(argv)
     p = argparse.ArgumentParser(prog="reinforce-ada", description=__doc__.splitlines()[0])
     p.add_argument(
         "--plugin",
@@ -95,7 +95,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pl.add_argument("--pass-rates-file", help="JSONL or CSV of pass rates (one step's batch); prints per-step totals")
     pl.add_argument("--monte-carlo", type=int, default=0, metavar="REPS", help="estimate by simulation instead")
     pl.add_argument("--json", action="store_true", help="print JSON: a list of {p, zero_signal, expected_samples, ...}")
-    add_strategy_flags(pl, name, plan_only=True)
+    add_strategy_flags(pl, name, plan_only=True, switches=switches)
     pl.set_defaults(fn=cmd_plan)
 
     from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR
@@ -123,11 +123,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="output path without suffix (.json and .png); default runs/simulate, or runs/simulate-N when that is "
         "taken (an earlier run's results are never overwritten unless --out names them)",
     )
-    add_strategy_flags(si, name)
+    add_strategy_flags(si, name, switches=switches)
     si.set_defaults(fn=cmd_simulate)
 
     tr = sub.add_parser("train", help="RL-train a policy (default: the embedded tiny model on built-in arithmetic)")
-    add_train_flags(tr, name)
+    add_train_flags(tr, name, switches)
     tr.set_defaults(fn=cmd_train)
 
     ev = sub.add_parser(

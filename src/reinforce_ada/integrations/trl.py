@@ -59,9 +59,8 @@ from reinforce_ada.integrations.trl_ledger import (  # noqa: F401  # RewardsFail
 from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import batch_normalize
-from reinforce_ada.sampling.forgetting import refuse_drift
 from reinforce_ada.sampling.ledger import step_advantages
-from reinforce_ada.sampling.oracle import refuse_oracle
+from reinforce_ada.sampling.memory import refuse_drift, refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
@@ -216,9 +215,9 @@ class AdaGRPOTrainer(GRPOTrainer):
             raise
         c = self.ada_config
         advs, weights = batch.advantages, batch.weights
-        if c.scale_std:  # the same advantages with TRL's std floor (only the floor differs)
+        if c.options.scale_std:  # the same advantages with TRL's std floor (only the floor differs)
             advs, weights = step_advantages(c.options, batch.groups, eps=TRL_STD_FLOOR)
-            advs = batch_normalize(batch.groups, advs, c.batch_normalize)
+            advs = batch_normalize(batch.groups, advs, c.options.batch_normalize)
         batch.ledger.verifier_errors += engine.errors
         if log is not None:  # every process's visits, in one order on every process (trl_memory)
             share_visits(log, gather_object)

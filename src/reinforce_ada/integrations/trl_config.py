@@ -30,7 +30,7 @@ from trl import GRPOConfig
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import parse_arm, strategy_config, user_set
-from reinforce_ada.sampling.options import type_name
+from reinforce_ada.sampling.options import FEATURES, feature_label, options_class, type_name
 from reinforce_ada.sampling.strategies import STRATEGIES
 
 RENAMED = {"name": "strategy", "n": "num_generations"}
@@ -53,6 +53,9 @@ def strategy_options() -> dict[str, Option]:
         for f in fields(cls.Options):
             if f.name != "n" and strategy != "auto":
                 seen.setdefault(f.name, {})[strategy] = f
+    for feature in dict.fromkeys(c for table in FEATURES.values() for c in table.values()):  # select=iw: iw_mix
+        for f in fields(feature):
+            seen.setdefault(f.name, {}).setdefault(feature_label(feature), f)
     out = {}
     for name, by in seen.items():
         f = next(iter(by.values()))
@@ -201,7 +204,8 @@ class AdaGRPOConfig(GRPOConfig):
         """The StrategyConfig these options describe (`seed` is the strategy's own: TRL's seed + process index)."""
         try:
             base = parse_arm(self.strategy)
-            own = base.options.__dataclass_fields__
+            given = {name: v for name in OPTIONS if (v := getattr(self, name)) is not None}
+            own = options_class(type(base.options), {**user_set(base), **given}).__dataclass_fields__
             values, foreign = {"n": self.num_generations}, []
             for name, o in OPTIONS.items():
                 value = getattr(self, name)

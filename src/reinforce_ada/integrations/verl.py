@@ -48,6 +48,7 @@ from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.integrations.verl_driver import Session, StepDriver, Trained  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.configure import strategy_config  # noqa: E402
+from reinforce_ada.sampling.options import options_class  # noqa: E402
 from reinforce_ada.sampling.strategies import AUTO, strategy_class  # noqa: E402
 from reinforce_ada.training.replay import refuse as refuse_replay  # noqa: E402
 
@@ -97,7 +98,8 @@ def strategy_config_from(config: DictConfig) -> tuple[StrategyConfig, float]:
         section["name"] = section.pop("strategy")
     name = section.pop("name", "seq")
     refuse_replay(section.pop("replay", False), "the verl plugin", option="ada.replay")
-    valid = set(strategy_class(name if name != "auto" else AUTO).Options.__dataclass_fields__) | {"seed"}
+    valid = set(options_class(strategy_class(name if name != "auto" else AUTO).Options, section).__dataclass_fields__)
+    valid |= {"seed"}
     unknown = sorted(set(section) - valid)
     if unknown:
         raise ConfigError(

@@ -91,10 +91,10 @@ def check_config(config: Any, cfg: Any, *, need_critic: Callable[[Any], bool]) -
             "or use a rule-based reward (the same condition as verl's algorithm.filter_groups)"
         )
     n = int(get(config, "actor_rollout_ref.rollout.n", 1))
-    if n != cfg.n:
+    if n != cfg.options.n:
         raise ConfigError(
-            f"actor_rollout_ref.rollout.n={n} but ada.n={cfg.n}: verl sizes PPO mini-batches as "
-            f"ppo_mini_batch_size x rollout.n trained rows, so set actor_rollout_ref.rollout.n={cfg.n}"
+            f"actor_rollout_ref.rollout.n={n} but ada.n={cfg.options.n}: verl sizes PPO mini-batches as "
+            f"ppo_mini_batch_size x rollout.n trained rows, so set actor_rollout_ref.rollout.n={cfg.options.n}"
         )
 
 

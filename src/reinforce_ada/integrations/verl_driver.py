@@ -41,9 +41,8 @@ from tensordict import TensorDict  # noqa: E402
 from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.configure import changed_options  # noqa: E402
-from reinforce_ada.sampling.forgetting import refuse_drift  # noqa: E402
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish  # noqa: E402
-from reinforce_ada.sampling.oracle import refuse_oracle  # noqa: E402
+from reinforce_ada.sampling.memory import refuse_drift, refuse_oracle  # noqa: E402
 from reinforce_ada.sampling.strategies import build_strategy  # noqa: E402
 from reinforce_ada.types import Prompt, Request, Sample  # noqa: E402
 
@@ -116,8 +115,8 @@ class StepDriver:
         dispatch: Callable[[TensorDict], Any],
         new_uid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ):
-        refuse_oracle(cfg.estimator, "the verl plugin", option="ada.estimator")
-        refuse_drift(cfg.forgetting, "the verl plugin", option="ada.forgetting")
+        refuse_oracle(cfg.options.estimator, "the verl plugin", option="ada.estimator")
+        refuse_drift(cfg.options.forgetting, "the verl plugin", option="ada.forgetting")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid

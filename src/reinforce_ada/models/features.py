@@ -1,6 +1,6 @@
 """The policy's own view of a prompt, from one prefill: its last hidden state, and how sure it is of its first token.
 
-What a learned difficulty predictor can read besides the prompt's text (`sampling.predictor`, `Prompt.meta
+What a learned difficulty predictor can read besides the prompt's text (`sampling.memory.predictor`, `Prompt.meta
 ["features"]`): the hidden state from which the policy starts answering. One forward over the prompt (a prefill, no
 sampling), batched; `first_token_confidence` reads the same forward's next-token distribution (entropy, top
 log-probability), `prompt_features` returns both. Rows are left-padded with position ids from the mask, as the

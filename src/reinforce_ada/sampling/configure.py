@@ -9,8 +9,11 @@ brings its own options to every entry point below with no edit here.
    defaults that the new strategy also has are kept, everything else takes the new strategy's defaults.
 3) `parse_arm("seq:exit=positive,k_pos=2", base)`: an arm spec; on `base` means `switch(base, name)` first.
 4) `config_from_table(table, base, source)`: a TOML `[strategy]` table. Tolerant of one thing only: a config.toml
-   written by 0.3 listed every strategy's fields, so a key that is not this strategy's option but another's, at that
-   option's default value, is ignored (changing nothing); any other unknown key is an error.
+   written by 0.3 listed every strategy's fields (and one written by 0.4 every feature's options), so a key that is
+   not this strategy's option but another's (or a feature's that is off), at that option's default value, is ignored
+   (changing nothing); any other unknown key is an error.
+A feature's options (`select=iw` brings `iw_mix`, ...: `sampling.options.FEATURES`) are in the vocabulary while the
+values given, over the strategy's defaults, turn the feature on; given without it they are an error naming it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
-from reinforce_ada.sampling.options import coerce_value, type_name
+from reinforce_ada.sampling.options import FEATURES, coerce_value, feature_owners, options_class, type_name
 from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, strategy_class, validate
 
 
@@ -31,12 +34,13 @@ def _class(name: Any) -> type:
     return strategy_class(name)
 
 
-def _unknown(name: str, keys: list[str], where: str = "") -> ConfigError:
-    cls = strategy_class(name)
-    own = [f.name for f in fields(cls.Options)]
+def _unknown(name: str, keys: list[str], where: str = "", values: dict[str, Any] | None = None) -> ConfigError:
+    target = options_class(strategy_class(name).Options, values)
+    own = [f.name for f in fields(target)]
     parts = []
     for key in keys:
         owners = [n for n, c in STRATEGIES.items() if key in c.Options.__dataclass_fields__ and n != "auto"]
+        owners += feature_owners(key)
         close = difflib.get_close_matches(key, own, n=1)
         parts.append(
             f"{key} (an option of {', '.join(owners)})"
@@ -53,28 +57,29 @@ def strategy_config(name: str = "seq", *, seed: int = 0, **options: Any) -> Stra
     if name == "auto":  # resolved once, here: a config (and its config.toml) names what actually runs
         name = AUTO
     cls = _class(name)
-    known = cls.Options.__dataclass_fields__
-    unknown = sorted(set(options) - set(known))
+    target = options_class(cls.Options, options)
+    unknown = sorted(set(options) - set(target.__dataclass_fields__))
     if unknown:
-        raise _unknown(name, unknown)
-    cfg = StrategyConfig(name, cls.Options(**options), seed)
+        raise _unknown(name, unknown, values=options)
+    cfg = StrategyConfig(name, target(**options), seed)
     validate(cls, cfg)
     return cfg
 
 
 def user_set(cfg: StrategyConfig) -> dict[str, Any]:
-    """The options of `cfg` that differ from its strategy's defaults."""
-    default = strategy_class(cfg.name).Options()
-    return {f.name: v for f in fields(cfg.options) if (v := getattr(cfg.options, f.name)) != getattr(default, f.name)}
+    """The options of `cfg` that differ from their defaults."""
+    return {f.name: v for f in fields(cfg.options) if (v := getattr(cfg.options, f.name)) != f.default}
 
 
 def switch(cfg: StrategyConfig, name: str, **changes: Any) -> StrategyConfig:
     """`cfg` for strategy `name` (module docstring, 2), then `changes`."""
     if name == "auto":
         name = AUTO
-    known = _class(name).Options.__dataclass_fields__
-    kept = {k: v for k, v in user_set(cfg).items() if k in known} if name != cfg.name else user_set(cfg)
-    return strategy_config(name, seed=cfg.seed, **{**kept, **changes})
+    mine = user_set(cfg)
+    if name != cfg.name:
+        known = options_class(_class(name).Options, {**mine, **changes}).__dataclass_fields__
+        mine = {k: v for k, v in mine.items() if k in known}
+    return strategy_config(name, seed=cfg.seed, **{**mine, **changes})
 
 
 def parse_arm(spec: str, base: StrategyConfig | None = None) -> StrategyConfig:
@@ -83,17 +88,21 @@ def parse_arm(spec: str, base: StrategyConfig | None = None) -> StrategyConfig:
     if name == "auto":
         name = AUTO
     cls = _class(name)
-    types = {f.name: type_name(f.type) for f in fields(cls.Options)}
+    raw: dict[str, str] = {}
+    for kv in filter(None, opts.split(",")):
+        key, eq, value = kv.partition("=")
+        if not eq:
+            known = sorted([f.name for f in fields(cls.Options)] + ["seed"])
+            raise ConfigError(f"bad option {kv!r} in arm {spec!r}; use key=value with key in {known}")
+        raw[key.strip().replace("-", "_")] = value.strip()
+    on = {**(user_set(base) if base is not None else {}), **{k: v for k, v in raw.items() if k in FEATURES}}
+    types = {f.name: type_name(f.type) for f in fields(options_class(cls.Options, on))}
     types["seed"] = "int"  # the strategy's own generator, as in a TOML table
     changes: dict[str, Any] = {}
-    for kv in filter(None, opts.split(",")):
-        key, eq, raw = kv.partition("=")
-        key = key.strip().replace("-", "_")
-        if not eq:
-            raise ConfigError(f"bad option {kv!r} in arm {spec!r}; use key=value with key in {sorted(types)}")
+    for key, value in raw.items():
         if key not in types:
-            raise _unknown(name, [key], f"arm {spec!r}: ")
-        changes[key] = coerce_value(key, raw.strip(), types[key])
+            raise _unknown(name, [key], f"arm {spec!r}: ", on)
+        changes[key] = coerce_value(key, value, types[key])
     seed = changes.pop("seed", None)
     cfg = strategy_config(name, **changes) if base is None else switch(base, name, **changes)
     return cfg if seed is None else cfg.replace(seed=seed)
@@ -107,7 +116,11 @@ def arm_label(cfg: StrategyConfig, base: StrategyConfig | None = None) -> str:
 
 
 def _differs(a: StrategyConfig, b: StrategyConfig, key: str) -> bool:
-    return getattr(a.options, key) != getattr(b.options, key)
+    """`a`'s option `key` differs from `b`'s (from its default where `b` has no such option: a feature `b` lacks)."""
+    other = b.options.__dataclass_fields__.get(key)
+    return getattr(a.options, key) != (
+        a.options.__dataclass_fields__[key].default if other is None else getattr(b.options, key)
+    )
 
 
 def config_from_table(table: dict[str, Any], base: StrategyConfig, source: str) -> StrategyConfig:
@@ -120,7 +133,8 @@ def config_from_table(table: dict[str, Any], base: StrategyConfig, source: str) 
     if not isinstance(name, str) or name not in STRATEGIES:
         raise ConfigError(f"{source}: strategy.name={name!r} is not valid; choose one of {list(STRATEGIES)}")
     cls = strategy_class(name)
-    types = {f.name: type_name(f.type) for f in fields(cls.Options)}
+    on = {**user_set(base), **{k: v for k, v in values.items() if k in FEATURES}}
+    types = {f.name: type_name(f.type) for f in fields(options_class(cls.Options, on))}
     changes, unknown = {}, []
     for key, value in values.items():
         if key in types:
@@ -128,7 +142,7 @@ def config_from_table(table: dict[str, Any], base: StrategyConfig, source: str) 
         elif not _at_another_default(key, value):
             unknown.append(key)
     if unknown:
-        raise _unknown(name, sorted(unknown), f"{source}: [strategy] ")
+        raise _unknown(name, sorted(unknown), f"{source}: [strategy] ", on)
     seed = coerce_value("strategy.seed", seed, "int")
     if name == base.name:
         return strategy_config(name, seed=seed, **{**user_set(base), **changes})
@@ -136,9 +150,11 @@ def config_from_table(table: dict[str, Any], base: StrategyConfig, source: str) 
 
 
 def _at_another_default(key: str, value: Any) -> bool:
-    """`key = value` is a registered strategy's option at its default (0.3's config.toml wrote them all)."""
-    for cls in STRATEGIES.values():
-        f = cls.Options.__dataclass_fields__.get(key)
+    """`key = value` is a registered strategy's or feature's option at its default (0.3's config.toml wrote every
+    strategy's options, 0.4's every feature's)."""
+    classes = [*(c.Options for c in STRATEGIES.values()), *(f for t in FEATURES.values() for f in t.values())]
+    for cls in classes:
+        f = cls.__dataclass_fields__.get(key)
         if f is not None:
             try:
                 if coerce_value(key, value, type_name(f.type)) == f.default:
@@ -154,12 +170,12 @@ def changed_options(saved: dict[str, Any], cfg: StrategyConfig) -> list[str]:
     A dict written by 0.3 held every strategy's fields, and None for "the strategy's default" (baseline, select,
     evict): keys `cfg` does not have are not compared, and None matches the strategy's default."""
     mine = cfg.to_dict()
-    default = strategy_class(cfg.name).Options()
+    default = {f.name: f.default for f in fields(cfg.options)}
     out = []
     for key, value in saved.items():
         if key == "seed" or key not in mine or mine[key] == value:
             continue
-        if value is None and key != "name" and mine[key] == getattr(default, key, object()):
+        if value is None and key != "name" and mine[key] == default.get(key, object()):
             continue
         out.append(key)
     return sorted(out)

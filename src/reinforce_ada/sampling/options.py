@@ -2,17 +2,21 @@
 
 1) `Options` is the base of every strategy's options class (`Seq.Options`, `Uniform.Options`, ...). It holds what
    the protocol itself reads for any strategy, in three shared groups: the baseline and weights (`BaselineOptions`:
-   what a step's groups teach), the prompt memory (`MemoryOptions`: the pass-rate belief across steps) and admission
-   (`AdmissionOptions`: which offered prompts a strategy is handed, `sampling.admission`); plus `threshold` (what
-   counts as correct) and `n` (the group size trained on, the integrations' group size).
+   what a step's groups teach), the prompt memory (`sampling.memory.MemoryOptions`: the pass-rate belief across
+   steps) and admission (`AdmissionOptions`: which rule hands the strategy its prompts, `sampling.admission`); plus
+   `threshold` (what counts as correct) and `n` (the group size trained on, the integrations' group size).
 2) A strategy's own options subclass `Options` and add fields (or override a shared default, e.g. Seq's baseline is
    the whole pool's mean); its `__post_init__` checks them after `super().__post_init__()`. An option is declared
-   with `option(default, help, plan=...)`: the help is the CLI's, the TOML's and the docs'; `plan=False` marks an
-   option that never changes how many samples a visit draws or whether it has signal (downsampling, std scaling,
-   weights, cross-step trackers; not `advantage`: a group-of-n baseline has no signal where a tracker's has), so
-   `reinforce-ada plan` offers no flag for it.
-3) The names are one vocabulary: config field, CLI flag (`--k-pos`), arm spec (`seq:k_pos=2`), TOML key, metric.
-   Two strategies that share a name share its type (the contract test checks it).
+   with `option(default, help, plan=...)` (`sampling.fields`).
+3) A knob exists only where its feature is on. `FEATURES` maps a switch option and its value to the options that
+   feature brings (`sampling.fields.FeatureOptions`, declared beside the feature's code): `select=NAME` the admission
+   rule's (registered with the rule, `sampling.admission.registry`), `forgetting=drift` the drift discount's,
+   `estimator=predictor|both` the predictor's. `options_class(cls, values)` is a strategy's options class joined with
+   the feature classes its values turn on (built once per combination), `make_options(cls, **values)` an instance of
+   it; `Options.replace` rebuilds the class when a switch changes. Options whose switches do not match their class
+   are refused, naming the feature (an iw option without `select=iw` is an error, not a silent no-op).
+4) The names are one vocabulary: config field, CLI flag (`--k-pos`), arm spec (`seq:k_pos=2`), TOML key, metric.
+   Two strategies (or features) that share a name share its type (the contract test checks it).
 The checks an options class runs (`at_least`, `choice`, `unit`, ...) are in `sampling.checks`.
 This module knows no strategy: the registry (`sampling.strategies`) maps names to classes and `sampling.configure`
 builds a config from flat names.
@@ -23,27 +27,30 @@ from __future__ import annotations
 import math
 import types
 import typing
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, make_dataclass, replace
+from functools import cache
+from typing import Any, ClassVar
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
-from reinforce_ada.sampling.checks import at_least, boolean, choice, fits_memory, of_type, positive, unit
+from reinforce_ada.sampling.checks import at_least, boolean, choice, of_type, positive
+from reinforce_ada.sampling.fields import FeatureOptions, option, same_as
+from reinforce_ada.sampling.memory.forgetting import DriftOptions
+from reinforce_ada.sampling.memory.options import ESTIMATORS, MemoryOptions, resolved_evict
+from reinforce_ada.sampling.memory.predictor import PredictorOptions
 from reinforce_ada.sampling.objectives import OBJECTIVES
 
-ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
-"""Where a pass-rate estimate comes from (`sampling.memory`): the one list."""
-
-
-def option(default: Any, help: str, *, plan: bool = True) -> Any:
-    """A field of an options class, with its help (module docstring, 2)."""
-    return field(default=default, metadata={"help": help, "plan": plan})
-
-
-def same_as(base: type, name: str, default: Any) -> Any:
-    """The option `name` of `base` with another default: a strategy's own default for a shared option (Seq's
-    baseline is the whole pool's mean), with the shared help."""
-    return field(default=default, metadata=base.__dataclass_fields__[name].metadata)
+__all__ = [
+    "ESTIMATORS",
+    "FeatureOptions",
+    "MemoryOptions",
+    "Options",
+    "at_least",
+    "option",
+    "resolved_evict",
+    "same_as",
+]
 
 
 @dataclass(frozen=True)
@@ -75,74 +82,15 @@ class BaselineOptions:
         plan=False,
     )
 
-    @property
-    def resolved_advantage(self) -> str:
-        """`advantage` (0.3's name, when its default was None: the strategy's own)."""
-        return self.advantage
-
-    @property
-    def resolved_scale_std(self) -> bool:
-        """`scale_std` (0.3's name, as `resolved_advantage`)."""
-        return self.scale_std
-
-
-@dataclass(frozen=True)
-class MemoryOptions:
-    """The strategy's prompt memory across steps (`sampling.memory`): the pass-rate tracker and the predictor."""
-
-    estimator: str = option(
-        "tracker",
-        "where a prompt's pass-rate estimate comes from (est allocation, seq give_up, mopps, select=value): tracker "
-        "(Beta-prior EMA of its own visits), predictor (learned from prompt features over all prompts) or both (the "
-        "predictor is the tracker's prior, strength prior_alpha + prior_beta), level (the running pass rate of the "
-        "prompt's difficulty level is that prior) or oracle (the exact pass rate under the current policy, free of "
-        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
-    )
-    prior_file: str | None = option(
-        None,
-        "a pass-rate file (JSONL, CSV or a JSON array; rows with id or prompt, and pass_rate; e.g. `reinforce-ada "
-        "filter --rates`) whose rates are the prior mean of the prompts it lists (strength prior_alpha + prior_beta); "
-        "a prior measured by sampling costs tokens a comparison must charge",
-        plan=False,  # the planner is given the pass rates; its simulated prompts are in no file
-    )
-    prior_decays: bool = option(
-        False,
-        "the prior is the prompt's first counts and is forgotten with them at `decay` per visit (SPO's rule), instead "
-        "of fixed pseudo-counts beside them (the Ada-EMA and MoPPS rule)",
-    )
-    prior_alpha: float = option(1.0, "pass-rate tracker: Beta prior alpha")
-    prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")
-    decay: float = option(
-        0.9, "pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])", plan=False
-    )
-    forgetting: str = option(
-        "fixed",
-        "how a visit discounts a prompt's counts: fixed (by `decay`) or drift (SPO's KL-adaptive rho = clip(2^(-D / "
-        "drift_half), rho_min, rho_max), D the policy's token-mean |log-ratio| on the prompt's last response since its "
-        "last visit; our trainer and the simulator)",
-        plan=False,
-    )
-    drift_half: float = option(
-        0.06, "forgetting=drift: the drift D at which old evidence counts half (recipe 0.06)", plan=False
-    )
-    rho_min: float = option(0.875, "forgetting=drift: the smallest discount per visit (recipe 0.875)", plan=False)
-    rho_max: float = option(0.96, "forgetting=drift: the largest discount per visit (recipe 0.96)", plan=False)
-    forget: float = option(
-        1.0,
-        "prompt memory: a prompt's counts are read discounted by forget^(steps since its last visit), so an old "
-        "belief widens back toward the prior as the policy moves on (1 = off, every paper's rule; ours, for "
-        "select=value and mopps on pools visited rarely)",
-        plan=False,
-    )
-    history: int = option(
-        16, "recent rewards remembered per prompt (knapsack's p_hat, paper 16); an estimate needs half", plan=False
-    )
-    predictor_lr: float = option(
-        0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit", plan=False
-    )
-    predictor_dim: int = option(
-        4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)", plan=False
-    )
+    def check_baseline(self) -> None:
+        choice("advantage", self.advantage, tuple(ADVANTAGES))
+        boolean("scale_std", self.scale_std)
+        choice("correction", self.correction, CORRECTIONS)
+        choice("batch_normalize", self.batch_normalize, BATCH_NORMS)
+        choice("objective", self.objective, tuple(OBJECTIVES))
+        if not 0.0 < self.alpha <= 1.0:
+            raise ConfigError(f"alpha={self.alpha} is out of range; it must be in (0, 1]")
+        positive("eps", self.eps)
 
 
 @dataclass(frozen=True)
@@ -151,68 +99,22 @@ class AdmissionOptions:
 
     select: str = option(
         "none",
-        "prompt selection before any rollout, on top of any strategy: a registered admission rule (none, greso, "
-        "mopps, value: the candidates with the most expected signal per generated token, from the planner's law; "
-        "iw: k of candidates x k drawn with inclusion probability from sqrt(E[P(signal)]), Horvitz-Thompson "
-        "weights, ours; priority: SPO's draw, k of candidates x k with probability ~ sqrt(v_hat (1 - v_hat)) + "
-        "priority_eps)",
-    )
-    candidates: int = option(
-        16,
-        "mopps, select=value, select=iw and select=priority (spo): candidate prompts considered per prompt trained "
-        "(paper 16)",
-        plan=False,
-    )
-    target: float = option(
-        0.5, "mopps: target pass rate; prompts whose sampled posterior lies nearest are chosen", plan=False
-    )
-    zero_variance_target: float = option(
-        0.25, "greso: target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
-    )
-    select_explore: float = option(
-        0.0,
-        "select=value: share of candidates valued at a Thompson draw from their pass-rate posterior instead of the "
-        "posterior expectation (0: greedy on expected signal per token; 1: every candidate Thompson-sampled)",
-        plan=False,
-    )
-    evict: float | None = option(
-        None,
-        "skip in every later step a prompt whose pass rate on a visit was >= evict (pilot_commit's default 1.0; "
-        "off for the others; a value > 1 turns it off)",
-        plan=False,
-    )
-    iw_mix: float = option(
-        0.2,
-        "select=iw: share lam in [0, 1] of the uniform proposal in the defensive mixture (1 - lam) u / sum(u) + lam / "
-        "(candidates x k); it bounds the weights by 1 / lam",
-        plan=False,
-    )
-    iw_clip: float = option(
-        3.0, "select=iw: clip each Horvitz-Thompson weight at this (>= 1) before the self-normalisation", plan=False
-    )
-    iw_weights: bool = option(
-        True,
-        "select=iw: multiply each admitted prompt's loss by its weight (false: the same draw, weights 1)",
-        plan=False,
-    )
-    priority_eps: float = option(
-        0.05, "select=priority (SPO's draw): the floor eps of the weight sqrt(v_hat (1 - v_hat)) + eps (paper 0.05)"
+        "prompt selection before any rollout, on top of any strategy: a registered admission rule (none; greso: "
+        "skip prompts whose recent visits agreed; mopps: the candidates whose sampled pass rate is nearest a target; "
+        "value: the most expected signal per generated token; iw: an importance-weighted draw, ours; priority: "
+        "SPO's draw); a rule's own options exist while select names it",
     )
 
-    @property
-    def resolved_evict(self) -> float | None:
-        """The eviction threshold in force, or None when eviction is off."""
-        return self.evict if self.evict is not None and self.evict <= 1.0 else None
-
-    @property
-    def resolved_select(self) -> str:
-        """`select` (0.3's name, when its default was None: the strategy's own)."""
-        return self.select
+    def check_admission(self) -> None:
+        """`select` is checked against the admission registry when the strategy is (`sampling.strategies.validate`)."""
 
 
 @dataclass(frozen=True)
 class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
     """The options every strategy has (module docstring, 1); a strategy's own options subclass this."""
+
+    features: ClassVar[tuple[type[FeatureOptions], ...]] = ()
+    """The feature classes this class is composed with (module docstring, 3): () for a declared class."""
 
     threshold: float = option(0.5, "a sample is correct iff reward > threshold (the official code used 0.7)")
     n: int = option(4, "group size trained on per prompt (uniform/dynamic: samples per prompt; seq: kept per prompt)")
@@ -229,57 +131,132 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
                 "threshold; the built-in verifiers give 0 or 1)"
             )
         at_least("n", self.n, 1)
-        # baseline and weights
-        choice("advantage", self.advantage, tuple(ADVANTAGES))
-        boolean("scale_std", self.scale_std)
-        choice("correction", self.correction, CORRECTIONS)
-        choice("batch_normalize", self.batch_normalize, BATCH_NORMS)
-        choice("objective", self.objective, tuple(OBJECTIVES))
-        if not 0.0 < self.alpha <= 1.0:
-            raise ConfigError(f"alpha={self.alpha} is out of range; it must be in (0, 1]")
-        positive("eps", self.eps)
-        # prompt memory
-        choice("estimator", self.estimator, ESTIMATORS)
-        positive("prior_alpha", self.prior_alpha)
-        positive("prior_beta", self.prior_beta)
-        if not 0.0 < self.decay <= 1.0:
-            raise ConfigError(f"decay={self.decay} is out of range; it must be in (0, 1]")
-        if not 0.0 < self.forget <= 1.0:
-            raise ConfigError(f"forget={self.forget} is out of range; it must be in (0, 1] (1 = off)")
-        at_least("history", self.history, 2)
-        positive("predictor_lr", self.predictor_lr)
-        at_least("predictor_dim", self.predictor_dim, 0)
-        fits_memory("predictor_dim", self.predictor_dim, 32, "the difficulty predictor's weights and state")
-        boolean("prior_decays", self.prior_decays)
-        choice("forgetting", self.forgetting, ("fixed", "drift"))
-        positive("drift_half", self.drift_half)
-        if not 0.0 < self.rho_min <= self.rho_max <= 1.0:
-            raise ConfigError(f"rho_min={self.rho_min}, rho_max={self.rho_max}: need 0 < rho_min <= rho_max <= 1")
-        if self.prior_file is not None and (not isinstance(self.prior_file, str) or not self.prior_file.strip()):
-            raise ConfigError(f"prior_file={self.prior_file!r} must be a path to a pass-rate file, or none")
-        if self.prior_file is not None and self.estimator == "oracle":
-            raise ConfigError("prior_file does not apply to estimator='oracle' (the exact rate needs no prior)")
-        # admission (`select` is checked against the admission registry by `sampling.configure`)
-        at_least("candidates", self.candidates, 1)
-        fits_memory("candidates", self.candidates, 1024, "candidate prompts drawn per prompt a step takes")
-        unit("target", self.target)
-        unit("zero_variance_target", self.zero_variance_target)
-        unit("select_explore", self.select_explore)
-        if self.evict is not None and not self.evict > 0:
-            raise ConfigError(f"evict={self.evict} is out of range; it must be > 0 (a value > 1 turns eviction off)")
-        unit("iw_mix", self.iw_mix)
-        if isinstance(self.iw_clip, bool) or not self.iw_clip >= 1.0:
-            raise ConfigError(
-                f"iw_clip={self.iw_clip!r} is out of range; it must be >= 1 (the cap on a Horvitz-Thompson weight)"
-            )
-        boolean("iw_weights", self.iw_weights)
-        if not 0.0 < self.priority_eps < float("inf"):
-            raise ConfigError(
-                f"priority_eps={self.priority_eps} is out of range; it must be > 0 (every prompt drawable)"
-            )
+        self.check_baseline()
+        self.check_memory()
+        self.check_admission()
+        wanted = features_for({s: getattr(self, s) for s in FEATURES})
+        if set(wanted) != set(self.features):
+            raise ConfigError(_mismatch(type(self), wanted))
+        for feature in self.features:
+            feature.check(self)
 
-    def replace(self, **changes: Any) -> Options:
-        return replace(self, **changes)
+    def replace(self, *, whose: str = "these options", **changes: Any) -> Options:
+        """A copy with options changed by name; a changed switch (`select`, `forgetting`, `estimator`) rebuilds the
+        class, dropping the options of a feature turned off. `whose` names the options in an error."""
+        values = {**{f.name: getattr(self, f.name) for f in fields(self)}, **changes}
+        target = options_class(type(self), values)
+        unknown = sorted(set(changes) - set(target.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(unknown_message(target, unknown, whose))
+        if target is type(self):
+            return replace(self, **changes)
+        return target(**{k: v for k, v in values.items() if k in target.__dataclass_fields__})
+
+
+FEATURES: dict[str, dict[str, type[FeatureOptions]]] = {
+    "select": {},  # each admission rule's own options, registered with the rule (`sampling.admission.registry`)
+    "forgetting": {"drift": DriftOptions},
+    "estimator": {"predictor": PredictorOptions, "both": PredictorOptions},
+}
+"""Switch option -> its value -> the options that feature brings (module docstring, 3)."""
+
+
+def register_feature(switch: str, value: str, cls: type[FeatureOptions] | None) -> None:
+    """`switch=value` brings the options of `cls` (None: none). Its fields must not shadow a shared option."""
+    if switch not in FEATURES:
+        raise ConfigError(f"{switch!r} is not a switch option; the switches are {list(FEATURES)}")
+    if cls is None:
+        FEATURES[switch].pop(value, None)
+        return
+    params = getattr(cls, "__dataclass_params__", None)
+    if not (isinstance(cls, type) and issubclass(cls, FeatureOptions) and params is not None and params.frozen):
+        raise ConfigError(
+            f"{switch}={value}: Options = {cls!r} must be a frozen dataclass subclassing "
+            "reinforce_ada.sampling.fields.FeatureOptions"
+        )
+    clash = sorted(set(cls.__dataclass_fields__) & set(Options.__dataclass_fields__))
+    if clash:
+        raise ConfigError(f"{switch}={value}: {cls.__name__} redeclares shared options {clash}; rename them")
+    FEATURES[switch][value] = cls
+
+
+def features_for(values: Mapping[str, Any]) -> tuple[type[FeatureOptions], ...]:
+    """The feature classes the switch values turn on, in `FEATURES` order, each once."""
+    out: list[type[FeatureOptions]] = []
+    for switch, table in FEATURES.items():
+        cls = table.get(values.get(switch)) if isinstance(values.get(switch), str) else None
+        if cls is not None and cls not in out:
+            out.append(cls)
+    return tuple(out)
+
+
+def declared(cls: type[Options]) -> type[Options]:
+    """The options class a strategy declares (a composed class's base)."""
+    return cls.__dict__.get("declared_as", cls)
+
+
+def options_class(cls: type[Options], values: Mapping[str, Any] | None = None) -> type[Options]:
+    """`cls` (a strategy's options class) with the features that `values`, over its defaults, turn on."""
+    base = declared(cls)
+    switches = {s: base.__dataclass_fields__[s].default for s in FEATURES if s in base.__dataclass_fields__}
+    switches.update({s: v for s, v in (values or {}).items() if s in FEATURES})
+    return _compose(base, features_for(switches))
+
+
+def make_options(cls: type[Options], **values: Any) -> Options:
+    """An instance of `options_class(cls, values)`; an option no feature of `values` brings is an error naming the
+    feature that has it."""
+    target = options_class(cls, values)
+    unknown = sorted(set(values) - set(target.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(unknown_message(target, unknown))
+    return target(**values)
+
+
+@cache
+def _compose(base: type[Options], features: tuple[type[FeatureOptions], ...]) -> type[Options]:
+    if not features:
+        return base
+    name = base.__name__ + "".join(f.__name__.removesuffix("Options") for f in features)
+    namespace = {"features": features, "declared_as": base, "__module__": base.__module__, "__doc__": base.__doc__}
+    return make_dataclass(name, [], bases=(base, *features), frozen=True, namespace=namespace)
+
+
+def feature_label(cls: type[FeatureOptions]) -> str:
+    """`select=iw`, `estimator=predictor|both`: the switch values that bring `cls`."""
+    return "; ".join(
+        f"{switch}={'|'.join(v for v, c in table.items() if c is cls)}"
+        for switch, table in FEATURES.items()
+        if cls in table.values()
+    )
+
+
+def feature_owners(name: str) -> list[str]:
+    """The switch values whose feature brings option `name` (`select=iw`)."""
+    return [
+        f"{switch}={value}"
+        for switch, table in FEATURES.items()
+        for value, c in table.items()
+        if name in c.__dataclass_fields__
+    ]
+
+
+def unknown_message(cls: type[Options], keys: list[str], whose: str = "these options") -> str:
+    """`keys` are not options of `cls` (a composed class): name the feature that brings each, where one does."""
+    parts = []
+    for key in keys:
+        owners = feature_owners(key)
+        parts.append(f"{key} (an option of {' or '.join(owners)}: set that too)" if owners else key)
+    return f"{', '.join(parts)}: not an option of {whose}; its options are {sorted(cls.__dataclass_fields__)}"
+
+
+def _mismatch(cls: type[Options], wanted: tuple[type[FeatureOptions], ...]) -> str:
+    on = ", ".join(feature_label(f) for f in wanted) or "no feature"
+    return (
+        f"{cls.__name__}: its switches turn on {on}, but the class is built for "
+        f"{', '.join(feature_label(f) for f in cls.features) or 'none'}; build options with "
+        "sampling.options.make_options(cls, ...) (or strategy_config), which joins each feature's options"
+    )
 
 
 GROUPS: dict[str, type] = {
@@ -300,23 +277,26 @@ class OptionSpec:
     default: Any
     help: str
     group: str
-    """`own` (the strategy's), `common` (threshold, n) or a key of `GROUPS`."""
+    """`own` (the strategy's), `common` (threshold, n), a feature's label (`select=iw`) or a key of `GROUPS`."""
     plan: bool
 
 
 def option_specs(cls: type[Options]) -> list[OptionSpec]:
-    """Every option of an options class, its own first, then the common ones, then the shared groups."""
+    """Every option of an options class (a composed one included): its own first, then the common ones, then those
+    of the features it is composed with, then the shared groups."""
     shared = {f.name: g for g, base in GROUPS.items() for f in fields(base)}
     common = {f.name for f in fields(Options)} - set(shared)
+    labels = [feature_label(fc) for fc in cls.features]
+    featured = {f.name: label for fc, label in zip(cls.features, labels, strict=True) for f in fields(fc)}
     specs = []
     for f in fields(cls):
-        group = shared.get(f.name) or ("common" if f.name in common else "own")
+        group = shared.get(f.name) or featured.get(f.name) or ("common" if f.name in common else "own")
         specs.append(
             OptionSpec(
                 f.name, type_name(f.type), f.default, f.metadata.get("help", ""), group, f.metadata.get("plan", True)
             )
         )
-    order = {"own": 0, "common": 1, **{g: 2 + i for i, g in enumerate(GROUPS)}}
+    order = {"own": 0, "common": 1, **{g: 2 + i for i, g in enumerate([*labels, *GROUPS])}}
     return sorted(specs, key=lambda s: order[s.group])
 
 

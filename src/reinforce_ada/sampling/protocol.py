@@ -30,7 +30,7 @@ import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import NEEDS_VALUE
-from reinforce_ada.sampling.memory import memory_for
+from reinforce_ada.sampling.memory import PassRateOracle, PromptMemory, Scorer
 from reinforce_ada.sampling.options import Options
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt, Request, Sample
@@ -152,8 +152,20 @@ class PoolStrategy:
         self.cfg = cfg
         self.opts = cfg.options
         self.rng = np.random.default_rng(cfg.seed)
-        self.memory = memory_for(self.opts)
+        self.memory = PromptMemory(self.opts)
         self._reset()
+
+    def attach(
+        self,
+        *,
+        oracle: PassRateOracle | None = None,
+        scorer: Scorer | None = None,
+        prior_rates: dict[str, float] | None = None,
+    ) -> None:
+        """What the caller provides beside the samples (`PromptMemory.attach`): the exact pass rates behind
+        `estimator=oracle`, the policy's log-probs of earlier responses behind `forgetting=drift`, prior means
+        measured by sampling."""
+        self.memory.attach(oracle=oracle, scorer=scorer, prior_rates=prior_rates)
 
     # -- the algorithm (subclasses) ------------------------------------------------------------------------------
     def batch_end(self, pid: str) -> int:

@@ -80,11 +80,11 @@ def plan(cfg: StrategyConfig, rates: Sequence[float]) -> list[PlanRow]:
     rows = []
     for v in visits:
         row = v.row
-        if cfg.select == "greso":
+        if cfg.options.select == "greso":
             row.skipped = greso_skip_share(v.all_correct, v.all_wrong)
             row.expected_samples *= 1.0 - row.skipped
             row.method = "stationary_markov"
-        elif cfg.select != "none":
+        elif cfg.options.select != "none":
             row.method = "given_selected"
         rows.append(row)
     return rows
@@ -97,9 +97,9 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
     cls = strategy_class(cfg.name)
     check_size(cls, cfg.options)
     r = check_rates(rates)
-    if cfg.select != "none":
+    if cfg.options.select != "none":
         raise ConfigError(
-            f"select={cfg.select!r}: its effect depends on the prompts' history and the candidate pool, not "
+            f"select={cfg.options.select!r}: its effect depends on the prompts' history and the candidate pool, not "
             "on one visit; use the exact plan (without --monte-carlo) or `reinforce-ada simulate`"
         )
     if cls.traits.planner == "allocation":
@@ -109,8 +109,8 @@ def plan_monte_carlo(cfg: StrategyConfig, rates: Sequence[float], *, reps: int =
         prompts = [Prompt(id=f"mc-{j}", text="") for j in range(reps)]
         engine = SimulatedPolicy(prompts, [p] * reps, SimConfig(lr=0.0, seed=seed + i))
         strategy = build_strategy(cfg.replace(seed=seed + i))
-        if cfg.estimator == "oracle":  # the frozen policy's true rate
-            strategy.memory.attach_oracle(engine.oracle())
+        if cfg.options.estimator == "oracle":  # the frozen policy's true rate
+            strategy.attach(oracle=engine.oracle())
         led = collect(strategy, engine, prompts, more_prompts=lambda k: []).ledger  # the listed rates only
         z = led.no_signal_prompt_share
         unresolved = led.unresolved_prompts / reps if cls.traits.planner == "sequential" else None
@@ -124,7 +124,7 @@ def _est_monte_carlo(cfg: StrategyConfig, r: np.ndarray, *, reps: int, seed: int
     predictor."""
     prompts = [Prompt(id=f"mc-{i}-{j}", text="", meta={"p": float(p)}) for j in range(reps) for i, p in enumerate(r)]
     engine = SimulatedPolicy(prompts, [x.meta["p"] for x in prompts], SimConfig(lr=0.0, seed=seed))
-    budget = cfg.budget * reps if cfg.budget is not None else None
+    budget = cfg.options.budget * reps if cfg.options.budget is not None else None
     strategy = build_strategy(cfg.replace(seed=seed, budget=budget), predictor=lambda x: x.meta["p"])
     batch = collect(strategy, engine, prompts, more_prompts=lambda k: [])  # the listed rates only
     advs, _ = step_advantages(strategy.opts, batch.groups)  # signal as the ledger counts it, under the arm's baseline

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.memory import PassRateOracle
 from reinforce_ada.types import Group, Prompt, Request, Sample
 
 
@@ -123,7 +123,7 @@ class SimulatedPolicy:
         return out
 
     def scorer(self) -> Any:
-        """The policy's log-probs of earlier one-token responses (`sampling.forgetting.Scorer`): log p or log(1 - p)
+        """The policy's log-probs of earlier one-token responses (`sampling.memory.Scorer`): log p or log(1 - p)
         under the current pass rates."""
 
         def score(prompts: Sequence[Prompt], completions: Sequence[Sequence[int]]) -> list[list[float]]:

@@ -67,10 +67,7 @@ def run_arm(
     prompts = with_features(prompts, rates, engine, features, seed)
     strategy = build_strategy(cfg.replace(seed=seed))
     oracle = engine.oracle()  # estimator=oracle reads the simulated policy's true current pass rates
-    if cfg.estimator == "oracle":
-        strategy.memory.attach_oracle(oracle)
-    if strategy.memory.drift is not None:  # forgetting="drift": the simulated policy scores earlier outcomes
-        strategy.memory.drift.attach(engine.scorer())
+    strategy.attach(oracle=oracle, scorer=engine.scorer())  # forgetting="drift": the simulated policy scores
     stream = PromptOrder(prompts, seed)
 
     keys = ("pass_rate", "samples", "zero_signal", "samples_per_step", "skipped_per_step")

@@ -28,7 +28,7 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
 8) a `features` column (`features_key`; None ignores it, as an empty `task.features_key` does), where present, is a
    non-empty list of finite numbers (in a CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has
-   one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.predictor`;
+   one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.memory.predictor`;
    `reinforce-ada features` writes the policy's own view of each prompt there). An empty cell means no features for
    that row. A value beyond +-`MAX_FEATURE` is refused (it would freeze the predictor), and a key other than the
    default `features` that no row has is an error naming the file's columns (a typo was silently ignored);

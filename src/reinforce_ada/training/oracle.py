@@ -1,7 +1,7 @@
 """The trainer's pass-rate oracle (`estimator=oracle`): exact teacher-forced pass rates of its own policy.
 
 1) `exact_oracle` wraps `evaluation.exact.exact_pass_rates` at the generation config's temperature and
-   `max_new_tokens` in a `sampling.oracle.PassRateOracle`: one batched forward pass per uncached prompt set, cached
+   `max_new_tokens` in a `sampling.memory.PassRateOracle`: one batched forward pass per uncached prompt set, cached
    until the trainer's next weight update (the trainer invalidates it wherever it syncs the engine's weights).
 2) It is exact only where `evaluation.exact` is: an exact-answer task whose verifier accepts the answer's string
    (`arithmetic`, `exact`), every prompt with a non-empty answer, and plain sampling (top_p 1, top_k 0). Anything
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.oracle import PassRateOracle
+from reinforce_ada.sampling.memory import PassRateOracle
 from reinforce_ada.types import Prompt
 
 EXACT_VERIFIERS = ("arithmetic", "exact")
@@ -59,7 +59,7 @@ def check_oracle_task(cfg: Any, prompts: Sequence[Prompt]) -> None:
 
 def oracle_for(cfg: Any, model: Any, tokenizer: Any, prompts: Sequence[Prompt]) -> PassRateOracle | None:
     """The oracle a `TrainConfig` asks for (None unless `strategy.estimator=oracle`), after `check_oracle_task`."""
-    if cfg.strategy.estimator != "oracle":
+    if cfg.strategy.options.estimator != "oracle":
         return None
     check_oracle_task(cfg, prompts)
     g = cfg.generation

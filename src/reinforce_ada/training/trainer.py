@@ -50,8 +50,8 @@ from reinforce_ada.evaluation.metrics import evaluate
 from reinforce_ada.models.forward import sequence_logprobs
 from reinforce_ada.models.load import load_policy
 from reinforce_ada.sampling.ledger import StepBatch
+from reinforce_ada.sampling.memory import coverage_note
 from reinforce_ada.sampling.order import PromptOrder
-from reinforce_ada.sampling.priors import coverage_note
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy
 from reinforce_ada.sampling.streaming import collect_streaming
@@ -114,11 +114,8 @@ class Trainer:
         if note:
             print(note, file=sys.stderr)
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
-        if self.oracle is not None:
-            self.strategy.memory.attach_oracle(self.oracle)
-        if self.strategy.memory.drift is not None:  # forgetting="drift": the learner scores earlier responses
-            self.strategy.memory.drift.attach(self.score)
-        self.replay = ReplayBuffer.for_config(cfg.replay, cfg.strategy.threshold)  # None unless replay.enabled
+        self.strategy.attach(oracle=self.oracle, scorer=self.score)  # forgetting="drift": the learner scores
+        self.replay = ReplayBuffer.for_config(cfg.replay, cfg.strategy.options.threshold)  # None unless replay.enabled
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)

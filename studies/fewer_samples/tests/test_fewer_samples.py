@@ -20,9 +20,9 @@ def test_the_registration_names_the_grid_the_arms_and_the_claims():
     fields = config_fields(reg, inst["pools"])
     arms, skipped = resolve_arms(list(fields["arms"]))
     assert not skipped and len(arms) == len(inst["arms"])
-    per_step = {a.name: a.cfg.n * dict(a.train)["run.batch_size"] for a in arms}
+    per_step = {a.name: a.cfg.options.n * dict(a.train)["run.batch_size"] for a in arms}
     assert {per_step[u] for u in inst["uniform"]} == {32, 64, 128}  # the grid: matched samples per step
-    assert {n for u in inst["uniform"] for n in [dict((a.name, a.cfg.n) for a in arms)[u]]} == {2, 4, 8}
+    assert {n for u in inst["uniform"] for n in [dict((a.name, a.cfg.options.n) for a in arms)[u]]} == {2, 4, 8}
     assert per_step["spo-64"] == per_step["grpo-n4"] == 64
     assert fields["token_budget"] == inst["token_budget"] and fields["long_arms"] == () and fields["value_errors"]
     assert {c["figure"] for c in reg["claim"]} >= {"C1", "C2", "C2g", "E1", "V1"}

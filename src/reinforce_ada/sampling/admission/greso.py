@@ -11,15 +11,29 @@ replaced by asking the source for exactly the deficit. `greso_skip_share` is the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from reinforce_ada.sampling.admission.rule import AdmissionRule, RuleContext
+from reinforce_ada.sampling.checks import unit
+from reinforce_ada.sampling.fields import FeatureOptions, option
 from reinforce_ada.types import Prompt
 
 
+@dataclass(frozen=True)
+class GresoOptions(FeatureOptions):
+    zero_variance_target: float = option(
+        0.25, "target zero-variance share of sampled prompts; the skip probabilities adapt toward it"
+    )
+
+    def check(self) -> None:
+        unit("zero_variance_target", self.zero_variance_target)
+
+
 class Greso(AdmissionRule):
+    Options = GresoOptions
     LO, HI, STEP, FLOOR = 0.05, 0.95, 0.01, 0.01
 
     def __init__(self, opts: Any, ctx: RuleContext):

@@ -10,11 +10,26 @@ is oracle selection. Unselected candidates wait for the source to offer them aga
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from reinforce_ada.sampling.admission.rule import AdmissionRule
+from reinforce_ada.sampling.admission.rule import AdmissionRule, RankingOptions
+from reinforce_ada.sampling.checks import unit
+from reinforce_ada.sampling.fields import option
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.types import Prompt
+
+
+@dataclass(frozen=True)
+class MoppsOptions(RankingOptions):
+    target: float = option(
+        0.5, "target pass rate; the prompts whose sampled posterior lies nearest are chosen", plan=False
+    )
+
+    def check(self) -> None:
+        super().check()
+        unit("target", self.target)
 
 
 def mopps_choose(
@@ -32,6 +47,7 @@ def mopps_choose(
 
 class Mopps(AdmissionRule):
     ranks = True
+    Options = MoppsOptions
 
     def choose(self, candidates: list[Prompt], k: int) -> tuple[list[Prompt], list[float] | None]:
         return mopps_choose(candidates, k, self.ctx.memory, self.ctx.rng, self.opts.target), None

@@ -12,10 +12,26 @@ the recipe (gamma = 0) and not here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from reinforce_ada.sampling.admission.rule import AdmissionRule
+from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.admission.rule import AdmissionRule, RankingOptions
+from reinforce_ada.sampling.fields import option
 from reinforce_ada.types import Prompt
+
+
+@dataclass(frozen=True)
+class PriorityOptions(RankingOptions):
+    priority_eps: float = option(0.05, "the floor eps of the weight sqrt(v_hat (1 - v_hat)) + eps (paper 0.05)")
+
+    def check(self) -> None:
+        super().check()
+        if not 0.0 < self.priority_eps < float("inf"):
+            raise ConfigError(
+                f"priority_eps={self.priority_eps} is out of range; it must be > 0 (every prompt drawable)"
+            )
 
 
 def priority_weights(v_hat: np.ndarray, eps: float) -> np.ndarray:
@@ -30,6 +46,7 @@ def priority_weights(v_hat: np.ndarray, eps: float) -> np.ndarray:
 
 class Priority(AdmissionRule):
     ranks = True
+    Options = PriorityOptions
 
     def choose(self, candidates: list[Prompt], k: int) -> tuple[list[Prompt], list[float] | None]:
         if len(candidates) <= k:

@@ -27,8 +27,9 @@ import numpy as np
 
 from reinforce_ada.sampling.admission.registry import admission_rule
 from reinforce_ada.sampling.admission.rule import RuleContext
+from reinforce_ada.sampling.law import value_table
+from reinforce_ada.sampling.options import resolved_evict
 from reinforce_ada.sampling.protocol import PoolStrategy
-from reinforce_ada.sampling.value import value_table
 from reinforce_ada.types import Group, Prompt
 
 _COUNTS = ("offered", "skipped_evicted", "skipped_rule", "unselected")
@@ -45,7 +46,7 @@ class Admission(PoolStrategy, abstract=True):
         self.admit_rng = np.random.default_rng([cfg.seed, 17])
         ctx = RuleContext(self.memory, self.admit_rng, lambda: value_table(self.sampler, self.opts))
         self.rule = admission_rule(self.opts.select)(self.opts, ctx)
-        self.evicting = self.opts.resolved_evict is not None
+        self.evicting = resolved_evict(self.opts) is not None
         self._reset_admission()
 
     def _reset_admission(self) -> None:
@@ -167,4 +168,4 @@ def with_admission(base: type[PoolStrategy]) -> type[PoolStrategy]:
 
 
 def needs_admission(opts: Any) -> bool:
-    return opts.select != "none" or opts.resolved_evict is not None
+    return opts.select != "none" or resolved_evict(opts) is not None

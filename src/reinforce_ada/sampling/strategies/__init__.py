@@ -22,7 +22,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import admission_rule, needs_admission, with_admission
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.law import ONE_SAMPLE_SILENT
-from reinforce_ada.sampling.options import type_name
+from reinforce_ada.sampling.options import FEATURES, type_name
 from reinforce_ada.sampling.protocol import PoolStrategy, Strategy, downsample
 from reinforce_ada.sampling.strategies.conformal import Conformal
 from reinforce_ada.sampling.strategies.dynamic import Dynamic
@@ -79,7 +79,7 @@ def register_strategy(name: str, cls: type[PoolStrategy], *, replace: bool = Fal
         raise ConfigError(f"strategy {name!r}: {cls.__name__} declares no traits (reinforce_ada.sampling.traits)")
     if name in STRATEGIES and STRATEGIES[name] is not cls and not replace:
         raise ConfigError(f"strategy name {name!r} is taken by {STRATEGIES[name].__name__}; pass replace=True")
-    theirs = option_types(c for n, c in STRATEGIES.items() if n != name)
+    theirs = {**feature_types(), **option_types(c for n, c in STRATEGIES.items() if n != name)}
     for f in fields(cls.Options):
         if f.name in theirs and theirs[f.name] != type_name(f.type):
             raise ConfigError(
@@ -93,6 +93,17 @@ def register_strategy(name: str, cls: type[PoolStrategy], *, replace: bool = Fal
 def option_types(classes) -> dict[str, str]:
     """Option name -> its declared type over the given strategy classes (the union of their vocabularies)."""
     return {f.name: type_name(f.type) for cls in classes for f in fields(cls.Options)}
+
+
+def feature_types() -> dict[str, str]:
+    """Option name -> its declared type over every feature's options (`sampling.options.FEATURES`)."""
+    return {f.name: type_name(f.type) for t in FEATURES.values() for c in t.values() for f in fields(c)}
+
+
+def vocabulary() -> dict[str, str]:
+    """Every option name a strategy config can hold -> its type: the strategies' and the features' (the CLI parses
+    them all and `strategy_config` says which apply)."""
+    return {**feature_types(), **option_types(STRATEGIES.values())}
 
 
 def strategy_class(name: str) -> type[PoolStrategy]:
@@ -191,5 +202,6 @@ __all__ = [
     "register_strategy",
     "strategy_class",
     "strategy_names",
+    "vocabulary",
     "with_admission",
 ]

@@ -1,10 +1,10 @@
 """Reinforce-Ada-Est: estimate each prompt's pass rate, allocate samples by it, one batch, no downsampling.
 
-1) p_hat comes from the strategy's prompt memory (`sampling.memory`) by `estimator`: `tracker` (the paper's
-   Ada-EMA, a Beta-prior EMA of the prompt's own visits), `predictor` (a difficulty predictor learned online over all
-   prompts, `sampling.predictor`: it fixes the cold start, where a prompt seen about twice in a run is allocated by
-   its Beta(1, 1) prior), `both` (the predictor as the tracker's prior) or `oracle` (the exact rate under the
-   current policy, a benchmark ceiling: `sampling.oracle`). A `predictor=` callable (prompt -> p_hat) passed to the
+1) p_hat comes from the strategy's prompt memory (`sampling.memory`) by `estimator`: `tracker` (the paper's Ada-EMA, a
+   Beta-prior EMA of the prompt's own visits), `predictor` (a difficulty predictor learned online over all prompts,
+   `sampling.memory.predictor`: it fixes the cold start, where a prompt seen about twice in a run is allocated by its
+   Beta(1, 1) prior), `both` (the predictor as the tracker's prior) or `oracle` (the exact rate under the current
+   policy, a benchmark ceiling: `sampling.memory.oracle`). A `predictor=` callable (prompt -> p_hat) passed to the
    constructor overrides all four.
 2) Allocation weights: `inv_sqrt` 1/sqrt(p_hat + eps) (the paper's), `variance` sqrt((1 - p_hat) / p_hat) (the
    paper's variance-optimal result for Reinforce with a baseline), or `objective` f'(p_hat).

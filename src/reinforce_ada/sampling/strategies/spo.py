@@ -7,9 +7,9 @@
 3) Advantages are normalised over the whole batch (`batch_normalize = "samples"`, the recipe's (A - mean) / std).
 4) Prompts are drawn by priority sqrt(v_hat (1 - v_hat)) + 0.05 (`select = "priority"`, `sampling.admission`).
 Departures from the paper and the recipe, each an option where the choice is real:
-- Forgetting is a constant `decay` by default (0.9: a window of about 10 visits inside the recipe's band of 8 to
-  25; the research note's cheapest drop-in). The paper's KL-adaptive rho = 2^(-D/D_half) clipped to [0.875, 0.96]
-  is `forgetting=drift` (`sampling.forgetting`: one extra forward pass over the step's prompts' last responses, our
+- Forgetting is a constant `decay` by default (0.9: a window of about 10 visits inside the recipe's band of 8 to 25; the
+  research note's cheapest drop-in). The paper's KL-adaptive rho = 2^(-D/D_half) clipped to [0.875, 0.96] is
+  `forgetting=drift` (`sampling.memory.forgetting`: one extra forward pass over the step's prompts' last responses, our
   trainer and the simulator only; the recipe spends two).
 - The prior: uninformative Beta(1/2, 1/2) (the recipe's alpha = beta = 0.5 without offline values) unless a pass-rate
   file (`prior_file`, e.g. `reinforce-ada filter`'s output: the paper's 8-sample offline pass, whose tokens a

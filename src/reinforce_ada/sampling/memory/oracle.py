@@ -65,7 +65,7 @@ class PassRateOracle:
 
 NO_ORACLE = (
     "estimator='oracle' needs a pass-rate oracle attached to the strategy's memory "
-    "(`strategy.memory.attach_oracle(...)`); it is a benchmark instrument available only in reinforce_ada's own "
+    "(`strategy.attach(oracle=...)`); it is a benchmark instrument available only in reinforce_ada's own "
     "trainer on exact-answer tasks (task verifier arithmetic or exact) and in `reinforce-ada simulate`; choose "
     "estimator=tracker, predictor or both elsewhere"
 )

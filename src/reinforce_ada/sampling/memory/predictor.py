@@ -18,15 +18,35 @@ Departure: the paper's Ada-Est mentions a value network V(x) but gives no design
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from reinforce_ada.sampling.checks import at_least, fits_memory, positive
+from reinforce_ada.sampling.fields import FeatureOptions, option
 from reinforce_ada.types import Prompt
 
 
+@dataclass(frozen=True)
+class PredictorOptions(FeatureOptions):
+    """The predictor's options: they exist while `estimator` is predictor or both."""
+
+    predictor_lr: float = option(
+        0.2, "difficulty predictor: step size of its damped Fisher-scoring update per visit", plan=False
+    )
+    predictor_dim: int = option(
+        4096, "difficulty predictor: hashed character-trigram buckets of the prompt text (0: none)", plan=False
+    )
+
+    def check(self) -> None:
+        positive("predictor_lr", self.predictor_lr)
+        at_least("predictor_dim", self.predictor_dim, 0)
+        fits_memory("predictor_dim", self.predictor_dim, 32, "the difficulty predictor's weights and state")
+
+
 class DifficultyPredictor:
-    def __init__(self, *, dim: int = 4096, lr: float = 0.2):
+    def __init__(self, *, dim: int = PredictorOptions.predictor_dim, lr: float = PredictorOptions.predictor_lr):
         if dim < 0 or not lr > 0:
             raise ValueError(f"predictor needs dim >= 0 and lr > 0, got dim={dim}, lr={lr}")
         self.dim, self.lr = dim, lr
@@ -35,6 +55,10 @@ class DifficultyPredictor:
         self.w_dense: np.ndarray | None = None
         """Weights of `meta["features"]`, sized at the first prompt that has them."""
         self.visits = 0
+
+    @classmethod
+    def from_options(cls, opts: Any) -> DifficultyPredictor:
+        return cls(dim=opts.predictor_dim, lr=opts.predictor_lr)
 
     # -- features ---------------------------------------------------------------------------------------------------
     def _sparse(self, prompt: Prompt) -> tuple[np.ndarray, np.ndarray]:

@@ -18,15 +18,34 @@ pool is the response kept (the recipe has n = 1).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.checks import positive
+from reinforce_ada.sampling.fields import FeatureOptions, option
 from reinforce_ada.types import Prompt
 
 Scorer = Callable[[Sequence[Prompt], Sequence[Sequence[int]]], list[Sequence[float]]]
 """(prompts, completion token ids) -> each completion's per-token log-probs under the current policy."""
+
+
+@dataclass(frozen=True)
+class DriftOptions(FeatureOptions):
+    """The drift discount's options: they exist while `forgetting = "drift"` (module docstring)."""
+
+    drift_half: float = option(
+        0.06, "forgetting=drift: the drift D at which old evidence counts half (recipe 0.06)", plan=False
+    )
+    rho_min: float = option(0.875, "forgetting=drift: the smallest discount per visit (recipe 0.875)", plan=False)
+    rho_max: float = option(0.96, "forgetting=drift: the largest discount per visit (recipe 0.96)", plan=False)
+
+    def check(self) -> None:
+        positive("drift_half", self.drift_half)
+        if not 0.0 < self.rho_min <= self.rho_max <= 1.0:
+            raise ConfigError(f"rho_min={self.rho_min}, rho_max={self.rho_max}: need 0 < rho_min <= rho_max <= 1")
 
 
 def rho_of(d: float, half: float, lo: float, hi: float) -> float:
@@ -42,7 +61,12 @@ class DriftForgetting:
     """The per-prompt forgetting factors of the module docstring, the last response of every visited prompt, and the
     step's drift statistics."""
 
-    def __init__(self, half: float = 0.06, lo: float = 0.875, hi: float = 0.96):
+    def __init__(
+        self,
+        half: float = DriftOptions.drift_half,
+        lo: float = DriftOptions.rho_min,
+        hi: float = DriftOptions.rho_max,
+    ):
         self.half, self.lo, self.hi = half, lo, hi
         self.scorer: Scorer | None = None
         self.last: dict[str, tuple[list[int], list[float]]] = {}
@@ -52,8 +76,9 @@ class DriftForgetting:
         self.drifts: list[float] = []
         """This step's measured D values."""
 
-    def attach(self, scorer: Scorer) -> None:
-        self.scorer = scorer
+    @classmethod
+    def from_options(cls, opts: Any) -> DriftForgetting:
+        return cls(opts.drift_half, opts.rho_min, opts.rho_max)
 
     def prepare(self, prompts: Sequence[Prompt]) -> None:
         """The prompts joined the step: each one's rho, scored in one batched call for those with a last response."""

@@ -1,4 +1,4 @@
-"""Where a prompt's pass-rate belief starts before its own visits: the tracker's prior (`sampling.memory`).
+"""Where a prompt's pass-rate belief starts before its own visits: the tracker's prior (`prompt_memory`).
 
 The prior is a Beta of strength s = prior_alpha + prior_beta around a mean m, from the first source that knows the
 prompt:
@@ -32,7 +32,7 @@ class LevelRates:
     """Per difficulty level, the decayed counts of correct and drawn samples over every prompt's visits (`level`
     prior); a level's mean is (k + 1) / (n + 2). Prompts without a level share the level None."""
 
-    def __init__(self, decay: float = 0.9):
+    def __init__(self, decay: float):
         self.decay = decay
         self.counts: dict[str, list[float]] = {}
         """str(level) -> [correct, drawn] (a str key: JSON's)."""

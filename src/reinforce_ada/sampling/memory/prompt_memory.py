@@ -1,16 +1,11 @@
 """Cross-step prompt memory: what the sampler remembers about each prompt between steps.
 
-`PassRateTracker` is the paper's "Ada-EMA": on each visit with n_t samples of which k_t are correct,
-N_tot <- decay * N_tot + n_t, N_pos <- decay * N_pos + k_t, and p_hat = (N_pos + alpha) / (N_tot + alpha + beta)
-under a Beta(alpha, beta) prior, so p_hat is never 0 or 1. The paper leaves alpha, beta and decay unstated; our
-defaults are Beta(1, 1) and decay 0.9. The decayed counts are also MoPPS's posterior (its update
-alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the counts).
-
 `PromptMemory` is the one memory object a strategy owns (every strategy has one; those that need it read it):
-1) the tracker above; per prompt its visits, the step it was last seen, its last `history` outcomes (Knapsack RL's
-   reward buffer), its zero-variance streak (GRESO: +c after c consecutive all-correct visits, -c all-wrong), and
-   whether it was evicted (Pilot-Commit's solved prompts: a visit pass rate >= `evict_at`, judged on the whole
-   visit's pool -- Pilot-Commit judges the pilot, which is the whole pool of every prompt it does not commit);
+1) the pass-rate tracker (`tracker.PassRateTracker`, the paper's Ada-EMA); per prompt its visits, the step it was last
+   seen, its last `history` outcomes (Knapsack RL's reward buffer), its zero-variance streak (GRESO: +c after c
+   consecutive all-correct visits, -c all-wrong), and whether it was evicted (Pilot-Commit's solved prompts: a visit
+   pass rate >= `evict_at`, judged on the whole visit's pool -- Pilot-Commit judges the pilot, which is the whole pool
+   of every prompt it does not commit);
 2) a step counter (one `PoolStrategy.begin` with prompts = one step) and the last step's zero-variance shares;
 3) optionally a learned `DifficultyPredictor` (`estimator = predictor | both`). It is fitted on the visits of a step
    at the start of the next one, so every estimate within a step comes from the same model, whatever order samples
@@ -18,10 +13,10 @@ alpha <- lambda alpha + (1 - lambda) alpha_0 + k is the same recursion on the co
 4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
    predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), level
    (the prompt's level's running pass rate as that prior mean), or oracle (an attached
-   `sampling.oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
+   `oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
    on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights). A `prior_file` gives the
-   prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`sampling.priors`);
-   `forgetting="drift"` discounts each visit by SPO's KL-adaptive factor instead of `decay` (`sampling.forgetting`).
+   prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`priors`);
+   `forgetting="drift"` discounts each visit by SPO's KL-adaptive factor instead of `decay` (`forgetting`).
    `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call;
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
@@ -41,51 +36,18 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from reinforce_ada.sampling.forgetting import DriftForgetting
-from reinforce_ada.sampling.options import ESTIMATORS, Options
-from reinforce_ada.sampling.oracle import PassRateOracle, missing_oracle
-from reinforce_ada.sampling.predictor import DifficultyPredictor
-from reinforce_ada.sampling.priors import LevelRates, file_rate, read_prior_file
+from reinforce_ada.sampling.memory.forgetting import DriftForgetting, Scorer
+from reinforce_ada.sampling.memory.options import USES_PREDICTOR, MemoryOptions, resolved_evict
+from reinforce_ada.sampling.memory.oracle import PassRateOracle, missing_oracle
+from reinforce_ada.sampling.memory.predictor import DifficultyPredictor
+from reinforce_ada.sampling.memory.priors import LevelRates, file_rate, read_prior_file
+from reinforce_ada.sampling.memory.tracker import PassRateTracker
 from reinforce_ada.types import Prompt
-
-
-class PassRateTracker:
-    def __init__(self, *, alpha: float = 1.0, beta: float = 1.0, decay: float = 0.9):
-        self.alpha, self.beta, self.decay = alpha, beta, decay
-        self.counts: dict[str, tuple[float, float]] = {}
-        """prompt id -> (decayed correct count, decayed total count)"""
-
-    def estimate(self, prompt_id: str) -> float:
-        n_pos, n_tot = self.counts.get(prompt_id, (0.0, 0.0))
-        return (n_pos + self.alpha) / (n_tot + self.alpha + self.beta)
-
-    def update(self, prompt_id: str, correct: int, total: int, decay: float | None = None) -> None:
-        """One visit: the counts discounted by `decay` (default the tracker's own), then the visit's added."""
-        if not 0 <= correct <= total:
-            raise ValueError(f"prompt {prompt_id!r}: correct={correct} must be in [0, total={total}]")
-        lam = self.decay if decay is None else decay
-        n_pos, n_tot = self.counts.get(prompt_id, (0.0, 0.0))
-        self.counts[prompt_id] = (lam * n_pos + correct, lam * n_tot + total)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"counts": {k: list(v) for k, v in self.counts.items()}}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        counts = {k: (float(v[0]), float(v[1])) for k, v in state["counts"].items()}
-        for k, (pos, tot) in counts.items():  # a damaged or hand-edited state must not steer allocation
-            if not (math.isfinite(pos) and math.isfinite(tot) and 0.0 <= pos <= tot):
-                raise ValueError(
-                    f"pass-rate tracker state for prompt {k!r}: counts ({pos}, {tot}) must be finite "
-                    "with 0 <= correct <= total"
-                )
-        self.counts = counts
-
 
 ORACLE_STRENGTH = 1e6
 """a + b of the oracle's Beta: Thompson draws from it (MoPPS) sit within ~1e-3 of the exact rate."""
 ORACLE_CLIP = 1e-9
 """Oracle rates are clipped into (ORACLE_CLIP, 1 - ORACLE_CLIP) in the Beta (numpy's beta refuses a 0 parameter)."""
-_USES_PREDICTOR = ("predictor", "both")
 PRIOR_FLOOR = 1e-6
 """Beta parameters and prior means are kept at least this far from 0 (and means from 1): numpy's beta refuses 0."""
 LENGTH_EMA = 0.5
@@ -93,37 +55,30 @@ LENGTH_EMA = 0.5
 
 
 class PromptMemory:
-    def __init__(
-        self,
-        *,
-        alpha: float = 1.0,
-        beta: float = 1.0,
-        decay: float = 0.9,
-        history: int = 16,
-        estimator: str = "tracker",
-        predictor: DifficultyPredictor | None = None,
-        evict_at: float | None = None,
-        forget: float = 1.0,
-        prior_rates: dict[str, float] | None = None,
-        prior_decays: bool = False,
-        drift: DriftForgetting | None = None,
-    ):
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"estimator={estimator!r}; choose one of {list(ESTIMATORS)}")
-        if not 0.0 < forget <= 1.0:
-            raise ValueError(f"forget={forget} must be in (0, 1]")
-        self.forget = forget
-        if estimator in _USES_PREDICTOR and predictor is None:
-            raise ValueError(f"estimator={estimator!r} needs a predictor")
-        self.tracker = PassRateTracker(alpha=alpha, beta=beta, decay=decay)
-        self.history, self.estimator, self.predictor, self.evict_at = history, estimator, predictor, evict_at
+    """The memory of the module docstring, built from a strategy's options (`MemoryOptions` and the modes' own:
+    `estimator=predictor|both` brings the predictor's, `forgetting=drift` the drift's)."""
+
+    def __init__(self, opts: MemoryOptions):
+        self.forget, self.history, self.estimator = opts.forget, opts.history, opts.estimator
+        self.evict_at = resolved_evict(opts)
+        """Pilot-Commit's eviction threshold (`evict`), None when off."""
+        self.tracker = PassRateTracker(alpha=opts.prior_alpha, beta=opts.prior_beta, decay=opts.decay)
+        self.predictor = DifficultyPredictor.from_options(opts) if opts.estimator in USES_PREDICTOR else None
+        self.prior_rates = read_prior_file(opts.prior_file) if opts.prior_file else None
+        """A pass-rate file's prior means (`priors`)."""
+        self.prior_decays = opts.prior_decays
+        """SPO's rule: the prior is the prompt's first counts, forgotten with them."""
+        self.drift = DriftForgetting.from_options(opts) if opts.forgetting == "drift" else None
+        """forgetting="drift": each visit's discount from the policy's movement since the prompt's last visit."""
+        self.levels = LevelRates(opts.decay)
+        """The running pass rate of each difficulty level (`estimator=level`'s prior; kept for every estimator)."""
         self.step = 0
         self.visits: dict[str, int] = {}
         self.last_seen: dict[str, int] = {}
         self.recent: dict[str, str] = {}
+        """prompt id -> its last `history` outcomes, oldest first, as '0'/'1' characters (compact in JSON)."""
         self.last_visit: dict[str, tuple[int, int]] = {}
         """prompt id -> (correct, drawn) of its latest visit."""
-        """prompt id -> its last `history` outcomes, oldest first, as '0'/'1' characters (compact in JSON)."""
         self.streak: dict[str, int] = {}
         self.evicted: set[str] = set()
         self.stats = _zero_stats()
@@ -137,15 +92,23 @@ class PromptMemory:
         """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
         self.token_total = (0.0, 0)
         """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
-        self.prior_rates, self.prior_decays = prior_rates, prior_decays
-        """A pass-rate file's prior means (`sampling.priors`), and SPO's forgotten prior."""
-        self.levels = LevelRates(decay)
-        self.drift = drift
-        """forgetting="drift": each visit's discount from the policy's movement since the prompt's last visit."""
-        """The running pass rate of each difficulty level (`estimator=level`'s prior; kept for every estimator)."""
 
-    def attach_oracle(self, oracle: PassRateOracle) -> None:
-        self.oracle = oracle
+    def attach(
+        self,
+        *,
+        oracle: PassRateOracle | None = None,
+        scorer: Scorer | None = None,
+        prior_rates: dict[str, float] | None = None,
+    ) -> None:
+        """What the caller provides beside the samples: the exact pass rates behind `estimator=oracle`, the policy's
+        log-probs of earlier responses behind `forgetting=drift` (each kept only where the options use it), and
+        prior means measured by sampling (they replace a prior file's: SPO's offline pass, `bench.run.prior_pass`)."""
+        if oracle is not None and self.estimator == "oracle":
+            self.oracle = oracle
+        if scorer is not None and self.drift is not None:
+            self.drift.scorer = scorer
+        if prior_rates is not None:
+            self.prior_rates = prior_rates
 
     def _oracle(self) -> PassRateOracle:
         if self.oracle is None:
@@ -247,11 +210,11 @@ class PromptMemory:
         return n_pos + m * s, n_tot - n_pos + (1 - m) * s
 
     def prior_mean(self, prompt: Prompt) -> float | None:
-        """The mean of the prompt's prior before its own visits (`sampling.priors`), or None for the flat prior."""
+        """The mean of the prompt's prior before its own visits (`priors`), or None for the flat prior."""
         rate = file_rate(self.prior_rates, prompt)
         if rate is not None:
             return rate
-        if self.estimator in _USES_PREDICTOR:
+        if self.estimator in USES_PREDICTOR:
             assert self.predictor is not None
             return self.predictor.predict(prompt)
         return self.levels.mean(prompt.level) if self.estimator == "level" else None
@@ -323,23 +286,3 @@ def oracle_prior(rate: float) -> tuple[float, float]:
 
 def _zero_stats() -> dict[str, int]:
     return {"visits": 0, "all_correct": 0, "all_wrong": 0}
-
-
-def memory_for(cfg: Options) -> PromptMemory:
-    """The memory a strategy's options ask for (a predictor only when the estimator uses one)."""
-    predictor = None
-    if cfg.estimator in _USES_PREDICTOR:
-        predictor = DifficultyPredictor(dim=cfg.predictor_dim, lr=cfg.predictor_lr)
-    return PromptMemory(
-        alpha=cfg.prior_alpha,
-        beta=cfg.prior_beta,
-        decay=cfg.decay,
-        history=cfg.history,
-        estimator=cfg.estimator,
-        predictor=predictor,
-        evict_at=cfg.resolved_evict,
-        forget=cfg.forget,
-        prior_rates=read_prior_file(cfg.prior_file) if cfg.prior_file else None,
-        prior_decays=cfg.prior_decays,
-        drift=DriftForgetting(cfg.drift_half, cfg.rho_min, cfg.rho_max) if cfg.forgetting == "drift" else None,
-    )
