@@ -51,6 +51,43 @@ def test_a_baseline_independent_of_the_sample_keeps_the_gradient_unbiased(p, n):
     assert expected_gradient("leave_one_out", p, 1) == 0.0  # ... where leave-one-out has no other sample
 
 
+@pytest.mark.parametrize("name", ["uniform", "dynamic"])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_leave_one_out_is_unbiased_under_strategies_whose_std_scaling_is_on(name, p):
+    """uniform and dynamic default to scale_std (GRPO's); with advantage=leave_one_out they trained RLOO divided by
+    the group's std, which includes the sample it scales: biased (issue 51). RLOO is never scaled now."""
+    from reinforce_ada.sampling.ledger import step_advantages
+
+    opts = strategy_config(name, advantage="leave_one_out").options
+    assert opts.scale_std  # the strategy's own default is still on: leave-one-out ignores it
+    n, total = 4, 0.0
+    for ys in itertools.product([0.0, 1.0], repeat=n):
+        y = np.array(ys)
+        prob = float(np.prod(np.where(y == 1, p, 1 - p)))
+        group = Group(Prompt("x", "x"), [Sample(prompt_id="x", text="", reward=r) for r in ys], list(ys))
+        (adv,), _ = step_advantages(opts, [group])
+        total += prob * float((adv * (y - p)).sum()) / n
+    assert total == pytest.approx(p * (1 - p))
+
+
+def test_an_informative_prior_enters_spo_with_the_recipes_strength_of_eight(tmp_path):
+    """The recipe's offline prior has N_init = 1 / (1 - rho_min) = 8 pseudo-samples; 0.4 gave a file's (or a measured
+    pass's) mean SPO's flat strength, alpha + beta = 1 (issue 51). `prior_strength` sets it; SPO's default is 8."""
+    f = tmp_path / "rates.jsonl"
+    f.write_text('{"id": "a", "pass_rate": 0.25}\n')
+    a, other = Prompt("a", "a"), Prompt("b", "b")
+    spo = PromptMemory(strategy_config("spo", prior_file=str(f)).options)
+    assert spo.posterior(a) == pytest.approx((2.0, 6.0)) and spo.posterior(other) == pytest.approx((0.5, 0.5))
+    measured = PromptMemory(strategy_config("spo").options)
+    measured.attach(prior_rates={"a": 0.75})  # a prior pass measured by sampling (`bench.run.prior_pass`)
+    assert measured.posterior(a) == pytest.approx((6.0, 2.0))
+    own = PromptMemory(strategy_config("uniform", prior_file=str(f), prior_strength=4.0).options)
+    assert own.posterior(a) == pytest.approx((1.0, 3.0))
+    assert PromptMemory(strategy_config("uniform", prior_file=str(f)).options).posterior(a) == pytest.approx((0.5, 1.5))
+    with pytest.raises(ConfigError, match="prior_strength=0.0 is out of range"):
+        strategy_config("spo", prior_strength=0.0)
+
+
 def test_the_tracker_baseline_needs_a_value_and_scales_by_the_bernoulli_std():
     with pytest.raises(ConfigError, match="Group.baseline"):
         ADVANTAGES["tracker"](np.array([1.0]), np.array([1.0]), std=False, baseline=None)

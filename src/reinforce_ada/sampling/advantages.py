@@ -11,7 +11,9 @@
 4) `leave_one_out` (RLOO, Ahmadian et al. 2024, arXiv 2402.14740): each sample's baseline is the mean of the kept
    group's other samples, so it does not depend on the sample it scores and the estimate is unbiased (the group mean
    includes the sample and shrinks the gradient by (n - 1) / n); A_i = n / (n - 1) (r_i - mean). A group of one
-   has no other sample: zero advantage. `scale_std` divides by the group's std.
+   has no other sample: zero advantage. `scale_std` does not apply: the group's std includes the sample it would
+   scale, so dividing by it biases the estimate (0.4 divided by it under `uniform` and `dynamic`, whose `scale_std`
+   defaults on; RLOO is unscaled).
 5) `tracker` (SPO, arXiv 2509.13232): the prompt's value estimate from before this step's samples
    (`Group.baseline`, the strategy's prompt memory by `estimator`), A = r - v_hat: unbiased for the same reason, and
    defined for a group of one. `scale_std` divides by sqrt(v_hat (1 - v_hat)), the Bernoulli std at v_hat.
@@ -116,17 +118,16 @@ def corrected_advantage(
 def leave_one_out_advantage(
     kept_R: np.ndarray, pool_R: np.ndarray, *, std: bool = False, eps: float = 1e-6, baseline: float | None = None
 ) -> np.ndarray:
-    """RLOO (module docstring, 4).
+    """RLOO (module docstring, 4); `std` is ignored (unscaled RLOO is the unbiased one).
 
-    >>> leave_one_out_advantage(np.array([1.0, 0.0, 0.0, 0.0]), None).round(4).tolist()  # 1 - 0, 0 - 1/3
+    >>> leave_one_out_advantage(np.array([1.0, 0.0, 0.0, 0.0]), None, std=True).round(4).tolist()  # 1 - 0, 0 - 1/3
     [1.0, -0.3333, -0.3333, -0.3333]
     """
     kept_R = np.asarray(kept_R, dtype=float)
     n = len(kept_R)
     if n < 2:
         return np.zeros_like(kept_R)
-    adv_R = kept_R - (kept_R.sum() - kept_R) / (n - 1)
-    return adv_R / (kept_R.std(ddof=1) + eps) if std else adv_R
+    return kept_R - (kept_R.sum() - kept_R) / (n - 1)
 
 
 def tracker_advantage(

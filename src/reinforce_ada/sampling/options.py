@@ -65,7 +65,10 @@ class BaselineOptions:
         "stratified-downsampling correction); each strategy defaults to its paper's",
     )  # planned: a baseline decides whether a kept group of n has signal (`simulation.law`)
     scale_std: bool = option(
-        True, "divide advantages by the std (GRPO's; off for seq/est, as the official code)", plan=False
+        True,
+        "divide advantages by the std (GRPO's; off for seq/est, as the official code; leave_one_out and maxrl are "
+        "never scaled)",
+        plan=False,
     )
     correction: str = option(
         "none", "explicit per-prompt weight f'(p_hat) from the pool (paper v3 §3.2): none or objective", plan=False

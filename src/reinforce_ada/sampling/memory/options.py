@@ -46,6 +46,11 @@ class MemoryOptions:
     )
     prior_alpha: float = option(1.0, "pass-rate tracker: Beta prior alpha")
     prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")
+    prior_strength: float | None = option(
+        None,
+        "pseudo-samples behind an informative prior mean (a prior_file's, a measured prior pass's, the level's, the "
+        "predictor's); none: prior_alpha + prior_beta (SPO's recipe: 8 = 1 / (1 - rho_min))",
+    )
     decay: float = option(
         0.9, "pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])", plan=False
     )
@@ -85,6 +90,8 @@ class MemoryOptions:
                 f"prior_alpha={self.prior_alpha}, prior_beta={self.prior_beta}: their sum (the prior's strength) "
                 "overflows to infinity; give a strength below 1e308 (the recipe's is 8)"
             )
+        if self.prior_strength is not None and not 0.0 < self.prior_strength < 1e300:
+            raise ConfigError(f"prior_strength={self.prior_strength} is out of range; it must be > 0 (or none)")
         if not 0.0 < self.decay <= 1.0:
             raise ConfigError(f"decay={self.decay} is out of range; it must be in (0, 1]")
         if not 0.0 < self.forget <= 1.0:

@@ -1,7 +1,7 @@
 """Where a prompt's pass-rate belief starts before its own visits: the tracker's prior (`prompt_memory`).
 
-The prior is a Beta of strength s = prior_alpha + prior_beta around a mean m, from the first source that knows the
-prompt:
+The prior is a Beta of strength s around a mean m, from the first source that knows the prompt (s =
+`prior_strength`, else prior_alpha + prior_beta; SPO's default is the recipe's 8 -- 0.4 used 1 there):
 1) `prior_file` (any estimator but oracle): a pass-rate file, e.g. what `reinforce-ada filter` writes (JSONL or CSV
    rows, or a `.json` array of them, with `pass_rate` or `p`, keyed by `id`, else by the `prompt` text; an optional
    `samples` count turns the rate into SPO's smoothed (k + 1/2) / (samples + 1)). Prompts the file lacks fall through

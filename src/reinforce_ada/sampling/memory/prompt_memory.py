@@ -67,6 +67,8 @@ class PromptMemory:
         self.prior_rates = read_prior_file(opts.prior_file) if opts.prior_file else None
         """A pass-rate file's prior means (`priors`)."""
         self.prior_decays = opts.prior_decays
+        self.prior_strength = opts.prior_strength
+        """The strength of an informative prior mean (None: the flat prior's alpha + beta)."""
         """SPO's rule: the prior is the prompt's first counts, forgotten with them."""
         self.drift = DriftForgetting.from_options(opts) if opts.forgetting == "drift" else None
         """forgetting="drift": each visit's discount from the policy's movement since the prompt's last visit."""
@@ -201,7 +203,7 @@ class PromptMemory:
             n_pos, n_tot = w * n_pos, w * n_tot
         if self.prior_decays and prompt.id in t.counts:  # the prior is inside the counts (SPO)
             return max(n_pos, PRIOR_FLOOR), max(n_tot - n_pos, PRIOR_FLOOR)
-        m, s = self.prior_mean(prompt), t.alpha + t.beta
+        m, s = self.prior_mean(prompt), self.prior_strength or t.alpha + t.beta
         if m is None:
             return n_pos + t.alpha, n_tot - n_pos + t.beta
         m = min(max(m, PRIOR_FLOOR), 1.0 - PRIOR_FLOOR)

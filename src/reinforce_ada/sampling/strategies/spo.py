@@ -14,8 +14,8 @@ Departures from the paper and the recipe, each an option where the choice is rea
 - The prior: uninformative Beta(1/2, 1/2) (the recipe's alpha = beta = 0.5 without offline values) unless a pass-rate
   file (`prior_file`, e.g. `reinforce-ada filter`'s output: the paper's 8-sample offline pass, whose tokens a
   comparison must charge), the level (`estimator=level`) or the learned predictor (`estimator=both`) gives its mean,
-  at strength prior_alpha + prior_beta. The recipe smooths an offline mean to (k + 1/2) / (n0 + 1) at strength 8;
-  `prior_file` rows with a `samples` column get the same smoothing.
+  at strength `prior_strength` = 8, the recipe's N_init = 1 / (1 - rho_min) (0.4 used alpha + beta = 1). The recipe
+  smooths an offline mean to (k + 1/2) / (n0 + 1); `prior_file` rows with a `samples` column get the same smoothing.
 - Draws come from `candidates` x batch candidates the prompt source offers, not the whole set (`admission.priority`).
 - Batch normalisation counts each sample once (the recipe); `batch_normalize=tokens` weighs them by length (SPO++).
 - The loss is the trainer's (PPO-clip with clip-higher and dual clip, token-mean: the recipe's settings).
@@ -43,6 +43,7 @@ class SpoOptions(Options):
     prior_alpha: float = same_as(Options, "prior_alpha", 0.5)
     prior_beta: float = same_as(Options, "prior_beta", 0.5)
     prior_decays: bool = same_as(Options, "prior_decays", True)
+    prior_strength: float | None = same_as(Options, "prior_strength", 8.0)
 
 
 class Spo(Uniform):
