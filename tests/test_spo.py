@@ -88,6 +88,32 @@ def test_an_informative_prior_enters_spo_with_the_recipes_strength_of_eight(tmp_
         strategy_config("spo", prior_strength=0.0)
 
 
+def test_the_tracker_baseline_centres_partial_credit_rewards():
+    """The tracker counted correct samples (reward > threshold) but the advantage subtracted its estimate from the raw
+    reward: a prompt always scoring 0.4 (partial credit, never correct) kept A = 0.4 - v_hat with v_hat -> 0, a
+    permanent push (issue 51). The value tracks the mean reward: A -> 0; the pass rate stays what allocation reads."""
+
+    class Constant:  # every sample of every prompt scores 0.4
+        def generate(self, requests):
+            out = []
+            for r in requests:
+                out += [Sample(prompt_id=r.prompt.id, text="", reward=0.4, num_tokens=1) for _ in range(r.k)]
+            return out
+
+    prompts = [Prompt(f"q{i}", f"q{i}") for i in range(4)]
+    s = build_strategy(strategy_config("spo", n=2, select="none"))
+    for _ in range(12):
+        batch = collect(s, Constant(), prompts)
+    adv = np.concatenate(batch.advantages) if batch.advantages else np.zeros(0)
+    assert s.memory.estimate(prompts[0]) < 0.05  # the pass rate: never correct
+    assert s.memory.value(prompts[0]) == pytest.approx(0.4, abs=0.02)  # the mean reward
+    raw = [0.4 - s.values[p.id] for p in prompts]  # before batch normalisation
+    assert max(abs(x) for x in raw) < 0.02 and np.all(np.isfinite(adv))
+    m = PromptMemory(strategy_config("uniform").options)  # 0/1 rewards: value and estimate are one number
+    m.record(prompts[0], [True, False, False], rewards=[1.0, 0.0, 0.0])
+    assert m.value(prompts[0]) == m.estimate(prompts[0]) and "mass" not in m.tracker.state_dict()
+
+
 def test_the_tracker_baseline_needs_a_value_and_scales_by_the_bernoulli_std():
     with pytest.raises(ConfigError, match="Group.baseline"):
         ADVANTAGES["tracker"](np.array([1.0]), np.array([1.0]), std=False, baseline=None)

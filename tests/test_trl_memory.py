@@ -78,6 +78,21 @@ def test_replaying_one_process_own_visits_reproduces_its_memory():
     assert m.state_dict() == built
 
 
+def test_partial_credit_rewards_travel_with_the_visits():
+    """Each process's rewards reach every memory, so the tracker baseline's value (the mean reward) agrees too."""
+    one, two = fresh(), fresh()
+    logs = [VisitLog(one), VisitLog(two)]
+    one.new_step()
+    two.new_step()
+    one.record(A, [F, F], rewards=[0.4, 0.3])
+    two.record(A, [T, F], rewards=[1.0, 0.2])
+    everyone = [log.close() for log in logs]
+    assert everyone[0][0][3] == [0.4, 0.3]
+    for m, log in zip((one, two), logs, strict=True):
+        merge(m, log.before, everyone)
+    assert one.state_dict() == two.state_dict() and one.value(A) != one.estimate(A)
+
+
 def test_no_new_step_when_no_process_started_one():
     m = fresh()
     m.new_step()

@@ -137,7 +137,9 @@ class AdaGRPOConfig(GRPOConfig):
 
     `num_generations` is the group size n trained on per prompt (uniform/dynamic: samples per prompt; seq: the
     downsampled group; est draws and trains on its own allocation). Each process runs the strategy on its share of
-    the step's prompts, so `budget` (est) is per process.
+    the step's prompts, so `budget` (est) is per process, and so is `batch_normalize` (SPO's (A - mean) / std runs over
+    each process's own trained samples, not the global batch: with P processes the statistics come from 1/P of the
+    step; our trainer and verl normalise over the whole step).
     """
 
     strategy: str = field(

@@ -6,7 +6,7 @@ process's batch, or a prompt the dataset holds twice), and decayed counts, GRESO
 history depend on the order visits are applied. So after each step every process rebuilds the step's memory from the
 same inputs:
 1) `VisitLog` keeps the memory as it was before the step (the same on every process) and records this process's visits
-   (prompt, outcomes, completion lengths) in the order the strategy made them;
+   (prompt, outcomes, completion lengths, rewards) in the order the strategy made them;
 2) the visits are gathered (`gather_object`), and `merge` restores the memory to its state before the step, starts
    the step (`new_step`, as the strategies' `begin` did; once, if any process started one) and records every
    process's visits in rank order, each process's in its own order. The predictor's pending visits follow the same
@@ -24,9 +24,9 @@ from typing import Any
 from reinforce_ada.sampling.memory import PromptMemory
 from reinforce_ada.types import Prompt
 
-Visit = tuple[dict[str, Any], list[bool], list[int] | None]
-"""(the prompt as a dict, its outcomes: correct or not, its samples' lengths in tokens or None) -- picklable, for
-`gather_object`."""
+Visit = tuple[Any, ...]
+"""(the prompt as a dict, its outcomes: correct or not, its samples' lengths in tokens or None[, their rewards]) --
+picklable, for `gather_object`."""
 
 
 class VisitLog:
@@ -43,11 +43,13 @@ class VisitLog:
             outcomes: list[bool],
             tokens: list[int] | None = None,
             response: tuple[list[int], list[float]] | None = None,
+            rewards: list[float] | None = None,
         ) -> None:
             if outcomes:  # an empty visit records nothing (PromptMemory.record)
                 lengths = None if tokens is None else [int(t) for t in tokens]
-                self.visits.append((asdict(prompt), [bool(x) for x in outcomes], lengths))
-            record(prompt, outcomes, tokens, response)  # `response` feeds forgetting=drift only, which TRL refuses
+                visit = (asdict(prompt), [bool(x) for x in outcomes], lengths)
+                self.visits.append(visit if rewards is None else (*visit, [float(r) for r in rewards]))
+            record(prompt, outcomes, tokens, response, rewards)  # `response`: forgetting=drift only (TRL refuses it)
 
         memory.record = logged  # type: ignore[method-assign]  # this instance only, until close()
 
@@ -67,8 +69,9 @@ def merge(
     if new_step:
         memory.new_step()
     for visits in everyone:
-        for prompt, outcomes, *lengths in visits:  # visits logged before lengths were kept have none
-            memory.record(Prompt(**prompt), list(outcomes), lengths[0] if lengths else None)
+        for prompt, outcomes, *rest in visits:  # visits logged before lengths (or rewards) were kept have none
+            lengths, rewards = (list(rest) + [None, None])[:2]
+            memory.record(Prompt(**prompt), list(outcomes), lengths, rewards=rewards)
 
 
 def share_visits(log: VisitLog, gather: Callable[[list], list]) -> None:

@@ -239,7 +239,7 @@ class PoolStrategy:
             self.live[p.id] = self.dirty[p.id] = None
         if self.opts.advantage in NEEDS_VALUE and prompts:
             self.memory.prefetch(list(prompts))
-            self.values.update((p.id, self.memory.estimate(p)) for p in prompts)
+            self.values.update((p.id, self.memory.value(p)) for p in prompts)  # the expected reward
         if self.memory.drift is not None and prompts:  # forgetting="drift": how far the policy moved since
             self.memory.drift.prepare(list(prompts))
         self.on_add([p.id for p in prompts])
@@ -303,9 +303,11 @@ class PoolStrategy:
             self.checks[pid] += 1
             if self.on_batch(pid):
                 del self.live[pid]
-                outcomes = [float(x.reward) > self.opts.threshold for x in pool]  # type: ignore[arg-type]
+                rewards = [float(x.reward) for x in pool]  # type: ignore[arg-type]
+                outcomes = [r > self.opts.threshold for r in rewards]
                 first = (pool[0].token_ids, pool[0].logprobs)  # forgetting="drift" remembers it
-                self.memory.record(self.prompts[pid], outcomes, tokens=[x.num_tokens for x in pool], response=first)
+                tokens = [x.num_tokens for x in pool]
+                self.memory.record(self.prompts[pid], outcomes, tokens=tokens, response=first, rewards=rewards)
                 return True
 
     def _late(self, s: Sample) -> None:

@@ -26,6 +26,10 @@
    visit), so a belief formed many steps ago (a prompt that failed early, never revisited by a greedy selection)
    widens back toward its prior as the policy moves on. The stored counts are unchanged; `decay` still discounts
    per visit.
+7) the value (`value(prompt)`, the tracker baseline's v_hat, SPO's): the expected *reward*, not the pass rate -- the
+   tracker's reward mass (rewards clipped into [0, 1]) in place of its correct count, under the same prior, so
+   r - v_hat centres under partial credit too (0.4 subtracted the pass-rate estimate from the raw reward). With 0/1
+   rewards the two are one number.
 A visit is recorded when the prompt stops sampling, from the pool at that moment (samples kept after the stop under
 `in_flight="keep"` are not counted). Everything round-trips through `state_dict` as JSON.
 """
@@ -141,18 +145,21 @@ class PromptMemory:
         outcomes: list[bool],
         tokens: list[int] | None = None,
         response: tuple[list[int], list[float]] | None = None,
+        rewards: list[float] | None = None,
     ) -> None:
         """One visit: the prompt's outcomes (correct or not) in this step's pool, and optionally each sample's
-        completion length in tokens (module docstring, 5)."""
+        completion length in tokens (module docstring, 5) and reward (the value's mass, module docstring, 7; by
+        default the outcomes as 0/1)."""
         if not outcomes:
             return
         if tokens:
             self._record_tokens(prompt.id, tokens)
         pid, k, n = prompt.id, sum(outcomes), len(outcomes)
+        mass = None if rewards is None else reward_mass(rewards, n)
         if self.prior_decays and pid not in self.tracker.counts:  # SPO: the prior is the first counts
             a0, b0 = self.posterior(prompt)
             self.tracker.counts[pid] = (a0, a0 + b0)
-        self.tracker.update(pid, k, n, decay=None if self.drift is None else self.drift.rho(pid))
+        self.tracker.update(pid, k, n, decay=None if self.drift is None else self.drift.rho(pid), mass=mass)
         self.levels.add(prompt.level, k, n)
         if self.drift is not None and response is not None:
             self.drift.remember(pid, *response)
@@ -227,6 +234,20 @@ class PromptMemory:
         a, b = self.posterior(prompt)
         return a / (a + b)
 
+    def value(self, prompt: Prompt) -> float:
+        """The prompt's expected reward (module docstring, 7): `estimate` with the reward mass in place of the
+        correct count -- the same number under 0/1 rewards and for every prompt not yet visited."""
+        t = self.tracker
+        if self.estimator == "oracle" or prompt.id not in t.mass:
+            return self.estimate(prompt)
+        a, b = self.posterior(prompt)
+        n_pos = t.counts[prompt.id][0]
+        shift = t.mass[prompt.id] - n_pos  # the Beta's a counts correct samples; the value counts reward mass
+        if self.forget < 1.0 and prompt.id in self.last_seen:
+            shift *= self.forget ** (self.step - self.last_seen[prompt.id])
+        total = a + b  # the evidence behind the belief is the same: only what it counts changes
+        return min(max(a + shift, PRIOR_FLOOR), total - PRIOR_FLOOR) / total
+
     def recent_rate(self, prompt_id: str, rule: str = "recent") -> float | None:
         """Mean of the remembered outcomes once at least half the buffer is filled (Knapsack RL's rule), else None.
 
@@ -278,6 +299,13 @@ class PromptMemory:
             self.levels.load_state_dict(state["levels"])
         if self.drift is not None and "drift" in state:
             self.drift.load_state_dict(state["drift"])
+
+
+def reward_mass(rewards: list[float], n: int) -> float:
+    """A visit's reward mass: its rewards clipped into [0, 1], summed (a non-finite reward counts 0)."""
+    if len(rewards) != n:
+        raise ValueError(f"a visit of {n} outcomes came with {len(rewards)} rewards")
+    return float(sum(min(max(float(r), 0.0), 1.0) if math.isfinite(float(r)) else 0.0 for r in rewards))
 
 
 def oracle_prior(rate: float) -> tuple[float, float]:
