@@ -362,3 +362,26 @@ def test_drift_in_the_simulator_and_the_trainer(model_dir, tmp_path):
     m = tr.train_step()  # every prompt comes back: its drift is measured
     tr.close()
     assert m["drift_mean"] >= 0 and 0.875 <= m["rho_mean"] <= 0.96 and math.isfinite(m["loss"])
+
+
+def test_a_second_sample_only_where_the_tracker_is_unsure():
+    """`second_sample_sd`: n + 1 samples for a prompt whose value belief is wide when it joins the step, n otherwise;
+    decided from the belief alone, so the cost is one unit per prompt plus the extra draws."""
+    from reinforce_ada.sampling.strategies.uniform import belief_sd
+
+    prompts = [Prompt(f"q{i}", f"q{i}") for i in range(8)]
+    policy = SimulatedPolicy(prompts, [0.5] * 8, SimConfig(lr=0.0, seed=0))
+    s = build_strategy(strategy_config("spo", second_sample_sd=0.3, select="none"))
+    first = collect(s, policy, prompts)
+    assert first.ledger.samples_generated == 16 and first.ledger.extra["second_samples"] == 8  # cold: Beta(1/2, 1/2)
+    for _ in range(6):
+        later = collect(s, policy, prompts)
+    sds = [belief_sd(*s.memory.posterior(p)) for p in prompts]
+    assert all(x < 0.3 for x in sds) and later.ledger.samples_generated == 8  # sure now: one sample each
+    twin = build_strategy(strategy_config("spo", second_sample_sd=0.3, select="none"))
+    twin.load_state_dict(json.loads(json.dumps(s.state_dict())))
+    assert twin.state_dict() == s.state_dict()
+    off = build_strategy(strategy_config("spo", select="none"))
+    assert collect(off, policy, prompts).ledger.samples_generated == 8 and "second_samples" not in off.metrics()
+    with pytest.raises(ConfigError, match=r"second_sample_sd=0.7 is out of range; it must be in \[0, 0.5\)"):
+        strategy_config("uniform", second_sample_sd=0.7)

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reinforce_ada.sampling.options import Options, same_as
-from reinforce_ada.sampling.strategies.uniform import Uniform
+from reinforce_ada.sampling.strategies.uniform import Uniform, UniformOptions
 
 
 @dataclass(frozen=True)
-class MoppsOptions(Options):
+class MoppsUniformOptions(UniformOptions):
     select: str = same_as(Options, "select", "mopps")
 
 
 class MoppsUniform(Uniform):
-    Options = MoppsOptions
+    Options = MoppsUniformOptions
     select_fixed = True

@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reinforce_ada.sampling.options import Options, same_as
-from reinforce_ada.sampling.strategies.uniform import Uniform
+from reinforce_ada.sampling.strategies.uniform import Uniform, UniformOptions
 
 
 @dataclass(frozen=True)
-class SpoOptions(Options):
+class SpoOptions(UniformOptions):
     """SPO's defaults (module docstring)."""
 
     n: int = same_as(Options, "n", 1)
