@@ -10,6 +10,9 @@ from reinforce_ada.errors import ConfigError
 
 CORRECTIONS = ("sequence", "token")
 """How a replayed answer's loss is importance-weighted (`training.replay`, 3)."""
+MODES = ("answers", "samples")
+"""What is replayed: answers (AR3PO: an earlier correct answer into an all-wrong group, `training.replay`) or samples
+(experience replay: every trained group again in the next `max_age` steps, `training.experience`)."""
 
 
 @dataclass(frozen=True)
@@ -18,8 +21,13 @@ class ReplayConfig:
     """Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's
     most recent earlier correct completion in place of one wrong sample, off-policy corrected (training.replay,
     docs/replay.md)."""
+    mode: str = "answers"
+    """answers: AR3PO's reuse of an earlier correct answer in an all-wrong group (training.replay); samples:
+    experience replay, each step's trained groups trained again in the next max_age steps (training.experience;
+    needs max_age)."""
     max_age: int | None = None
-    """Use a stored answer only if generated at most this many steps ago (None: no limit)."""
+    """Use a stored answer or group only if generated at most this many steps ago (None: no limit; mode=samples
+    needs a limit: the staleness cap)."""
     clip: float = 2.0
     """Truncate the replayed answer's importance weight pi_old / pi_behaviour at this (>= 1)."""
     correction: str = "sequence"
@@ -41,6 +49,13 @@ class ReplayConfig:
             raise ConfigError(
                 f"replay.clip={clip!r} must be a finite number >= 1 (the cap of the truncated importance weight "
                 "pi_old / pi_behaviour, pi_old the learner before the update; 2 is the usual truncated-IS cap)"
+            )
+        if self.mode not in MODES:
+            raise ConfigError(f"replay.mode={self.mode!r} must be one of {list(MODES)}")
+        if self.mode == "samples" and self.max_age is None:
+            raise ConfigError(
+                "replay.mode='samples' needs replay.max_age, the staleness cap (steps a group is trained again: 1 "
+                "trains each group in its own step and the next)"
             )
         if self.correction not in CORRECTIONS:
             raise ConfigError(

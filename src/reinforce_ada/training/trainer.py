@@ -61,6 +61,7 @@ from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
 from reinforce_ada.training.context import fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
+from reinforce_ada.training.experience import ExperienceBuffer, experience_step, replay_buffer
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.oracle import oracle_for
@@ -115,7 +116,7 @@ class Trainer:
             print(note, file=sys.stderr)
         self.oracle = oracle_for(cfg, self.model, self.tokenizer, self.train_prompts)  # estimator=oracle: exact rates
         self.strategy.attach(oracle=self.oracle, scorer=self.score)  # forgetting="drift": the learner scores
-        self.replay = ReplayBuffer.for_config(cfg.replay, cfg.strategy.options.threshold)  # None unless replay.enabled
+        self.replay = replay_buffer(cfg.replay, cfg.strategy.options.threshold)  # None unless replay.enabled
         self.spec = engine_spec(cfg.generation, seed=cfg.run.seed, streaming=cfg.streaming, bf16=cfg.model.bf16)
         if cfg.rollout.workers > 0:  # Ray rollout workers, each building `rollout.engine` (docs/ray.md)
             self.engine: RolloutEngine = rollout_pool(cfg, self.model, self.tokenizer, self.model_path)
@@ -162,7 +163,9 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
-        replayed = replay_step(self.replay, batch, self.strategy, self.step) if self.replay is not None else []
+        answers = isinstance(self.replay, ReplayBuffer)
+        replayed = replay_step(self.replay, batch, self.strategy, self.step) if answers else []
+        old = experience_step(self.replay, batch, self.strategy, self.step) if self.experience else None
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         probe_s = time.perf_counter()
@@ -170,7 +173,10 @@ class Trainer:
             batch.ledger.extra.update(probe(self, batch))
         probe_s = time.perf_counter() - probe_s
         t1 = time.perf_counter()
-        stats = self.update(mark(self.rows(batch), replayed))
+        rows = mark(self.rows(batch), replayed)
+        if old is not None:  # earlier steps' groups, trained again (training.experience)
+            rows += mark(self.rows(old), range(sum(len(g.samples) for g in old.groups)))
+        stats = self.update(rows)
         # every engine hears of new weights: vLLM and Ray workers copy them, local engines drop their prompt KV cache
         # (an in-place or fused optimizer step moves no version counter the engine could watch)
         self.sync_weights()
@@ -179,6 +185,11 @@ class Trainer:
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0 - probe_s
         return m
+
+    @property
+    def experience(self) -> bool:
+        """replay.mode = samples: earlier steps' groups are trained again (`training.experience`)."""
+        return isinstance(self.replay, ExperienceBuffer)
 
     def score(self, prompts: list[Any], completions: list[list[int]]) -> list[list[float]]:
         """Per-token log-probs of `completions` under the current policy, at the sampling temperature (no grad)."""
