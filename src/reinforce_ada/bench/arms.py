@@ -81,6 +81,13 @@ ARMS["grpo-n4-2mb"] = "uniform:n=4 | optim.minibatches=2"
 # its prioritised draws and with uniform ones (the study's names)
 ARMS["spo-64"] = "spo | run.batch_size=64"
 ARMS["spo-64-uniform"] = "spo:select=none | run.batch_size=64"
+# the baseline's ceiling: SPO's A = r - p with p the exact pass rate of the policy about to sample (estimator=oracle:
+# read when the prompt joins the step, before its sample), uniform draws; what no tracker can beat
+ARMS["spo-64-oracle"] = "spo:select=none,estimator=oracle | run.batch_size=64"
+# levers stacked on the tracker baseline: each step's samples trained again in the next step (experience replay,
+# training.experience), or twice per step (two PPO epochs)
+ARMS["spo-64-replay"] = "spo | run.batch_size=64,replay.enabled=true,replay.mode=samples,replay.max_age=1"
+ARMS["spo-64-2ep"] = "spo | run.batch_size=64,optim.epochs=2"
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
@@ -89,7 +96,7 @@ REFERENCE = "grpo-n4"
 MATCHED, MATCHED_TO = "grpo-matched", "seq-bal"
 UNIFORM = ("grpo-n2", "grpo-n4", "grpo-n8", "grpo-n16")
 """The uniform family: the compute-to-target reference is the best of those run, per pool and cost axis."""
-ORACLES = ("oracle-select", "oracle-alloc", "oracle-both")
+ORACLES = ("oracle-select", "oracle-alloc", "oracle-both", "spo-64-oracle")
 """Arms that read the exact pass rate (`estimator=oracle`): the ceiling, never a headline arm."""
 HEADLINE = ("grpo-n4", "seq-bal", "grpo-matched")
 """The reference, Seq-balanced and budget-matched GRPO: they get the most seeds (`CompareConfig.seeds`)."""
