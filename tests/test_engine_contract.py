@@ -57,6 +57,10 @@ def check_contract(name, streaming, tiny_llama, char_tokenizer, model_dir) -> No
     samples = engine.generate(REQUESTS)
     assert [(s.prompt_id, s.index) for s in samples] == [("a", 0), ("a", 1), ("a", 2), ("c", 0), ("c", 1)]
     assert all(len(s.token_ids) == len(s.logprobs) == s.num_tokens <= 5 for s in samples)
+    prompt_len = {
+        r.prompt.id: len(char_tokenizer(r.prompt.text, add_special_tokens=False)["input_ids"]) for r in REQUESTS
+    }
+    assert all(s.prompt_tokens == prompt_len[s.prompt_id] for s in samples), name  # the bill's input side
     # reseed: the same seed draws the same samples; state_dict / load_state_dict resume the stream
     engine.reseed(7)
     first = _tokens(engine.generate(REQUESTS))

@@ -56,6 +56,8 @@ class Sample:
     """Learner updates applied to the weights that drew it (set by Ray rollout workers; None in-process)."""
     replayed_from: int | None = None
     """Set by `training.replay` on a stored earlier answer trained in a later step: the step it was generated at."""
+    prompt_tokens: int = 0
+    """The prompt's length in tokens, as the engine encoded it (0 where an engine does not know it: the simulator)."""
 
 
 @dataclass

@@ -253,7 +253,18 @@ class ContinuousEngine(HFEngine):
             self._release(row.text)
             text = self.tokenizer.decode(row.tokens, skip_special_tokens=True)
             text = self._cut_at_stop(text) if why == "stop" else text
-            out.append(Sample(row.prompt_id, text, row.tokens, row.logprobs, len(row.tokens), why, index=row.ticket))
+            out.append(
+                Sample(
+                    row.prompt_id,
+                    text,
+                    row.tokens,
+                    row.logprobs,
+                    len(row.tokens),
+                    why,
+                    index=row.ticket,
+                    prompt_tokens=len(row.ids),
+                )
+            )
         return out
 
     def _prefill_prompts(self, texts: list[str], rows: list[_Row]) -> Any:

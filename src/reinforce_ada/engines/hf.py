@@ -222,7 +222,8 @@ class HFEngine:
                 texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
                 for (r, j), i, lp, why, text in zip(chunk, ids, logps, reasons, texts, strict=True):
                     text = self._cut_at_stop(text) if why == "stop" else text
-                    samples.append(Sample(r.prompt.id, text, i, lp, len(i), why, index=j))
+                    n_prompt = len(ids_of[r.prompt.text])
+                    samples.append(Sample(r.prompt.id, text, i, lp, len(i), why, index=j, prompt_tokens=n_prompt))
         self.throughput.tokens += sum(s.num_tokens for s in samples)
         self.throughput.sequences += len(samples)
         self.throughput.seconds += time.perf_counter() - start

@@ -48,18 +48,19 @@ def to_samples(requests: Sequence[Request], outputs: Sequence[Any], eos_ids: Seq
             raise RuntimeError(
                 f"vLLM returned {len(out.outputs)} completions for prompt {req.prompt.id!r}, asked {req.k}"
             )
-        samples += [_sample(req.prompt.id, c, j, eos_ids) for j, c in enumerate(out.outputs)]
+        n_prompt = len(getattr(out, "prompt_token_ids", None) or [])
+        samples += [_sample(req.prompt.id, c, j, eos_ids, n_prompt) for j, c in enumerate(out.outputs)]
     return samples
 
 
-def _sample(prompt_id: str, c: Any, index: int, eos_ids: Sequence[int]) -> Sample:
+def _sample(prompt_id: str, c: Any, index: int, eos_ids: Sequence[int], prompt_tokens: int = 0) -> Sample:
     ids = list(c.token_ids)
     # logprobs: one {token id: Logprob} dict per generated token; take the sampled token's entry
     lps = [float(_lp(d, t)) for d, t in zip(c.logprobs or [], ids, strict=False)]
     reason = {"stop": "stop", "length": "length"}.get(c.finish_reason or "", c.finish_reason or "")
     if reason == "stop" and ids and ids[-1] in eos_ids:
         reason = "eos"
-    return Sample(prompt_id, c.text, ids, lps, len(ids), reason, index=index)
+    return Sample(prompt_id, c.text, ids, lps, len(ids), reason, index=index, prompt_tokens=prompt_tokens)
 
 
 def _lp(entry: dict, token: int) -> float:

@@ -142,6 +142,7 @@ class TRLEngine:
                 num_tokens=len(ids),
                 finish_reason="eos" if ids and ids[-1] in eos else "length",
                 reward=float(reward[j]),
+                prompt_tokens=len(self.prompt_ids[pid]),
             )
             self.scored[id(s)] = Scored(s, per_func[j], extra.row(j))
             out.append(s)
