@@ -94,7 +94,10 @@ def parse_arm(spec: str, base: StrategyConfig | None = None) -> StrategyConfig:
         if not eq:
             known = sorted([f.name for f in fields(cls.Options)] + ["seed"])
             raise ConfigError(f"bad option {kv!r} in arm {spec!r}; use key=value with key in {known}")
-        raw[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in raw:
+            raise ConfigError(f"arm {spec!r}: {key} is given twice ({raw[key]!r} and {value.strip()!r}); give it once")
+        raw[key] = value.strip()
     on = {**(user_set(base) if base is not None else {}), **{k: v for k, v in raw.items() if k in FEATURES}}
     types = {f.name: type_name(f.type) for f in fields(options_class(cls.Options, on))}
     types["seed"] = "int"  # the strategy's own generator, as in a TOML table

@@ -132,10 +132,22 @@ class DifficultyPredictor:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Every value checked before anything is replaced (a damaged or hand-edited state fails here, naming the
+        key, not mid-step: a text `visits` used to)."""
         if state["dim"] != self.dim:
             raise ValueError(f"predictor state has dim={state['dim']}, this predictor has dim={self.dim}")
-        self.w = np.zeros(1 + self.dim)
+        visits = state["visits"]
+        if isinstance(visits, bool) or not isinstance(visits, int) or visits < 0:
+            raise ValueError(f"predictor state: visits={visits!r} must be a whole number >= 0")
+        w = np.zeros(1 + self.dim)
         for i, v in state["w"].items():
-            self.w[int(i)] = v
-        self.w_dense = None if state["w_dense"] is None else np.array(state["w_dense"], dtype=float)
-        self.visits = state["visits"]
+            k = int(i) if isinstance(i, str) and i.isdigit() else -1
+            if not 0 <= k <= self.dim or isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+                raise ValueError(
+                    f"predictor state: weight {i!r} = {v!r} must be a finite number at an index in [0, {self.dim}]"
+                )
+            w[k] = v
+        dense = None if state["w_dense"] is None else np.array(state["w_dense"], dtype=float)
+        if dense is not None and (dense.ndim != 1 or not np.all(np.isfinite(dense))):
+            raise ValueError("predictor state: w_dense must be a list of finite numbers")
+        self.w, self.w_dense, self.visits = w, dense, visits
