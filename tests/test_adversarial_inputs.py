@@ -193,13 +193,13 @@ def test_a_template_that_never_yields_is_named_and_the_others_kept(tmp_path):
 def test_a_file_too_big_for_memory_or_sparse_is_refused_before_it_is_read(tmp_path, monkeypatch):
     """Issue 40: a 2 GB sparse file ended in a MemoryError after minutes; the size is checked against physical
     memory first, and a text file of NUL bytes (sparse, or binary) is refused from its first block."""
-    from reinforce_ada.tasks import files
+    from reinforce_ada import userfiles
 
     sparse = tmp_path / "pool.jsonl"
     with sparse.open("wb") as fh:
         fh.truncate(8 << 20)  # 8 MiB of holes: no disk used
     with pytest.raises(ConfigError, match=r"pool.jsonl: byte 0 is a NUL byte; a binary or sparse file"):
         load_prompts(sparse)
-    monkeypatch.setattr(files, "physical_memory", lambda: 64 << 20)
+    monkeypatch.setattr(userfiles, "usable_memory", lambda: 64 << 20)
     with pytest.raises(ConfigError, match=r"pool.jsonl is 0.0 GiB; reading it takes about 12x that, more than"):
         load_prompts(sparse)

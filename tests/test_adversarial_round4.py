@@ -37,3 +37,41 @@ def test_a_damaged_predictor_state_is_refused_at_load_naming_the_key(bad, match)
     with pytest.raises(ValueError, match=match):
         fresh.load_state_dict(state)
     assert fresh.predictor.visits == 0  # nothing half-loaded
+
+
+# -- the prior file is read by the one reader of user files ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "name, content, match",
+    [
+        ("r.jsonl", '{"id": "a", "pass_rate": 0.5, "samples": Infinity}\n', r"row 1: samples=inf must be a finite"),
+        ("r.jsonl", '{"id": "a", "pass_rate": 0.5, "samples": 2.5}\n', r"row 1: samples=2.5 must be a whole number"),
+        ("r.jsonl", '{"id": "a", "pass_rate": true}\n', r"row 1: pass_rate=True must be a number"),
+        ("r.jsonl", '{"id": "a", "pass_rate": NaN}\n', r"row 1: pass_rate=nan must be a finite number"),
+        ("r.csv", "id,pass_rate\na,0.5\na,0.75\n", r"rows 1 and 2 give 'a' two pass rates \(0.5 and 0.75\)"),
+        ("r.jsonl", '{"id": "a", "pass_rate": "x"}\n', r"row 1: pass_rate='x' must be a number"),
+    ],
+)
+def test_a_prior_file_is_held_to_the_data_files_rules(tmp_path, name, content, match):
+    from reinforce_ada.sampling.memory import read_prior_file
+
+    f = tmp_path / name
+    f.write_text(content)
+    with pytest.raises(ConfigError, match=match):
+        read_prior_file(f)
+
+
+def test_a_prior_file_reads_what_a_data_file_reads(tmp_path, monkeypatch):
+    """A BOM, a raw U+2028 inside a JSON string, a 200,000-character CSV field and a repeated row that agrees all read
+    (the old reader refused or split them); a file bigger than the memory this process can get is refused unread."""
+    from reinforce_ada import userfiles
+    from reinforce_ada.sampling.memory import read_prior_file
+
+    f = tmp_path / "r.jsonl"
+    f.write_bytes('\ufeff{"id": "a", "prompt": "x\u2028y", "pass_rate": 0.25}\n'.encode())
+    assert read_prior_file(f) == {"a": 0.25, "x\u2028y": 0.25}
+    c = tmp_path / "r.csv"
+    c.write_text("prompt,pass_rate\n" + "z" * 200_000 + ",0.5\n" + "z" * 200_000 + ",0.5\n")
+    assert read_prior_file(c) == {"z" * 200_000: 0.5}
+    monkeypatch.setattr(userfiles, "usable_memory", lambda: 100)
+    with pytest.raises(ConfigError, match="prior_file .*r.csv is 0.0 GiB; reading it takes about 12x that"):
+        read_prior_file(c)

@@ -81,3 +81,39 @@ def physical_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # deliberate: a platform without these names
         return 16 * 2**30
+
+
+def usable_memory() -> int:
+    """Bytes of memory this process can get now: the least of physical memory, what the kernel reports available
+    (`MemAvailable`), the process's own address-space and data limits (`ulimit -v`, `-d`) and its cgroup's
+    `memory.max` less what the cgroup uses. The bound every up-front memory check compares with: a check against
+    physical memory alone let a request through that a 2 GiB `ulimit -v` or a container limit then killed."""
+    limits = [physical_memory()]
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):  # deliberate: not Linux
+        pass
+    try:
+        import resource
+
+        for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            soft = resource.getrlimit(which)[0]
+            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+                limits.append(soft)
+    except (ImportError, OSError, ValueError, AttributeError):  # deliberate: a platform without rlimits
+        pass
+    for limit_file, used_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        try:
+            raw = open(limit_file).read().strip()
+            if raw != "max" and int(raw) < 2**60:
+                limits.append(max(0, int(raw) - int(open(used_file).read().strip())))
+            break
+        except (OSError, ValueError):  # deliberate: no cgroup limit (or another cgroup version)
+            continue
+    return max(1, min(limits))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from reinforce_ada.cpu_load import physical_memory
+from reinforce_ada.cpu_load import usable_memory
 from reinforce_ada.errors import ConfigError
 
 
@@ -63,13 +63,13 @@ def check_group(n: int, max_samples: int) -> None:
 
 
 def fits_memory(name: str, value: Any, bytes_each: int, what: str) -> None:
-    """An option whose value sizes memory (`bytes_each` per unit) must fit this machine's physical memory: 10**9 used
+    """An option whose value sizes memory (`bytes_each` per unit) must fit the memory this process can get: 10**9 used
     to fail with MemoryError minutes into a run. The training config checks again with the batch size."""
-    memory = physical_memory()
+    memory = usable_memory()
     if isinstance(value, int) and value * bytes_each > memory:
         raise ConfigError(
-            f"{name}={value}: {what} would need about {value * bytes_each / 2**30:.0f} GiB, more than this machine's "
-            f"{memory / 2**30:.1f} GiB; the largest {name} here is {memory // bytes_each}"
+            f"{name}={value}: {what} would need about {value * bytes_each / 2**30:.0f} GiB, more than the "
+            f"{memory / 2**30:.1f} GiB this process can get; the largest {name} here is {memory // bytes_each}"
         )
 
 

@@ -1,5 +1,8 @@
 """Prompt datasets from JSONL, CSV or Parquet files or a saved `datasets` folder, with column mapping.
 
+The file is read by the one reader of user files (`reinforce_ada.userfiles`: sizes, encodings, line ends, CSV and
+JSON rules, shared with prior and features files); this module holds the rules of a prompt row.
+
 Each row needs a prompt and an answer (keys configurable). Ids come from an `id` column when present, else
 `<file stem>-<row>`. Parquet needs pyarrow (or pandas with a Parquet engine) and a folder written by
 `Dataset.save_to_disk` needs `datasets`; both are imported only for those inputs.
@@ -38,8 +41,6 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import numbers
@@ -49,9 +50,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
+from reinforce_ada.userfiles import MEMORY_PER_BYTE, check_size, read_rows  # noqa: F401 -- the one reader
 
 MAX_PROMPT_CHARS = 32_000
 """Default longest prompt, in characters; a longer one is an error naming its row (`max_prompt_chars` changes it)."""
@@ -61,136 +62,6 @@ MAX_FEATURE = 1e6
 """Largest |value| of a feature (rule 8). Standardised features are about 1; at 1e300 the predictor's |x|^2 is inf
 and its every step 0. A million leaves room for raw, unscaled values."""
 _LEVEL = re.compile(r"(?:level\s*)?(-?\d+)", re.IGNORECASE)
-
-
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        pq = None
-    if pq is not None:
-        import pyarrow as pa
-
-        try:
-            return pq.read_table(path).to_pylist()
-        except (pa.ArrowException, OSError) as e:  # deliberate: a truncated or corrupt file, reported by name
-            raise ConfigError(f"{path} is not a readable Parquet file ({e})") from None
-    try:
-        import pandas as pd
-
-        df = pd.read_parquet(path)
-    except ImportError:
-        raise ConfigError(f"reading {path} needs pyarrow: pip install pyarrow") from None
-    except (ValueError, OSError) as e:  # deliberate: as above, through pandas
-        raise ConfigError(f"{path} is not a readable Parquet file ({e})") from None
-    return df.astype(object).where(df.notna(), None).to_dict("records")
-
-
-def _read_saved_dataset(path: Path) -> list[dict[str, Any]]:
-    try:
-        import datasets
-    except ImportError:
-        raise ConfigError(
-            f"{path} is a folder; reading a saved dataset needs `datasets`: pip install datasets"
-        ) from None
-    try:
-        ds = datasets.load_from_disk(str(path))
-    except FileNotFoundError as e:
-        raise ConfigError(f"{path} is not a folder written by `datasets` save_to_disk ({e})") from None
-    if isinstance(ds, datasets.DatasetDict):
-        splits = ", ".join(str(path / name) for name in ds)
-        raise ConfigError(f"{path} holds several splits; point to one of them: {splits}")
-    return ds.to_list()
-
-
-def _decode(path: Path) -> str:
-    """The file's text as UTF-8 (a leading byte-order mark dropped); invalid bytes are an error naming the line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}: line {line} is not valid UTF-8 (byte {e.start}: {data[e.start : e.start + 4]!r}); "
-            "save the file as UTF-8"
-        ) from None
-
-
-def _read_csv(path: Path) -> list[dict[str, Any]]:
-    """Rows of a CSV file with a header line; a row with more fields than the header is an error."""
-    text = _decode(path)
-    old = csv.field_size_limit()
-    csv.field_size_limit(max(old, len(text) + 1))  # no field can be longer than the file already in memory
-    try:
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    except csv.Error as e:  # deliberate: e.g. a NUL byte; reported by file
-        raise ConfigError(f"{path} is not a readable CSV file ({e})") from None
-    finally:
-        csv.field_size_limit(old)
-    for i, row in enumerate(rows, start=1):
-        if None in row:  # DictReader files surplus fields under the key None
-            raise ConfigError(f"{path}: row {i} has {len(row[None])} more field(s) than the header's {len(row) - 1}")
-    return rows
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per non-blank line; the row number is the line number."""
-    rows = []
-    # lines end at "\n" only: str.splitlines also breaks at U+2028, U+0085 and other characters that JSON allows raw
-    # inside a string, so a valid row holding one was refused as invalid JSON
-    for i, line in enumerate(_decode(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}: row {i} is not valid JSON ({e.msg})") from None
-        except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
-            raise ConfigError(f"{path}: row {i} is nested too deeply to read as JSON") from None
-        if not isinstance(row, dict):
-            raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
-
-
-MEMORY_PER_BYTE = 12
-"""Memory reading a row file takes per byte of it (the bytes, the decoded text, its lines and the rows' Python
-objects: about 10x for JSONL rows of short prompts); a file needing more than physical memory is refused up front."""
-
-
-def check_size(path: Path, what: str = "dataset file") -> None:
-    """Refuse, before reading, a file too big for this machine's memory, and a text file that starts with NUL bytes
-    (a binary or sparse file: a 2 GB sparse file used to end in a MemoryError after minutes)."""
-    size = path.stat().st_size
-    memory = physical_memory()
-    if size * MEMORY_PER_BYTE > memory:
-        raise ConfigError(
-            f"{what} {path} is {size / 2**30:.1f} GiB; reading it takes about {MEMORY_PER_BYTE}x that, more than "
-            f"this machine's {memory / 2**30:.1f} GiB of memory: split it or sample fewer rows"
-        )
-    if path.suffix in (".jsonl", ".json", ".csv"):
-        with path.open("rb") as fh:
-            head = fh.read(1 << 16)
-        nul = head.find(b"\x00")
-        if nul >= 0:
-            raise ConfigError(f"{what} {path}: byte {nul} is a NUL byte; a binary or sparse file, not UTF-8 text")
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise ConfigError(f"dataset file {path} does not exist")
-    if path.is_dir():
-        return _read_saved_dataset(path)
-    if not path.is_file():  # rule 7: opening a FIFO blocks until a writer comes; a device may never end
-        raise ConfigError(f"dataset file {path} is not a regular file (a FIFO, socket or device); give a file")
-    check_size(path)
-    if path.suffix == ".parquet":
-        return _read_parquet(path)
-    if path.suffix == ".csv":
-        return _read_csv(path)
-    if path.suffix in (".jsonl", ".json"):
-        return _read_jsonl(path)
-    raise ConfigError(f"dataset file {path} must be .jsonl, .csv, .parquet or a folder written by `datasets`")
 
 
 def _check_encodable(text: str, where: str) -> str:

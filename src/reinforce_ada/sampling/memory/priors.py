@@ -16,14 +16,12 @@ The prior is a Beta of strength s around a mean m, from the first source that kn
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.types import Prompt
+from reinforce_ada.userfiles import read_rows, share, whole_number
 
 PRIOR_SUFFIXES = (".jsonl", ".json", ".csv")
 
@@ -59,63 +57,38 @@ class LevelRates:
         self.counts = {k: [float(v[0]), float(v[1])] for k, v in state["counts"].items()}
 
 
-def _rate(row: dict[str, Any], where: str) -> float:
-    raw = row.get("pass_rate", row.get("p"))
-    try:
-        rate = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: needs a numeric 'pass_rate' (or 'p') column, got {raw!r}") from None
-    if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):
-        raise ConfigError(f"{where}: pass_rate={rate!r} must be a number in [0, 1]")
-    samples = row.get("samples")
-    if samples not in (None, ""):
-        try:
-            n = int(samples)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: samples={samples!r} must be a whole number >= 1") from None
-        if n < 1:
-            raise ConfigError(f"{where}: samples={samples!r} must be a whole number >= 1")
-        return (rate * n + 0.5) / (n + 1)  # SPO's recipe: a smoothed mean, never exactly 0 or 1
-    return rate
+def _rate(row: dict[str, Any], path: Path, i: int) -> float:
+    key = "pass_rate" if "pass_rate" in row else "p"
+    if row.get(key) in (None, ""):
+        raise ConfigError(f"{path}: row {i} needs a numeric 'pass_rate' (or 'p') column")
+    rate = share(row[key], path, i, key)
+    if row.get("samples") in (None, ""):
+        return rate
+    n = whole_number(row["samples"], path, i, "samples", lo=1)
+    return (rate * n + 0.5) / (n + 1)  # SPO's recipe: a smoothed mean, never exactly 0 or 1
 
 
 def read_prior_file(path: str | Path) -> dict[str, float]:
-    """`id` (and `prompt` text) -> prior pass rate, from a JSONL or CSV file (module docstring, 1); errors name the
-    file, the row and the value."""
+    """`id` (and `prompt` text) -> prior pass rate (module docstring, 1), read by the one reader of user files
+    (`reinforce_ada.userfiles`: encodings, line ends, sizes, types and non-finite numbers as for a data file); two
+    rows giving one prompt different rates are an error naming both rows. Errors name the file, the row and the
+    value."""
     p = Path(path)
-    if p.suffix not in PRIOR_SUFFIXES:
-        raise ConfigError(f"prior_file={str(p)!r}: give a {', '.join(PRIOR_SUFFIXES)} file of pass rates")
-    if not p.is_file():
-        raise ConfigError(f"prior_file={str(p)!r} does not exist or is not a regular file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"prior_file={str(p)!r} cannot be read as UTF-8 text ({e})") from None
-    if p.suffix == ".csv":
-        rows: list[Any] = list(csv.DictReader(text.splitlines()))
-    elif p.suffix == ".json" and text.lstrip().startswith("["):  # one JSON array of rows, as well as JSON Lines
-        try:
-            rows = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise ConfigError(f"{p}: not a JSON array of rows ({e})") from None
-    else:
-        rows = []
-        for i, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except (json.JSONDecodeError, RecursionError):
-                    raise ConfigError(f"{p}:{i}: not a JSON object") from None
+    rows = read_rows(p, what="prior_file", suffixes=PRIOR_SUFFIXES)
     out: dict[str, float] = {}
+    first: dict[str, int] = {}
     for i, row in enumerate(rows, start=1):
-        where = f"{p}: row {i}"
-        if not isinstance(row, dict):
-            raise ConfigError(f"{where}: expected an object with 'id' or 'prompt' and 'pass_rate'")
         keys = [str(row[k]) for k in ("id", "prompt") if row.get(k) not in (None, "")]
         if not keys:
-            raise ConfigError(f"{where}: needs an 'id' or a 'prompt' column to match prompts by")
-        rate = _rate(row, where)
-        out.update(dict.fromkeys(keys, rate))
+            raise ConfigError(f"{p}: row {i} needs an 'id' or a 'prompt' column to match prompts by")
+        rate = _rate(row, p, i)
+        for key in keys:
+            if key in out and out[key] != rate:
+                raise ConfigError(
+                    f"{p}: rows {first[key]} and {i} give {key[:60]!r} two pass rates ({out[key]:g} and {rate:g}); "
+                    "keep one row per prompt"
+                )
+            out[key], first[key] = rate, first.get(key, i)
     if not out:
         raise ConfigError(f"prior_file={str(p)!r} holds no rows")
     return out
