@@ -1,11 +1,14 @@
 """Command-line flags generated from the config dataclasses: every field gets a flag with its help text.
 
 Strategy options are flags with dashes (`--samples-per-round`), generated from the chosen strategy's options class
-(`--strategy NAME`; its own options first, then the shared groups), so `--help` lists that strategy's options and a
-strategy registered from outside the package brings its own flags. Every other registered strategy's options are
-accepted too (hidden), so that `--strategy uniform --k-pos 2` is refused naming the strategies that have `k_pos`.
-Training fields are `--section.field` (`--optim.lr`), and the common run fields also have short forms (`--steps`,
-`--seed`, `--run-dir`, `--rollout-workers`, `--rollout-address`).
+(`--strategy NAME`; its own options and the shared ones whose default it changes first, then the shared groups;
+`strategy_options` is the one place they are read), so `--help` lists that strategy's options and a strategy
+registered from outside the package brings its own flags. `train --help` lists the strategy's own group, the common
+one and the most-used sections (`BRIEF_SECTIONS`); the shared groups and the other sections are behind
+`--help-all`. Every other registered strategy's options are accepted too (hidden), so that `--strategy uniform
+--k-pos 2` is refused naming the strategies that have `k_pos`. Training fields are `--section.field` (`--optim.lr`),
+and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`, `--rollout-workers`,
+`--rollout-address`).
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cli.help import Parser
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import strategy_config, switch, user_set
-from reinforce_ada.sampling.options import GROUPS, coerce_value, option_specs, type_name
+from reinforce_ada.sampling.options import GROUPS, Options, OptionSpec, coerce_value, option_specs, type_name
 from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, option_types, strategy_class, strategy_names
 from reinforce_ada.training.config import REPLAY_MOVED, SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
 DEFAULT_STRATEGY = "seq"
 GROUP_TITLES = {"common": "what counts as correct, group size", **{g: g for g in GROUPS}}
+SHARED_DEFAULTS = {f.name: f.default for f in fields(Options)}
+"""The shared options' defaults: one a strategy changes is listed in that strategy's own `--help` group."""
 
 
 def strategy_in(argv: list[str] | None) -> str:
@@ -43,11 +49,24 @@ def strategy_in(argv: list[str] | None) -> str:
     return DEFAULT_STRATEGY
 
 
-def add_strategy_flags(
-    p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY, skip: tuple[str, ...] = (), plan_only: bool = False
-) -> None:
+def strategy_options(name: str) -> list[OptionSpec]:
+    """Every option of strategy `name`, as its flags, `--help` and `plan` read them: the one place the command line
+    reads a strategy's options (`sampling.options.option_specs`)."""
+    return option_specs(strategy_class(name).Options)
+
+
+def help_group(name: str, spec: OptionSpec) -> str:
+    """The `--help` group of an option of strategy `name`: the strategy's own group for its own options and for the
+    shared ones whose default it changes (SPO's `n = 1`), else the shared group's."""
+    if spec.group == "own" or spec.default != SHARED_DEFAULTS.get(spec.name, spec.default):
+        return f"{name} options"
+    return GROUP_TITLES[spec.group]
+
+
+def add_strategy_flags(p: Parser, name: str = DEFAULT_STRATEGY, plan_only: bool = False, brief: bool = False) -> None:
     """`--strategy` and one flag per option of strategy `name` (`plan_only`: just those that change `plan`'s
-    answer); the other strategies' options are accepted but hidden (module docstring)."""
+    answer); the other strategies' options are accepted but hidden (module docstring). `brief`: `--help` lists the
+    strategy's own group and the common one, and leaves the shared groups to `--help-all`."""
     g = p.add_argument_group("strategy")
     g.add_argument(
         "--strategy",
@@ -61,17 +80,20 @@ def add_strategy_flags(
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
     shown = set()
-    for spec in option_specs(strategy_class(name).Options):
-        if spec.name in skip or (plan_only and not spec.plan):
+    for spec in strategy_options(name):
+        if plan_only and not spec.plan:
             continue
-        title = f"{name} options" if spec.group == "own" else GROUP_TITLES[spec.group]
-        grp = groups.setdefault(title, p.add_argument_group(title))
-        flag = "--" + spec.name.replace("_", "-")
+        title = help_group(name, spec)
+        if title not in groups:
+            shown_first = not brief or title in (f"{name} options", GROUP_TITLES["common"])
+            groups[title] = p.add_argument_group(title) if shown_first else p.more_group(title)
         said = spec.default is None and "default" in spec.help  # a None default the help explains ("default: n//2")
         help = _escape(spec.help if said else f"{spec.help} (default {spec.default})")  # this strategy's own
-        grp.add_argument(flag, dest=spec.name, default=None, metavar=metavar(spec.type), help=help)
+        groups[title].add_argument(
+            "--" + spec.name.replace("_", "-"), dest=spec.name, default=None, metavar=metavar(spec.type), help=help
+        )
         shown.add(spec.name)
-    for other in sorted(set(option_types(STRATEGIES.values())) - shown - set(skip)):
+    for other in sorted(set(option_types(STRATEGIES.values())) - shown):
         p.add_argument("--" + other.replace("_", "-"), dest=other, default=None, help=argparse.SUPPRESS)
 
 
@@ -111,32 +133,44 @@ def table_help() -> dict[str, str]:
     }
 
 
-def add_train_flags(p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY) -> None:
+BRIEF_SECTIONS = ("model", "task", "run")
+"""The training sections `train --help` lists; the others (`[generation]`, `[optim]`, `[rollout]`, `[replay]`) are
+behind `--help-all`."""
+
+
+def add_train_flags(p: Parser, name: str = DEFAULT_STRATEGY) -> None:
+    """`--config`, `--resume`, the strategy's flags and one `--section.field` flag per field of every other section
+    (the common run fields also short: `--steps`)."""
     p.add_argument("--config", help=f"TOML preset (sections {', '.join(f'[{s}]' for s in SECTIONS)})")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
-    add_strategy_flags(p, name)
+    add_strategy_flags(p, name, brief=True)
     for old in REPLAY_MOVED:  # 0.3's flags: refused naming the new one (train_config_from_args)
         p.add_argument("--" + old.replace("_", "-"), dest=f"moved.{old}", default=None, help=argparse.SUPPRESS)
+    generated = table_help()
     for sec, factory in SECTIONS.items():
         if sec == "strategy":
             continue
-        g = p.add_argument_group(f"[{sec}]")
+        g = p.add_argument_group(f"[{sec}]") if sec in BRIEF_SECTIONS else p.more_group(f"[{sec}]")
         cls = factory()
         docs = field_docs(type(cls))
-        generated = table_help()
         for f in fields(cls):
-            flags = [f"--{sec}.{f.name}"]
-            if sec == "run" and f.name in RUN_FLAGS:
-                flags.insert(0, "--" + f.name.replace("_", "-"))
-            if sec == "rollout" and f.name in ("workers", "address"):
-                flags.insert(0, f"--rollout-{f.name}")
             g.add_argument(
-                *flags,
+                *section_flags(sec, f.name),
                 dest=f"{sec}.{f.name}",
                 default=None,
                 metavar=metavar(type_name(f.type)),
                 help=generated.get(f"{sec}.{f.name}") or help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
+
+
+def section_flags(sec: str, name: str) -> list[str]:
+    """`--section.field`, after its short form where it has one (`--steps`, `--rollout-workers`)."""
+    flags = [f"--{sec}.{name}"]
+    if sec == "run" and name in RUN_FLAGS:
+        flags.insert(0, "--" + name.replace("_", "-"))
+    if sec == "rollout" and name in ("workers", "address"):
+        flags.insert(0, f"--rollout-{name}")
+    return flags
 
 
 def train_config_from_args(args: argparse.Namespace) -> Any:
