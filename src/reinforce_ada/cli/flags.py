@@ -126,7 +126,7 @@ def table_help() -> dict[str, str]:
     from reinforce_ada.tasks.registry import help_lines
 
     return {
-        **engine_help(field_docs),
+        **engine_help(),
         "task.name": f"one of: {help_lines(trainable=True)} (default arithmetic)",
         "task.verifier": f"{verifier_names()}, or a function of yours as module:function or path/to/file.py:function "
         "(default: the task's own, listed under --task.name)",

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 from reinforce_ada.cli.flags import add_train_flags, train_config_from_args
 from reinforce_ada.sampling.configure import arm_label
@@ -27,32 +28,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     from reinforce_ada.training import run_dir as run_folder
 
     cfg = train_config_from_args(args)  # every flag and the config file checked before torch is imported
-    from reinforce_ada.models.load import resolve_device
-    from reinforce_ada.training.interrupt import Interrupted
-    from reinforce_ada.training.report import make_report, summary_lines
-    from reinforce_ada.training.tracking import read_metrics
-    from reinforce_ada.training.trainer import Trainer
-
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
         threads = warn_if_oversubscribed(cfg.model.threads, explicit=getattr(args, "model.threads") is not None)
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
-    # the run folder's rules live in training.run_dir (the Trainer enforces them too); the CLI reports them early
-    cfg = run_folder.fresh_run_dir(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    from reinforce_ada.models.load import resolve_device
+
     resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
-    run_dir = Path(cfg.run.run_dir)
-    if args.resume:
-        run_folder.check_no_links(run_dir)
-        run_folder.check_saved_config(run_dir, cfg)
-        reached = run_folder.reached_step(run_dir)
-        if reached is not None and reached >= cfg.run.steps:
-            print(
-                f"{run_dir} already reached step {reached} (run.steps={cfg.run.steps}): nothing to do. "
-                f"To train further: reinforce-ada train --resume {run_dir} --steps N (N > {reached})"
-            )
-            return 0
-    existed = run_dir.exists()
+    # every check of the run folder, once (training.run_dir.open_run): the Trainer takes its lock and checks no more
+    opened = run_folder.open_run(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    cfg, run_dir = opened.cfg, Path(opened.cfg.run.run_dir)
+    if args.resume and opened.reached is not None and opened.reached >= cfg.run.steps:
+        opened.lock.release()
+        print(
+            f"{run_dir} already reached step {opened.reached} (run.steps={cfg.run.steps}): nothing to do. "
+            f"To train further: reinforce-ada train --resume {run_dir} --steps N (N > {opened.reached})"
+        )
+        return 0
+    from reinforce_ada.training.interrupt import Interrupted
+    from reinforce_ada.training.trainer import Trainer
+
     try:
-        trainer = Trainer(cfg)
+        trainer = Trainer(cfg, lock=opened.lock)
         if args.resume and trainer.resume():
             print(f"resumed {cfg.run.run_dir} at step {trainer.step}")
         last = trainer.fit()
@@ -60,16 +56,25 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"interrupted at step {e.step}; continue with: reinforce-ada train --resume {run_dir}")
         return 130
     except BaseException:
-        if not existed:
+        opened.lock.release()
+        if opened.created:
             _remove_if_empty_run(run_dir)
         raise
+    _report(cfg, run_dir, last)
+    return 0
+
+
+def _report(cfg: Any, run_dir: Path, last: dict[str, Any]) -> None:
+    """The run's summary lines, its report figure and what it wrote."""
+    from reinforce_ada.training.report import make_report, summary_lines
+    from reinforce_ada.training.tracking import read_metrics
+
     report = make_report(run_dir, title=arm_label(cfg.strategy))
     for line in summary_lines(read_metrics(run_dir)) or [f"final: {json.dumps(last)}"]:
         print(line)
     written = ["metrics.jsonl", "samples.jsonl", "config.toml", "checkpoints/"]
     written += ["tensorboard/"] if (run_dir / "tensorboard").is_dir() else []  # not with --run.report_to none
     print(f"wrote {cfg.run.run_dir}/{', '.join(written)} and {report}")
-    return 0
 
 
 def _remove_if_empty_run(run_dir: Path) -> None:
