@@ -165,14 +165,14 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
 def benchmarks(args: argparse.Namespace, e: EvalSetup) -> list[tuple[str, list, Any]]:
     """(name, templated prompts, verifier) of each `--dataset`, or of the run's own held-out split without one."""
     from reinforce_ada import tasks
-    from reinforce_ada.evaluation.datasets import apply_template, subset
+    from reinforce_ada.evaluation.datasets import apply_template, held_out_name, subset
     from reinforce_ada.tasks import verifiers
 
     benches: list[tuple[str, list, Any]] = []
     if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
         task = dataclasses.replace(e.cfg.task, template=e.template, verifier=args.verifier or e.cfg.task.verifier)
         _, held_out, verifier = tasks.build(task, e.tokenizer)
-        benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
+        benches.append((held_out_name(task), subset(held_out, args.limit, args.seed), verifier))
     for ds in e.datasets:
         prompts = apply_template(ds.prompts, e.template, e.tokenizer)
         name = args.verifier or ds.verifier

@@ -58,7 +58,7 @@ from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
-from reinforce_ada.training.context import fit_splits
+from reinforce_ada.training.context import embedded_fits, fit_batch, fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
@@ -111,9 +111,12 @@ class Trainer:
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         disable_dropout(self.model)  # the engines sample without dropout: the learner must compute the same policy
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
+        if cfg.model.path is None:  # the embedded model reads only its own characters (training.context, 2)
+            embedded_fits(self.train_prompts + self.eval_prompts, cfg.task.path or f"task {cfg.task.name!r}")
         self.train_prompts, self.eval_prompts, self.too_long = fit_splits(  # too long for the context: left out
             self.train_prompts, self.eval_prompts, self.tokenizer, self.model, cfg.generation.max_new_tokens
         )
+        self.cfg = cfg = fit_batch(cfg, len(self.train_prompts))  # no larger than the pool: what runs is recorded
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         note = coverage_note(self.strategy.memory.prior_rates, self.train_prompts, cfg.strategy.options.prior_file)
         if note:
