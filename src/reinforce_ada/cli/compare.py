@@ -50,7 +50,11 @@ def add_parser(sub: argparse._SubParsersAction, strategy: str) -> None:
     p.add_argument("--other-seeds", type=int, default=None, help="seeds of the other arms (default 5)")
     p.add_argument("--seed-offset", type=int, default=0, help="first seed: an independent re-run uses other seeds")
     p.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
-    p.add_argument("--quick", action="store_true", help="every arm, small (runs/compare-quick): still hours on a CPU")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="every arm, small (runs/compare-quick): a smoke test that every arm runs, not a result (it says so)",
+    )
     p.add_argument(
         "--out",
         default=None,
@@ -173,13 +177,16 @@ def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.bench import evidence
     from reinforce_ada.bench.compare import run_compare
     from reinforce_ada.bench.report import format_table, write
 
     c = compare_config(args)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    if evidence.smoke_test({"config": dataclasses.asdict(c)}):  # said first too: the run may take a while
+        print(evidence.note({"config": dataclasses.asdict(c)}), file=sys.stderr)
     results = run_compare(c)
     js, png = write(results, c.out, command, series=False)  # full per-step series stay in the records
-    print(format_table(results))
+    print("\n".join(filter(None, [evidence.note(results), format_table(results)])))  # what the factors can support
     print(f"wrote {js} and {png}")
     return 0
