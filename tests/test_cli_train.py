@@ -100,3 +100,14 @@ def test_a_trainer_given_another_folders_lock_refuses_it(tmp_path, model_dir):
     with pytest.raises(ValueError, match="not run.run_dir"):
         Trainer(train_config(model_dir, tmp_path / "run"), lock=lock)
     lock.release()
+
+
+def test_a_run_folder_that_holds_another_run_is_refused_before_torch_is_imported(tmp_path):
+    from tests.test_cli_late import run_cli
+
+    run = tmp_path / "taken"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    out, err = run_cli(["train", "--run-dir", str(run), "--steps", "1"], tmp_path)
+    assert out == {"rc": 2, "torch": False, "transformers": False}, err
+    assert "already holds a run" in err and "--resume" in err

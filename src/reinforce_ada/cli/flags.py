@@ -78,15 +78,15 @@ def add_strategy_flags(p: Parser, name: str = DEFAULT_STRATEGY, plan_only: bool 
         "faster per RL step; when generated tokens are the bill use auto, plain GRPO: no adaptive strategy beat it "
         "per token, docs/which-sampler.md); `--strategy NAME --help` lists that strategy's options",
     )
-    groups: dict[str, argparse._ArgumentGroup] = {}
+    own = f"{name} options"  # first, then the common group, whatever order the specs come in (SPO has no own field)
+    groups = {own: p.add_argument_group(own), GROUP_TITLES["common"]: p.add_argument_group(GROUP_TITLES["common"])}
     shown = set()
     for spec in strategy_options(name):
         if plan_only and not spec.plan:
             continue
         title = help_group(name, spec)
         if title not in groups:
-            shown_first = not brief or title in (f"{name} options", GROUP_TITLES["common"])
-            groups[title] = p.add_argument_group(title) if shown_first else p.more_group(title)
+            groups[title] = p.more_group(title) if brief else p.add_argument_group(title)
         said = spec.default is None and "default" in spec.help  # a None default the help explains ("default: n//2")
         help = _escape(spec.help if said else f"{spec.help} (default {spec.default})")  # this strategy's own
         groups[title].add_argument(

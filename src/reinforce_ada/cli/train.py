@@ -28,15 +28,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from reinforce_ada.training import run_dir as run_folder
 
     cfg = train_config_from_args(args)  # every flag and the config file checked before torch is imported
+    # every check of the run folder, once and before torch is imported (training.run_dir.open_run): the Trainer
+    # takes its lock and checks no more
+    opened = run_folder.open_run(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
+    cfg, run_dir = opened.cfg, Path(opened.cfg.run.run_dir)
     if runs_on_cpu(cfg.model.device):  # the default device is auto: the CPU on a machine without CUDA
         threads = warn_if_oversubscribed(cfg.model.threads, explicit=getattr(args, "model.threads") is not None)
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, threads=threads))
-    from reinforce_ada.models.load import resolve_device
-
-    resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
-    # every check of the run folder, once (training.run_dir.open_run): the Trainer takes its lock and checks no more
-    opened = run_folder.open_run(cfg, explicit=getattr(args, "run.run_dir") is not None, resume=bool(args.resume))
-    cfg, run_dir = opened.cfg, Path(opened.cfg.run.run_dir)
     if args.resume and opened.reached is not None and opened.reached >= cfg.run.steps:
         opened.lock.release()
         print(
@@ -45,9 +43,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return 0
     from reinforce_ada.training.interrupt import Interrupted
-    from reinforce_ada.training.trainer import Trainer
 
     try:
+        from reinforce_ada.models.load import resolve_device
+        from reinforce_ada.training.trainer import Trainer
+
+        resolve_device(cfg.model.device)  # a missing GPU fails now, not after the warm start
         trainer = Trainer(cfg, lock=opened.lock)
         if args.resume and trainer.resume():
             print(f"resumed {cfg.run.run_dir} at step {trainer.step}")

@@ -12,7 +12,10 @@ from reinforce_ada.sampling.options import option
 @dataclass(frozen=True)
 class ModelConfig:
     path: str | None = option(
-        None, "Local Hugging Face model folder; None builds the embedded tiny Llama, warm-started and cached on disk."
+        None,
+        "Local Hugging Face model folder; None: the embedded tiny char-level Llama, warm-started on arithmetic "
+        "(shipped, else built and cached): it trains on task arithmetic and on a file of prompts it can read "
+        "(<bos>18+73=).",
     )
     hidden_size: int = option(64, "Embedded model: width (ignored with `path`).")
     num_layers: int = option(2, "Embedded model: decoder layers.")
