@@ -79,9 +79,9 @@ def test_train_help_fits_200_lines_and_help_all_lists_every_flag(strategy, capsy
 def test_spo_help_shows_the_shared_options_it_changes_as_its_own(capsys, monkeypatch):
     text = help_text(capsys, monkeypatch, "train", "--strategy", "spo", columns=300)
     own = text.split("\nspo options:\n", 1)[1].split("\n\n", 1)[0]
-    for flag, default in (("--n", "1"), ("--advantage", "tracker"), ("--batch-normalize", "samples"),
-                          ("--select", "priority"), ("--prior-alpha", "0.5"), ("--prior-beta", "0.5"),
-                          ("--prior-decays", "True"), ("--scale-std", "False")):  # fmt: skip
+    spo = {"--n": "1", "--advantage": "tracker", "--batch-normalize": "samples", "--select": "priority"}
+    spo |= {"--prior-alpha": "0.5", "--prior-beta": "0.5", "--prior-decays": "True", "--scale-std": "False"}
+    for flag, default in spo.items():
         entry = next(e for e in entries(own) if e.startswith(flag + " "))
         assert entry.endswith(f"(default {default})"), entry
     assert "--decay" not in own and "--k-pos" not in text  # a shared option SPO keeps; seq's own
