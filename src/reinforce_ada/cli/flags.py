@@ -75,7 +75,7 @@ def add_strategy_flags(p: Parser, name: str = DEFAULT_STRATEGY, plan_only: bool 
         choices=strategy_names(),
         metavar="NAME",
         help=f"one of {', '.join(strategy_names())} (default {DEFAULT_STRATEGY}, the paper's best setting: about 2x "
-        "faster per RL step than GRPO with n=4; when generated tokens are the bill use auto, plain GRPO: no adaptive "
+        "faster per RL step than GRPO-n4; when generated tokens are the bill use auto, plain GRPO: no adaptive "
         "strategy beat it per token, docs/which-sampler.md); `--strategy NAME --help` lists that strategy's options",
     )
     own = f"{name} options"  # first, then the common group, whatever order the specs come in (SPO has no own field)
