@@ -46,7 +46,21 @@ STEPS: tuple[Step, ...] = (
     Step("reinforce-ada eval --checkpoint runs/default --samples 8", 600, needs=(TRAIN,)),
     Step("reinforce-ada samples runs/default -n 2", 120, needs=(TRAIN,)),
     Step("reinforce-ada simulate --strategy seq", 300),
+    Step("reinforce-ada train --strategy spo --replay.enabled true --replay.mode samples --replay.max_age 1", 900),
     # "Train your own model on your own data"
+    Step(
+        "reinforce-ada train --task.name file --task.path examples/data/sums.jsonl --task.eval_size 8 --batch-size 8 "
+        "--steps 3 --run-dir runs/own-tiny",
+        600,
+    ),
+    Step(
+        "reinforce-ada eval --checkpoint runs/own-tiny --samples 4",
+        300,
+        needs=(
+            "reinforce-ada train --task.name file --task.path examples/data/sums.jsonl --task.eval_size 8 "
+            "--batch-size 8 --steps 3 --run-dir runs/own-tiny",
+        ),
+    ),
     Step(
         "reinforce-ada eval --model models/smollm2 --dataset examples/data/word_problems_eval.jsonl --prompt-key "
         "question --answer-key gold --template chat --verifier examples/my_verifier.py:last_number "

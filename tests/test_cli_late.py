@@ -106,8 +106,12 @@ def test_warnings_print_as_one_line_without_a_source_line(monkeypatch):
     import importlib
 
     cli = importlib.import_module("reinforce_ada.cli.main")  # the module (reinforce_ada.cli.main is also a function)
-    seen = []
-    monkeypatch.setattr(cli, "cmd_plan", lambda args: seen.append(warnings.formatwarning) or 0)
+    seen = []  # `plan` declares its flags and body in its own module (cli.plan); its parser is built at each call
+    monkeypatch.setattr(
+        importlib.import_module("reinforce_ada.cli.plan"),
+        "cmd_plan",
+        lambda args: seen.append(warnings.formatwarning) or 0,
+    )
     before = warnings.formatwarning
     assert cli.main(["plan", "--pass-rates", "0.5"]) == 0
     assert seen == [one_line_warning] and warnings.formatwarning is before  # the command's only

@@ -2,7 +2,7 @@
 
 The engine is `HFEngine`'s round-mode loop under another name, in a file of its own (tmp_path, not the package),
 counting its `generate` calls so each test can tell it was the one used. Registered with `register_engine`, it is
-listed by `train --help` and `eval --help`, selected by `--generation.engine` and by a TOML `[generation]` table,
+listed by `train --help-all` and `eval --help`, selected by `--generation.engine` and by a TOML `[generation]` table,
 trains for a step through `reinforce_ada.cli.main` and samples for `eval --engine`; registered as CONTRIBUTING says
 (`ENGINES["foo"] = Foo`, or a "module:Class" path) it builds and keeps the contract. Registration errors name the
 value and what is valid.
@@ -88,15 +88,15 @@ def tiny_train(model_dir: Path, run: Path) -> list[str]:
     ]
 
 
-def help_of(capsys, *argv: str) -> str:
+def help_of(capsys, *argv: str, flag: str = "--help") -> str:
     with pytest.raises(SystemExit) as e:
-        main([*argv, "--help"])
+        main([*argv, flag])
     assert e.value.code == 0
     return " ".join(capsys.readouterr().out.split())  # argparse wraps lines: compare on single spaces
 
 
 def test_outside_engine_is_listed_and_selected_by_flag_and_by_toml(counting, tmp_path, capsys):
-    train_help = help_of(capsys, "train")
+    train_help = help_of(capsys, "train", flag="--help-all")  # [generation] and [rollout]: behind --help-all
     assert "--generation.engine STR one of hf, vllm, counting or auto" in train_help
     assert "--rollout.engine STR one of hf, vllm, counting (default hf)" in train_help
     assert "one of counting, hf, vllm" in help_of(capsys, "eval")

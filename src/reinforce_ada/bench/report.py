@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from reinforce_ada.bench import evidence
+
 
 def _f(x: Any, fmt: str) -> str:
     return "—" if x is None else format(x, fmt)
@@ -168,15 +170,15 @@ def plot(results: dict[str, Any], png: Path) -> None:
         arms = list(dict.fromkeys(r["arm"] for r in runs))
         for i, arm in enumerate(arms):
             rs = [r for r in runs if r["arm"] == arm]
-            col = f"C{i % 10}"
+            col, ls = f"C{i % 10}", ("-", "--", ":")[i // 10 % 3]  # 30 arms: 30 distinct lines in the legend
             for axis, x in ((0, "eval_step"), (1, "eval_tokens")):
                 grid = np.linspace(0, min(r[x][-1] for r in rs), 60)
                 ys = np.array([np.interp(grid, r[x], r["accuracy"]) for r in rs])
-                ax[row, axis].plot(grid, np.median(ys, 0), color=col, label=f"{arm} ({len(rs)} seeds)")
+                ax[row, axis].plot(grid, np.median(ys, 0), color=col, ls=ls, label=f"{arm} ({len(rs)} seeds)")
                 ax[row, axis].fill_between(grid, ys.min(0), ys.max(0), color=col, alpha=0.1)
             ns = np.median([r["no_signal_share"][: results["config"]["steps"]] for r in rs], 0)
             k = min(10, len(ns))
-            ax[row, 2].plot(np.arange(k, len(ns) + 1), np.convolve(ns, np.ones(k) / k, "valid"), color=col)
+            ax[row, 2].plot(np.arange(k, len(ns) + 1), np.convolve(ns, np.ones(k) / k, "valid"), color=col, ls=ls)
         s = results["by_pool"][pool]
         for lv in s["target_levels"]:
             ax[row, 0].axhline(lv, color="k", ls=":", lw=0.8)
@@ -195,12 +197,27 @@ def plot(results: dict[str, Any], png: Path) -> None:
             title=f"{pool} pool ({st['share_below_0.2']:.0%} below 0.2, mean {st['mean']:.3f})",
         )
         _factor_panel(ax[row, 4], s.get("compute"), pool)
-        ax[row, 0].legend(fontsize=7)
+    _legend(fig, ax[:, 0])
+    title = evidence.figure_title(results)
+    if title:
+        fig.suptitle(title, color="C3", fontsize=12, fontweight="bold")
     fig.tight_layout()
     tmp_png = png.with_name(f".{png.stem}.tmp.png")
-    fig.savefig(tmp_png, dpi=90)
+    fig.savefig(tmp_png, dpi=90, bbox_inches="tight")
     plt.close(fig)
     tmp_png.replace(png)
+
+
+def _legend(fig: Any, first_column: Any) -> None:
+    """One legend for the whole figure, right of the last column: it covers no plot (every row has the same arms;
+    a label seen in several rows is listed once)."""
+    entries: dict[str, Any] = {}
+    for axis in first_column:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if entries:
+        cols = 1 + len(entries) // 40
+        fig.legend(entries.values(), entries.keys(), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, ncol=cols)
 
 
 def _factor_panel(axis: Any, comp: dict[str, Any] | None, pool: str) -> None:

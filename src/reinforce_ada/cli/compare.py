@@ -1,4 +1,4 @@
-"""`reinforce-ada compare`: the command body (the machinery is `reinforce_ada.bench`)."""
+"""`reinforce-ada compare`: its flags and its body (the machinery is `reinforce_ada.bench`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,107 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reinforce_ada.cli.checks import finite, read_lrs
 from reinforce_ada.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reinforce_ada.cli.flags import Chosen
+
+
+def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
+    p = sub.add_parser(
+        "compare", help="convergence benchmark: sampling strategies side by side on the shipped testbed, with intervals"
+    )
+    p.add_argument(
+        "--arms",
+        default=None,
+        metavar="ARMS",
+        help="arms from the table in reinforce_ada.bench.arms or NAME=SPEC (parse_arm specs, optionally ending in "
+        "'| optim.KEY=VALUE,...' for the arm's learner: optim.*, replay.*, run.batch_size, prior.samples; e.g. "
+        "'grpo-2ep=uniform:n=4 | optim.epochs=2'), "
+        "comma-separated (';' when a spec has commas); default: every arm in the table (those that do not parse yet "
+        "are skipped)",
+    )
+    p.add_argument(
+        "--pool",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="repeatable: default, hard, NAME=arithmetic:weights=0/0/1/1/1/1/1[,size=N][,filter=0-0.375] or "
+        "NAME=file:path=FILE[,eval=FILE][,filter=LO-HI] or NAME=reasoning_gym[:size=N,...] (the reasoning extra); "
+        "default: default and hard (the lr sweep runs on the first)",
+    )
+    p.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
+    p.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="run every arm to this many generated tokens (--steps becomes a cap) and report held-out accuracy at "
+        "that equal budget against the best uniform arm",
+    )
+    p.add_argument("--eval-points", type=int, default=None, help="with --token-budget: evaluations per run (20)")
+    p.add_argument("--batch-size", type=int, default=None, help="prompts per step (default 16)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds of the headline arms (default 9)")
+    p.add_argument("--other-seeds", type=int, default=None, help="seeds of the other arms (default 5)")
+    p.add_argument("--seed-offset", type=int, default=0, help="first seed: an independent re-run uses other seeds")
+    p.add_argument("--workers", type=int, default=1, help="runs at a time in worker processes (1 torch thread each)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="every arm, small (runs/compare-quick): a smoke test that every arm runs, not a result (it says so)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix: OUT.json and OUT.png (default runs/compare/convergence; --quick: "
+        "runs/compare-quick/convergence); the pools, run folders and records go in OUT's folder",
+    )
+    p.add_argument(
+        "--compute-arm",
+        default=None,
+        help="the adaptive arm whose compute-to-target figures are the headline (default mopps when it runs, else the "
+        "first adaptive arm of --arms: not plain uniform sampling, not an oracle)",
+    )
+    p.add_argument(
+        "--records",
+        default=None,
+        metavar="DIR",
+        help="where finished runs are kept and reused (default OUT's folder/records); resumes an interrupted benchmark",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: report on the runs --records already holds (a long run still going, or stopped)",
+    )
+    p.add_argument(
+        "--long-arms",
+        default=None,
+        help="comma-separated arms that run twice as many steps (CompareConfig.ref_steps_factor, 2 from the command "
+        "line; default grpo-n4; a compute run: the uniform family)",
+    )
+    add_lr_flags(p)
+    p.set_defaults(fn=cmd_compare)
+
+
+def add_lr_flags(p: argparse.ArgumentParser) -> None:
+    """The learning-rate sweep's flags: its grid, its seeds, an arm's lr fixed, the grid grown at its edge."""
+    p.add_argument("--sweep-seeds", type=int, default=None, help="seeds per lr in the sweep (default 2)")
+    p.add_argument("--lrs", default=None, help="the sweep's lr grid, comma-separated (default 1e-4,2e-4,4e-4)")
+    p.add_argument(
+        "--lr", action="append", default=[], metavar="ARM=LR", help="repeatable: fix an arm's lr (skips its sweep)"
+    )
+    p.add_argument("--lrs-from", default=None, help="a result JSON: every arm at the lr that run chose (no sweep)")
+    p.add_argument("--sweep-each-pool", action="store_true", help="sweep the lr on every pool, not only the first")
+    p.add_argument(
+        "--extend-sweep",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grow an arm's lr grid by one value beyond its edge while its best lr sits there, at most N times",
+    )
 
 
 def compare_config(args: argparse.Namespace) -> Any:
@@ -83,13 +180,16 @@ def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from reinforce_ada.bench import evidence
     from reinforce_ada.bench.compare import run_compare
     from reinforce_ada.bench.report import format_table, write
 
     c = compare_config(args)
     command = "reinforce-ada compare " + " ".join(sys.argv[2:])
+    if evidence.smoke_test({"config": dataclasses.asdict(c)}):  # said first too: the run may take a while
+        print(evidence.note({"config": dataclasses.asdict(c)}), file=sys.stderr)
     results = run_compare(c)
     js, png = write(results, c.out, command, series=False)  # full per-step series stay in the records
-    print(format_table(results))
+    print("\n".join(filter(None, [evidence.note(results), format_table(results)])))  # what the factors can support
     print(f"wrote {js} and {png}")
     return 0

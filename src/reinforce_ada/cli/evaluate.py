@@ -1,5 +1,6 @@
-"""The bodies of `reinforce-ada eval` and `filter`: the model, its threads, the datasets and the engines they share
-(`eval_setup`), then sampling and scoring. Every flag and file is checked before torch is imported."""
+"""`reinforce-ada eval`, and what it shares with `filter` and `features`: the model flags (`add_model_flags`), the
+model, its threads, the datasets and the engines (`eval_setup`), then sampling and scoring. Every flag and file is
+checked before torch is imported."""
 
 from __future__ import annotations
 
@@ -13,10 +14,85 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.cli.checks import check_generation_memory, check_sampling_flags, output_file
+from reinforce_ada.cli.flags import Chosen, verifier_names
+from reinforce_ada.engines.registry import ENGINES
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.tasks.registry import help_lines
 
 DEFAULT_THREADS = 2
 """torch CPU threads of `eval`, `filter` and `features` when `--threads` is not given (fewer on a busy machine)."""
+
+
+def add_model_choice(p: argparse.ArgumentParser) -> None:
+    """--checkpoint or --model (one of them, required): the model a command loads."""
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="checkpoint folder, its model/ folder, or a run folder (latest checkpoint)")
+    which.add_argument("--model", help="any local Hugging Face model folder (or LoRA adapter folder)")
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """Flags shared by `eval` and `filter`: which model, how to prompt, score and sample it."""
+    add_model_choice(p)
+    p.add_argument(
+        "--prompt-key",
+        default=None,
+        help="file datasets: column holding the question (default: the run's, else prompt)",
+    )
+    p.add_argument(
+        "--answer-key",
+        default=None,
+        help="file datasets: column holding the reference answer (default: the run's, else answer)",
+    )
+    p.add_argument("--template", default=None, help="plain, paper or chat (default: the run's, else plain)")
+    p.add_argument(
+        "--verifier",
+        default=None,
+        help=f"{verifier_names()} or module:function (default: the dataset's own, listed under --dataset; exact for "
+        "files)",
+    )
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (the paper's 1.0)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="longest answer (default: the run's, else 512)")
+    p.add_argument("--limit", type=int, default=None, help="at most this many prompts per dataset (seeded subset)")
+    p.add_argument("--batch-size", type=int, default=512, help="sequences decoded together")
+    p.add_argument("--seed", type=int, default=0, help="seeds the sampling and the --limit subset (default 0)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
+    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda (hf engine)")
+    p.add_argument(
+        "--engine",
+        default="hf",
+        choices=sorted(ENGINES),
+        help=f"one of {', '.join(sorted(ENGINES))} (hf: CPU or GPU; vllm: GPU, unverified)",
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
+    p = sub.add_parser(
+        "eval", help="Ave@k, pass@k and greedy accuracy on one or several benchmarks, with a size-weighted average"
+    )
+    add_model_flags(p)
+    p.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help=f"repeatable; SPEC is a built-in ({help_lines(trainable=False)}) or a .jsonl/.csv/.parquet file; "
+        "default: the run's own held-out split",
+    )
+    p.add_argument("--samples", type=int, default=8, help="k: samples per prompt (Ave@k; pass@1, 2, 4, ..., k)")
+    p.add_argument("--greedy", action=argparse.BooleanOptionalAction, default=True, help="also greedy accuracy")
+    p.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    p.add_argument(
+        "--show-samples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print N scored completions per benchmark to stderr (the first 3 are always in --out's JSON, 'examples')",
+    )
+    p.add_argument("--out", help="write the results as JSON to this file")
+    p.add_argument("--markdown", help="write the table as Markdown to this file")
+    p.set_defaults(fn=cmd_eval)
 
 
 def torch_threads(args: argparse.Namespace, on_cpu: bool) -> int:
@@ -86,11 +162,28 @@ def eval_setup(args: argparse.Namespace, specs: list[str]) -> EvalSetup:
     return EvalSetup(folder, cfg, datasets, tok, args.template or cfg.task.template, max_new, eng, greedy)
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def benchmarks(args: argparse.Namespace, e: EvalSetup) -> list[tuple[str, list, Any]]:
+    """(name, templated prompts, verifier) of each `--dataset`, or of the run's own held-out split without one."""
     from reinforce_ada import tasks
-    from reinforce_ada.evaluation.datasets import apply_template, parse_spec, subset
-    from reinforce_ada.evaluation.metrics import evaluate, markdown, pass_ks, weighted_average
+    from reinforce_ada.evaluation.datasets import apply_template, held_out_name, subset
     from reinforce_ada.tasks import verifiers
+
+    benches: list[tuple[str, list, Any]] = []
+    if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
+        task = dataclasses.replace(e.cfg.task, template=e.template, verifier=args.verifier or e.cfg.task.verifier)
+        _, held_out, verifier = tasks.build(task, e.tokenizer)
+        benches.append((held_out_name(task), subset(held_out, args.limit, args.seed), verifier))
+    for ds in e.datasets:
+        prompts = apply_template(ds.prompts, e.template, e.tokenizer)
+        name = args.verifier or ds.verifier
+        verifiers.fit(name, ds.name, [(p.id, p.answer) for p in ds.prompts])  # e.g. `code` on arithmetic answers
+        benches.append((ds.name, prompts, verifiers.build(name)))
+    return benches
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from reinforce_ada.evaluation.datasets import parse_spec
+    from reinforce_ada.evaluation.metrics import evaluate, markdown, pass_ks, weighted_average
 
     names = [parse_spec(s)[0] for s in args.dataset]
     if len(set(names)) != len(names):
@@ -98,16 +191,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out_json = output_file("--out", args.out) if args.out else None  # checked now: sampling can take hours
     out_md = output_file("--markdown", args.markdown) if args.markdown else None
     e = eval_setup(args, args.dataset)
-    benches: list[tuple[str, list, Any]] = []
-    if not e.datasets:  # the run's own held-out split, as the trainer evaluates it
-        task = dataclasses.replace(e.cfg.task, template=e.template, verifier=args.verifier or e.cfg.task.verifier)
-        _, held_out, verifier = tasks.build(task, e.tokenizer)
-        benches.append((task.name, subset(held_out, args.limit, args.seed), verifier))
-    for ds in e.datasets:
-        prompts = apply_template(ds.prompts, e.template, e.tokenizer)
-        name = args.verifier or ds.verifier
-        verifiers.fit(name, ds.name, [(p.id, p.answer) for p in ds.prompts])  # e.g. `code` on arithmetic answers
-        benches.append((ds.name, prompts, verifiers.build(name)))
+    benches = benchmarks(args, e)
     results: dict[str, Any] = {}
     examples: dict[str, list[dict[str, Any]]] = {}
     for i, (name, prompts, verifier) in enumerate(benches, start=1):
@@ -166,79 +250,4 @@ def cmd_eval(args: argparse.Namespace) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
-    return 0
-
-
-def cmd_filter(args: argparse.Namespace) -> int:
-    from reinforce_ada.evaluation.datasets import apply_template
-    from reinforce_ada.evaluation.filter import (
-        buckets,
-        check_bounds,
-        format_buckets,
-        pass_rates,
-        plot_histogram,
-        summary,
-    )
-    from reinforce_ada.evaluation.metrics import sample_correct
-    from reinforce_ada.tasks import verifiers
-
-    check_bounds(args.lo, args.hi)
-    out = output_file("--out", args.out)  # checked now: sampling can take hours
-    png = Path(args.plot) if args.plot else out.with_suffix(".png")
-    output_file("--plot" if args.plot else "--out", png)
-    every = output_file("--rates", args.rates) if args.rates else None
-    if every is not None and every.suffix not in (
-        ".jsonl",
-        ".json",
-    ):  # it is read back by suffix (`sampling.memory.priors`)
-        raise ConfigError(f"--rates {args.rates}: it writes JSON Lines; name it .jsonl")
-    if every is not None and every.resolve() in (out.resolve(), png.resolve()):
-        raise ConfigError(f"--rates {args.rates}: the same file as --out or --plot; give another")
-    e = eval_setup(args, [args.dataset])
-    ds = e.datasets[0]
-    verifier = verifiers.build(args.verifier or ds.verifier)
-    prompts = apply_template(ds.prompts, e.template, e.tokenizer)
-    print(f"{ds.name}: {len(prompts)} prompts x {args.samples} samples from {e.folder}", file=sys.stderr)
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(prompts), desc=ds.name, unit="prompt", dynamic_ncols=True, file=sys.stderr) as bar:
-        correct, errors = sample_correct(e.engine, prompts, verifier, samples=args.samples, progress=bar)
-    rates = pass_rates(correct, [p.id for p in prompts])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w") as fh:
-        clash = set()
-        for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
-            if (
-                args.lo < rate <= args.hi
-            ):  # keyed as a prior file reads it (`sampling.memory.priors`), whatever the columns
-                if row.get("prompt", prompt.text) != prompt.text:
-                    clash.add("prompt")
-                if str(row.get("samples", args.samples)) != str(args.samples):  # a CSV's "4" is 4
-                    clash.add("samples")
-                extra = {"prompt": prompt.text, "pass_rate": rate, "samples": args.samples}  # id, else this text
-                fh.write(json.dumps({**row, **extra}, default=str) + "\n")
-    if (
-        every is not None
-    ):  # every prompt, as a prior file reads it (`sampling.memory.priors`): the row's own id, else the text
-        every.parent.mkdir(parents=True, exist_ok=True)
-        with every.open("w") as fh:
-            for row, prompt, rate in zip(ds.rows, ds.prompts, rates, strict=True):
-                key = {"id": row["id"]} if row.get("id") not in (None, "") else {}
-                line = {**key, "prompt": prompt.text, "pass_rate": rate, "samples": args.samples}
-                fh.write(json.dumps(line, default=str) + "\n")
-    if clash:
-        print(f"note: {out} replaces the dataset's own {sorted(clash)} column(s) with the prompt text and the sample "
-              "count, as a prior file reads them (sampling.memory.priors)", file=sys.stderr)  # fmt: skip
-    bs = buckets(rates, args.lo, args.hi)
-    plot_histogram(bs, png, lo=args.lo, hi=args.hi, title=f"{ds.name}: pass rate over {args.samples} samples")
-    s = {**summary(rates, args.lo, args.hi), "samples": args.samples, "verifier_errors": errors}
-    if args.json:
-        print(json.dumps({**s, "buckets": [dataclasses.asdict(b) for b in bs], "out": str(out), "plot": str(png)}))
-        return 0
-    print(format_buckets(bs, args.samples))
-    print(
-        f"kept {s['kept']} of {s['prompts']} prompts with pass rate in ({args.lo:g}, {args.hi:g}]; dropped "
-        f"{s['too_hard']} at or below {args.lo:g} and {s['too_easy']} above {args.hi:g}"
-    )
-    print(f"wrote {out}{f', {every}' if every is not None else ''} and {png}")
     return 0

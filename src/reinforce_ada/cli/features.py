@@ -1,14 +1,59 @@
-"""`reinforce-ada features`: the command body (the machinery is `reinforce_ada.models.features`)."""
+"""`reinforce-ada features`: its flags and its body (the machinery is `reinforce_ada.models.features`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from reinforce_ada.cli.checks import at_least, check_device, finite, output_file
-from reinforce_ada.cli.evaluate import torch_threads
+from reinforce_ada.cli.evaluate import add_model_choice, torch_threads
 from reinforce_ada.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reinforce_ada.cli.flags import Chosen
+
+
+def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
+    p = sub.add_parser(
+        "features",
+        help="write a prompt file with the policy's view of each prompt (a `features` column the predictor reads)",
+        description="One prefill per prompt through the model: its last hidden state at the prompt's last token "
+        "(--kind hidden), the entropy and top log-probability of its first answer token (confidence), or both, "
+        "standardised over the file. The output is the dataset's rows plus `features`; a file task reads that column "
+        "into Prompt.meta['features'] for estimator=predictor|both. The features are the given model's: as the policy "
+        "trains they go stale (recompute from a checkpoint).",
+    )
+    add_model_choice(p)
+    p.add_argument(
+        "--dataset",
+        required=True,
+        metavar="SPEC",
+        help="the prompt file to add features to (.jsonl/.csv/.parquet or a saved `datasets` folder)",
+    )
+    p.add_argument("--prompt-key", default=None, help="file datasets: the question's column (default: prompt)")
+    p.add_argument("--answer-key", default=None, help="file datasets: the answer's column (default: answer)")
+    p.add_argument(
+        "--template", default=None, help="plain, paper or chat: as the policy will see the prompt (default: plain)"
+    )
+    p.add_argument("--kind", choices=["hidden", "confidence", "both"], default="hidden", help="what to compute")
+    p.add_argument(
+        "--standardise",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="z-score each value over the file and scale rows to about unit norm (the predictor's scale)",
+    )
+    p.add_argument("--temperature", type=float, default=1.0, help="confidence: the sampling temperature")
+    p.add_argument("--limit", type=int, default=None, help="at most this many prompts (seeded subset)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the --limit subset")
+    p.add_argument("--batch-size", type=int, default=64, help="prompts per forward")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default 2, fewer on a busy machine, as train)"
+    )
+    p.add_argument("--device", default="cpu", help="torch device for the model, e.g. cuda")
+    p.add_argument("--out", required=True, help="JSONL to write: the dataset's rows with a `features` column")
+    p.set_defaults(fn=cmd_features)
 
 
 def cmd_features(args: argparse.Namespace) -> int:

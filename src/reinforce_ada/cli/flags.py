@@ -1,73 +1,101 @@
 """Command-line flags generated from the config dataclasses: every field gets a flag with its help text.
 
 Strategy options are flags with dashes (`--samples-per-round`), generated from the chosen strategy's options class
-(`--strategy NAME`; its own options first, then the shared groups), so `--help` lists that strategy's options and a
-strategy registered from outside the package brings its own flags; a feature's options (`--select iw` brings
-`--iw-mix`, ...) are listed when the command line turns the feature on. Every other registered strategy's and
-feature's options are accepted too (hidden), so that `--strategy uniform --k-pos 2` is refused naming the strategies
-that have `k_pos`, and `--iw-mix 0.3` without `--select iw` names the feature.
-Training fields are `--section.field` (`--optim.lr`), and the common run fields also have short forms (`--steps`,
-`--seed`, `--run-dir`, `--rollout-workers`, `--rollout-address`).
+(`--strategy NAME`; its own options and the shared ones whose default it changes first, then the shared groups;
+`strategy_options` is the one place they are read), so `--help` lists that strategy's options and a strategy
+registered from outside the package brings its own flags. `train --help` lists the strategy's own group, the common
+one and the most-used sections (`BRIEF_SECTIONS`); the shared groups and the other sections are behind
+`--help-all`. A feature's options (`--select iw` brings `--iw-mix`, ...) are listed when the command line turns the
+feature on (`Chosen.switches`). Every other registered strategy's and feature's options are accepted too (hidden),
+so that `--strategy uniform --k-pos 2` is refused naming the strategies that have `k_pos`, and `--iw-mix 0.3`
+without `--select iw` names the feature. Training fields are `--section.field` (`--optim.lr`),
+and the common run fields also have short forms (`--steps`, `--seed`, `--run-dir`, `--rollout-workers`,
+`--rollout-address`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.cli.help import Parser
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import strategy_config, switch, user_set
-from reinforce_ada.sampling.options import FEATURES, GROUPS, coerce_value, option_specs, options_class, type_name
+from reinforce_ada.sampling.options import (
+    FEATURES,
+    GROUPS,
+    Options,
+    OptionSpec,
+    coerce_value,
+    option_specs,
+    options_class,
+    type_name,
+)
 from reinforce_ada.sampling.strategies import AUTO, STRATEGIES, strategy_class, strategy_names, vocabulary
 from reinforce_ada.training.config import REPLAY_MOVED, SECTIONS, TrainConfig, apply_overrides, field_docs, load_toml
 
 DEFAULT_STRATEGY = "seq"
 GROUP_TITLES = {"common": "what counts as correct, group size", **{g: g for g in GROUPS}}
+SHARED_DEFAULTS = {f.name: f.default for f in fields(Options)}
+"""The shared options' defaults: one a strategy changes is listed in that strategy's own `--help` group."""
 
 
-def strategy_in(argv: list[str] | None) -> str:
-    """The strategy named on a command line (`--strategy X` or `--strategy=X`), else the default: which options
-    `--help` lists."""
+@dataclass(frozen=True)
+class Chosen:
+    """What a command line chose before it is parsed: the strategy (`--strategy X`, else the default) and the feature
+    switches it names (`--select iw`, `--forgetting drift`, `--estimator both`): which options `--help` lists."""
+
+    name: str = DEFAULT_STRATEGY
+    switches: tuple[tuple[str, str], ...] = ()
+
+
+def _value_of(argv: list[str], flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def strategy_in(argv: list[str] | None) -> Chosen:
+    """The strategy and feature switches named on a command line (`Chosen`)."""
     argv = argv or []
-    for i, a in enumerate(argv):
-        if a == "--strategy" and i + 1 < len(argv):
-            name = argv[i + 1]
-        elif a.startswith("--strategy="):
-            name = a.split("=", 1)[1]
-        else:
-            continue
-        name = AUTO if name == "auto" else name
-        return name if name in STRATEGIES else DEFAULT_STRATEGY
-    return DEFAULT_STRATEGY
+    name = _value_of(argv, "--strategy")
+    name = AUTO if name == "auto" else name
+    switches = tuple((k, v) for k in FEATURES if (v := _value_of(argv, "--" + k)) is not None)
+    return Chosen(name if name in STRATEGIES else DEFAULT_STRATEGY, switches)
 
 
-def switches_in(argv: list[str] | None) -> dict[str, str]:
-    """The feature switches named on a command line (`--select iw`, `--forgetting=drift`): which feature options
-    `--help` lists."""
-    argv, out = argv or [], {}
-    for i, a in enumerate(argv):
-        for key in FEATURES:
-            flag = "--" + key
-            if a == flag and i + 1 < len(argv):
-                out[key] = argv[i + 1]
-            elif a.startswith(flag + "="):
-                out[key] = a.split("=", 1)[1]
-    return out
+def strategy_options(chosen: Chosen | str) -> list[OptionSpec]:
+    """Every option of the chosen strategy and of the features it turns on, as its flags, `--help` and `plan` read
+    them: the one place the command line reads a strategy's options (`sampling.options.option_specs`)."""
+    chosen = Chosen(chosen) if isinstance(chosen, str) else chosen
+    return option_specs(options_class(strategy_class(chosen.name).Options, dict(chosen.switches)))
 
 
-def add_strategy_flags(
-    p: argparse.ArgumentParser,
-    name: str = DEFAULT_STRATEGY,
-    skip: tuple[str, ...] = (),
-    plan_only: bool = False,
-    switches: dict[str, str] | None = None,
-) -> None:
-    """`--strategy` and one flag per option of strategy `name` and of the features `switches` turn on (`plan_only`:
-    just those that change `plan`'s answer); the other options are accepted but hidden (module docstring)."""
+def help_group(name: str, spec: OptionSpec) -> str:
+    """The `--help` group of an option of strategy `name`: the strategy's own group for its own options and for the
+    shared ones whose default it changes (SPO's `n = 1`), else the shared group's."""
+    if spec.group == "own" or spec.default != SHARED_DEFAULTS.get(spec.name, spec.default):
+        return f"{name} options"
+    return GROUP_TITLES.get(spec.group, f"{spec.group} options")  # a feature's: "select=iw options"
+
+
+def _names(label: str, switch: str, value: str) -> bool:
+    """A feature group's label (`estimator=predictor|both`) holds `switch=value`."""
+    return any(k == switch and value in v.split("|") for k, _, v in (p.partition("=") for p in label.split("; ")))
+
+
+def add_strategy_flags(p: Parser, chosen: Chosen = Chosen(), plan_only: bool = False, brief: bool = False) -> None:
+    """`--strategy` and one flag per option of the chosen strategy and features (`plan_only`: just those that change
+    `plan`'s answer); the other options are accepted but hidden (module docstring). `brief`: `--help` lists the
+    strategy's own group, the common one and the chosen features', and leaves the shared groups to `--help-all`."""
+    name = chosen.name
     g = p.add_argument_group("strategy")
     g.add_argument(
         "--strategy",
@@ -76,22 +104,28 @@ def add_strategy_flags(
         choices=strategy_names(),
         metavar="NAME",
         help=f"one of {', '.join(strategy_names())} (default {DEFAULT_STRATEGY}, the paper's best setting: about 2x "
-        "faster per RL step; when generated tokens are the bill use auto, plain GRPO: no adaptive strategy beat it "
-        "per token, docs/which-sampler.md); `--strategy NAME --help` lists that strategy's options",
+        "faster per RL step than GRPO-n4; when generated tokens are the bill use auto, plain GRPO: no adaptive "
+        "strategy beat it per token, docs/which-sampler.md); `--strategy NAME --help` lists that strategy's options",
     )
-    groups: dict[str, argparse._ArgumentGroup] = {}
+    own = f"{name} options"  # first, then the common group, whatever order the specs come in (SPO has no own field)
+    groups = {own: p.add_argument_group(own), GROUP_TITLES["common"]: p.add_argument_group(GROUP_TITLES["common"])}
     shown = set()
-    for spec in option_specs(options_class(strategy_class(name).Options, switches)):
-        if spec.name in skip or (plan_only and not spec.plan):
+    for spec in strategy_options(chosen):
+        if plan_only and not spec.plan:
             continue
-        title = f"{name} options" if spec.group == "own" else GROUP_TITLES.get(spec.group, f"{spec.group} options")
-        grp = groups.setdefault(title, p.add_argument_group(title))
-        flag = "--" + spec.name.replace("_", "-")
+        title = help_group(name, spec)
+        if title not in groups:
+            named = any(_names(spec.group, k, v) for k, v in chosen.switches)  # `--select iw` given
+            feature = spec.group not in ("own", "common", *GROUPS)
+            more = brief and (spec.group in GROUPS or (feature and not named))  # a named feature's stay in --help
+            groups[title] = p.more_group(title) if more else p.add_argument_group(title)
         said = spec.default is None and "default" in spec.help  # a None default the help explains ("default: n//2")
         help = _escape(spec.help if said else f"{spec.help} (default {spec.default})")  # this strategy's own
-        grp.add_argument(flag, dest=spec.name, default=None, metavar=metavar(spec.type), help=help)
+        groups[title].add_argument(
+            "--" + spec.name.replace("_", "-"), dest=spec.name, default=None, metavar=metavar(spec.type), help=help
+        )
         shown.add(spec.name)
-    for other in sorted(set(vocabulary()) - shown - set(skip)):
+    for other in sorted(set(vocabulary()) - shown):
         p.add_argument("--" + other.replace("_", "-"), dest=other, default=None, help=argparse.SUPPRESS)
 
 
@@ -125,41 +159,51 @@ def table_help() -> dict[str, str]:
     from reinforce_ada.tasks.registry import help_lines
 
     return {
-        **engine_help(field_docs),
+        **engine_help(),
         "task.name": f"one of: {help_lines(trainable=True)} (default arithmetic)",
         "task.verifier": f"{verifier_names()}, or a function of yours as module:function or path/to/file.py:function "
         "(default: the task's own, listed under --task.name)",
     }
 
 
-def add_train_flags(
-    p: argparse.ArgumentParser, name: str = DEFAULT_STRATEGY, switches: dict[str, str] | None = None
-) -> None:
+BRIEF_SECTIONS = ("model", "task", "run")
+"""The training sections `train --help` lists; the others (`[generation]`, `[optim]`, `[rollout]`, `[replay]`) are
+behind `--help-all`."""
+
+
+def add_train_flags(p: Parser, chosen: Chosen = Chosen()) -> None:
+    """`--config`, `--resume`, the strategy's flags and one `--section.field` flag per field of every other section
+    (the common run fields also short: `--steps`)."""
     p.add_argument("--config", help=f"TOML preset (sections {', '.join(f'[{s}]' for s in SECTIONS)})")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
-    add_strategy_flags(p, name, switches=switches)
+    add_strategy_flags(p, chosen, brief=True)
     for old in REPLAY_MOVED:  # 0.3's flags: refused naming the new one (train_config_from_args)
         p.add_argument("--" + old.replace("_", "-"), dest=f"moved.{old}", default=None, help=argparse.SUPPRESS)
+    generated = table_help()
     for sec, factory in SECTIONS.items():
         if sec == "strategy":
             continue
-        g = p.add_argument_group(f"[{sec}]")
+        g = p.add_argument_group(f"[{sec}]") if sec in BRIEF_SECTIONS else p.more_group(f"[{sec}]")
         cls = factory()
         docs = field_docs(type(cls))
-        generated = table_help()
         for f in fields(cls):
-            flags = [f"--{sec}.{f.name}"]
-            if sec == "run" and f.name in RUN_FLAGS:
-                flags.insert(0, "--" + f.name.replace("_", "-"))
-            if sec == "rollout" and f.name in ("workers", "address"):
-                flags.insert(0, f"--rollout-{f.name}")
             g.add_argument(
-                *flags,
+                *section_flags(sec, f.name),
                 dest=f"{sec}.{f.name}",
                 default=None,
                 metavar=metavar(type_name(f.type)),
                 help=generated.get(f"{sec}.{f.name}") or help_text(f, getattr(cls, f.name), docs.get(f.name, "")),
             )
+
+
+def section_flags(sec: str, name: str) -> list[str]:
+    """`--section.field`, after its short form where it has one (`--steps`, `--rollout-workers`)."""
+    flags = [f"--{sec}.{name}"]
+    if sec == "run" and name in RUN_FLAGS:
+        flags.insert(0, "--" + name.replace("_", "-"))
+    if sec == "rollout" and name in ("workers", "address"):
+        flags.insert(0, f"--rollout-{name}")
+    return flags
 
 
 def train_config_from_args(args: argparse.Namespace) -> Any:

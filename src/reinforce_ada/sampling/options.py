@@ -59,10 +59,9 @@ class BaselineOptions:
 
     advantage: str = option(
         "group",
-        "baseline: group (GRPO: the kept group's mean), global (Reinforce-Ada: the whole pool's), leave_one_out "
-        "(RLOO: the group's other samples), tracker (SPO: the prompt's value estimate from before this step, by "
-        "`estimator`), maxrl (MaxRL's (r - mean) / mean over the group) or corrected (the HM fork's "
-        "stratified-downsampling correction); each strategy defaults to its paper's",
+        "baseline: group (GRPO: the kept group's mean), global (the whole pool's: Reinforce-Ada), leave_one_out "
+        "(RLOO), tracker (SPO: the prompt's value from before this step), maxrl or corrected (the HM fork's); each "
+        "strategy defaults to its paper's",
     )  # planned: a baseline decides whether a kept group of n has signal (`simulation.law`)
     scale_std: bool = option(
         True,
@@ -102,10 +101,8 @@ class AdmissionOptions:
 
     select: str = option(
         "none",
-        "prompt selection before any rollout, on top of any strategy: a registered admission rule (none; greso: "
-        "skip prompts whose recent visits agreed; mopps: the candidates whose sampled pass rate is nearest a target; "
-        "value: the most expected signal per generated token; iw: an importance-weighted draw, ours; priority: "
-        "SPO's draw); a rule's own options exist while select names it",
+        "an admission rule in front of any strategy: none, greso, mopps, value (most signal per token), iw "
+        "(importance-weighted, ours) or priority (SPO's draw); a rule's own options exist while select names it",
     )
 
     def check_admission(self) -> None:

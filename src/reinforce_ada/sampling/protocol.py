@@ -86,6 +86,14 @@ def downsample(
     return sorted(kept, key=lambda s: s.index)
 
 
+def sample_state(s: Sample) -> dict[str, Any]:
+    """A sample as JSON; `prompt_tokens` only when an engine set it (states written before it existed read alike)."""
+    d = asdict(s)
+    if not d["prompt_tokens"]:
+        del d["prompt_tokens"]
+    return d
+
+
 _COUNTERS = ("wave", "submitted", "arrived", "checks")
 
 
@@ -336,8 +344,8 @@ class PoolStrategy:
         return {
             "rng": self.rng.bit_generator.state,
             "prompts": [asdict(p) for p in self.prompts.values()],
-            "pools": {pid: [asdict(s) for s in pool] for pid, pool in self.pools.items()},
-            "early": {pid: [asdict(s) for s in e.values()] for pid, e in self.early.items()},
+            "pools": {pid: [sample_state(s) for s in pool] for pid, pool in self.pools.items()},
+            "early": {pid: [sample_state(s) for s in e.values()] for pid, e in self.early.items()},
             **{name: dict(getattr(self, name)) for name in _COUNTERS},
             "live": list(self.live),
             "dirty": list(self.dirty),

@@ -90,9 +90,24 @@ def benchmark_names() -> list[str]:
 
 
 def help_lines(*, trainable: bool) -> str:
-    """`name (summary; verifier V)` for each trainable task or each benchmark: the CLI's help text."""
+    """`name (summary; verifier V)` for each trainable task or each benchmark: the CLI's help text. A family's
+    members are one entry, their names then the family's verifier (each member's summary is in its docs page).
+
+    >>> "reasoning_gym:leg_counting, reasoning_gym:letter_counting, " in help_lines(trainable=True)
+    True
+    """
     specs = [s for s in TASKS.values() if (s.trainable if trainable else s.benchmark)]
-    return "; ".join(f"{s.name} ({s.summary}; verifier {s.verifier})" for s in specs)
+    families: dict[str, list[TaskSpec]] = {}
+    for s in specs:
+        families.setdefault(s.name.partition(":")[0], []).append(s)
+    out = []
+    for family, members in families.items():
+        if len(members) == 1 and ":" not in members[0].name:
+            out.append(f"{family} ({members[0].summary}; verifier {members[0].verifier})")
+            continue
+        verifiers = ", ".join(dict.fromkeys(m.verifier for m in members))
+        out.append(f"{', '.join(m.name for m in members)} ({family} datasets; verifier {verifiers})")
+    return "; ".join(out)
 
 
 # -- the built-ins ------------------------------------------------------------------------------------------------

@@ -1,17 +1,17 @@
-"""The training config tree: one frozen dataclass per concern, a docstring under every field.
+"""The training config tree: one frozen dataclass per concern, every field `option(default, help)`.
 
 `TrainConfig` nests the strategy (`sampling.config.StrategyConfig`: a name and that strategy's own options), the
 model (`models.config`), the task (`tasks.config`), generation and rollout workers (`engines.config`), the optimiser,
 replay and the run (here). TOML presets under `configs/` fill any subset of it (`[strategy]`, `[model]`, ...); CLI
 flags override single fields. `[strategy]` is flat: `name` and the named strategy's options
 (`sampling.configure.config_from_table`). Defaults are the embedded CPU testbed: a warm-started tiny Llama on built-in
-arithmetic, trained with Ada-Seq-balance.
+arithmetic, trained with Ada-Seq-balance. One help convention for every section and strategy option:
+`option(default, help)` (`sampling.options.option`: the help in the field's metadata), read by the CLI's `--help`,
+the docs' reference pages and TRL's config (`field_docs`).
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import math
 import sys
 import tomllib
@@ -25,10 +25,11 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.sampling.config import StrategyConfig
 from reinforce_ada.sampling.configure import config_from_table, strategy_config
-from reinforce_ada.sampling.options import coerce_value
+from reinforce_ada.sampling.options import coerce_value, option
 from reinforce_ada.sampling.strategies import strategy_class, validate
 from reinforce_ada.tasks.config import TaskConfig
 from reinforce_ada.training.replay_config import REPLAY_MOVED, ReplayConfig
+from reinforce_ada.training.trackers import REPORT_TO_HELP
 
 MAX_LR = 1.0
 """The largest `optim.lr` accepted: AdamW moves each weight by about lr per step, so above 1 every step overshoots."""
@@ -45,47 +46,45 @@ IS_CORRECTIONS = ("auto", "none", "token_truncate", "token_mask", "sequence_trun
 
 @dataclass(frozen=True)
 class OptimConfig:
-    lr: float = 2e-4
-    """AdamW peak learning rate."""
-    warmup_steps: int = 10
-    """Linear warm-up steps (the paper's 10), then constant; at most a fifth of run.steps (a short run reaches the
-    peak lr: a 10-step warm-up in a 5-step run never did)."""
-    weight_decay: float = 0.0
-    """AdamW weight decay (the paper's 0)."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip."""
-    clip_low: float = 0.2
-    """PPO ratio clip below 1."""
-    clip_high: float = 0.28
-    """PPO ratio clip above 1 (asymmetric, as the paper)."""
-    dual_clip: float = 10.0
-    """Dual-clip constant c for negative advantages (the official code's clip_ratio_c)."""
-    agg: str = "token-mean"
-    """Loss aggregation: token-mean, seq-mean-token-mean or seq-mean-token-sum."""
-    entropy_coef: float = 0.0
-    """Entropy bonus (the official script's 0; the paper's text says 1e-4)."""
-    kl_coef: float = 0.0
-    """KL to the frozen initial policy (off, as the paper)."""
-    epochs: int = 1
-    """Passes over each step's batch (1 = on-policy)."""
-    minibatches: int = 1
-    """Optimizer steps per epoch."""
-    micro_batch_size: int = 256
-    """Sequences per forward/backward (gradient accumulation bounds memory)."""
-    old_logprobs: str = "auto"
-    """The PPO "old" log-probs: sampler (the engine's, free), recompute (one no-grad learner forward before the
-    update, as verl) or auto (recompute when sampler and learner compute different numbers: bf16 or vllm)."""
-    is_correction: str = "auto"
-    """Importance weight sampler -> learner on each token's loss (with recomputed old log-probs): none,
-    token_truncate, token_mask, sequence_truncate, sequence_mask (as TRL's modes), or auto (token_truncate when
-    recomputing, none otherwise)."""
-    is_cap: float = 2.0
-    """Cap C of the importance weight: truncate to min(w, C), or mask tokens/sequences with w > C."""
-    max_update_ratio: float = 1.0
-    """Roll back an optimizer step that moves the trainable weights by more than this times their norm (a sane
-    AdamW step moves them by well under 1%; `training.guard`)."""
-    max_rollbacks: int = 3
-    """Stop the run after this many rolled-back optimizer steps in a row (lr or weight decay far too large)."""
+    lr: float = option(2e-4, "AdamW peak learning rate.")
+    warmup_steps: int = option(
+        10,
+        "Linear warm-up steps (the paper's 10), then constant; at most a fifth of run.steps (a short run reaches "
+        "the peak lr: a 10-step warm-up in a 5-step run never did).",
+    )
+    weight_decay: float = option(0.0, "AdamW weight decay (the paper's 0).")
+    grad_clip: float = option(1.0, "Gradient-norm clip.")
+    clip_low: float = option(0.2, "PPO ratio clip below 1.")
+    clip_high: float = option(0.28, "PPO ratio clip above 1 (asymmetric, as the paper).")
+    dual_clip: float = option(10.0, "Dual-clip constant c for negative advantages (the official code's clip_ratio_c).")
+    agg: str = option("token-mean", "Loss aggregation: token-mean, seq-mean-token-mean or seq-mean-token-sum.")
+    entropy_coef: float = option(0.0, "Entropy bonus (the official script's 0; the paper's text says 1e-4).")
+    kl_coef: float = option(0.0, "KL to the frozen initial policy (off, as the paper).")
+    epochs: int = option(1, "Passes over each step's batch (1 = on-policy).")
+    minibatches: int = option(1, "Optimizer steps per epoch.")
+    micro_batch_size: int = option(256, "Sequences per forward/backward (gradient accumulation bounds memory).")
+    old_logprobs: str = option(
+        "auto",
+        'The PPO "old" log-probs: sampler (the engine\'s, free), recompute (one no-grad learner forward before the '
+        "update, as verl) or auto (recompute when sampler and learner compute different numbers: bf16 or vllm).",
+    )
+    is_correction: str = option(
+        "auto",
+        "Importance weight sampler -> learner on each token's loss (with recomputed old log-probs): none, "
+        "token_truncate, token_mask, sequence_truncate, sequence_mask (as TRL's modes), or auto (token_truncate "
+        "when recomputing, none otherwise).",
+    )
+    is_cap: float = option(
+        2.0, "Cap C of the importance weight: truncate to min(w, C), or mask tokens/sequences with w > C."
+    )
+    max_update_ratio: float = option(
+        1.0,
+        "Roll back an optimizer step that moves the trainable weights by more than this times their norm (a sane "
+        "AdamW step moves them by well under 1%; `training.guard`).",
+    )
+    max_rollbacks: int = option(
+        3, "Stop the run after this many rolled-back optimizer steps in a row (lr or weight decay far too large)."
+    )
 
     def __post_init__(self) -> None:
         if self.old_logprobs not in OLD_LOGPROBS:
@@ -138,30 +137,28 @@ class OptimConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    steps: int = 300
-    """RL steps."""
-    batch_size: int = 32
-    """Prompts per step."""
-    seed: int = 0
-    """Seed of everything random in the run (data order, sampling, downsampling)."""
-    run_dir: str = "runs/default"
-    """Output folder: config, metrics.jsonl, TensorBoard events, checkpoints, report.png."""
-    eval_every: int = 50
-    """Evaluate on the held-out split every this many steps (and at the start and end); 0 = only start and end."""
-    eval_samples: int = 4
-    """Samples per held-out prompt (Ave@k at generation.temperature)."""
-    samples_per_step: int = 4
-    """Completions saved per step to samples.jsonl in the run folder (prompt, completion, reward, cut or not)."""
-    save_every: int = 50
-    """Checkpoint every this many steps (and at the end)."""
-    keep_checkpoints: int = 2
-    """Most recent checkpoints kept."""
-    progress: bool = True
-    """Show a progress bar with live metrics."""
-    max_verifier_error_share: float = 0.5
-    """Stop the run (after saving a checkpoint) when the verifier fails on more than this share of a step's
-    samples: a dead reward trains on nothing. 1.0 = never stop."""
-    report_to: str = field(default="tensorboard", metadata={"help": "any of tensorboard,wandb,mlflow,trackio, or none"})
+    steps: int = option(300, "RL steps.")
+    batch_size: int = option(32, "Prompts per step.")
+    seed: int = option(0, "Seed of everything random in the run (data order, sampling, downsampling).")
+    run_dir: str = option(
+        "runs/default", "Output folder: config, metrics.jsonl, TensorBoard events, checkpoints, report.png."
+    )
+    eval_every: int = option(
+        50, "Evaluate on the held-out split every this many steps (and at the start and end); 0 = only start and end."
+    )
+    eval_samples: int = option(4, "Samples per held-out prompt (Ave@k at generation.temperature).")
+    samples_per_step: int = option(
+        4, "Completions saved per step to samples.jsonl in the run folder (prompt, completion, reward, cut or not)."
+    )
+    save_every: int = option(50, "Checkpoint every this many steps (and at the end).")
+    keep_checkpoints: int = option(2, "Most recent checkpoints kept.")
+    progress: bool = option(True, "Show a progress bar with live metrics.")
+    max_verifier_error_share: float = option(
+        0.5,
+        "Stop the run (after saving a checkpoint) when the verifier fails on more than this share of a step's "
+        "samples: a dead reward trains on nothing. 1.0 = never stop.",
+    )
+    report_to: str = option("tensorboard", REPORT_TO_HELP)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_samples", "save_every", "keep_checkpoints"):
@@ -272,16 +269,8 @@ SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ign
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field (or its `metadata["help"]`): the CLI's help text."""
-    docs = {f.name: f.metadata.get("help", "") for f in fields(cls)}
-    try:
-        body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    except (OSError, TypeError):
-        return docs
-    for a, b in zip(body, body[1:], strict=False):
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
-            docs[a.target.id] = str(b.value.value)  # type: ignore[union-attr]
-    return docs
+    """Each field's help (`option(default, help)`): the CLI's help text and the docs' reference."""
+    return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 def apply_overrides(cfg: TrainConfig, overrides: dict[str, dict[str, Any]], source: str) -> TrainConfig:

@@ -1,12 +1,19 @@
-"""Prompts that fit the model: the longest prompt a run may send, and the rule that leaves longer ones out.
+"""Prompts that fit the model, and a batch that fits the prompts: what the trainer checks once the model and task
+are loaded.
 
-A prompt is never cut (cutting changes the question); one whose tokens plus `generation.max_new_tokens` exceed the
-model's context is left out of the pool at start, with a warning and a count in the step-0 metrics (`fit_splits`,
-which the trainer calls once the model and task are loaded).
+1) A prompt is never cut (cutting changes the question); one whose tokens plus `generation.max_new_tokens` exceed
+   the model's context is left out of the pool at start, with a warning and a count in the step-0 metrics
+   (`fit_splits`).
+2) The embedded model reads only its characters (`models.tiny.CHARS`, after `<bos>`): a file of prompts it can read
+   trains it, one with any other character is refused, naming the character and `--model.path` (`embedded_fits`).
+3) A step takes each prompt at most once, so `run.batch_size` above the pool's size trains the whole pool per step:
+   said once, and the run records the batch it trains (`fit_batch`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
@@ -61,3 +68,40 @@ def fit_splits(
         fitted[split] = kept
         too_long[f"prompts_too_long_{split}"] = len(dropped)
     return fitted["train"], fitted["eval"], too_long
+
+
+def embedded_fits(prompts: list[Prompt], where: str) -> None:
+    """Refuse a prompt with a character the embedded model cannot read (its tokenizer would read an unknown token,
+    never seen in training), naming the first one and the flag that gives a model of your own; say how many prompts
+    lack the `<bos>` the model was warm-started after (they score about 0)."""
+    from reinforce_ada.models.tiny import BOS, CHARS, SPECIAL_TOKENS
+
+    for p in prompts:
+        text = p.text
+        for token in SPECIAL_TOKENS:
+            text = text.replace(token, "")
+        if bad := sorted(set(text) - set(CHARS)):
+            raise ConfigError(
+                f"{where}: prompt {p.id!r} ({p.text[:40]!r}) holds {''.join(bad)[:20]!r}, which the embedded model "
+                f"cannot read: it is a character-level arithmetic model (digits, {' '.join('+-*=')}, space and newline "
+                "after <bos>). Give a model of your own with --model.path FOLDER (e.g. `reinforce-ada models smollm2 "
+                "--out models/smollm2`), or prompts written as the built-in task writes them (<bos>18+73=)"
+            )
+    if missing := sum(not p.text.startswith(BOS) for p in prompts):
+        print(
+            f"note: {missing} of {len(prompts)} prompts of {where} do not begin with {BOS}, the token the embedded "
+            f"model was warm-started after ({BOS}18+73=); without it they score about 0",
+            file=sys.stderr,
+        )
+
+
+def fit_batch(cfg: Any, pool: int) -> Any:
+    """`cfg` with `run.batch_size` at most `pool` training prompts (module docstring, 3), with a note when it is cut."""
+    if cfg.run.batch_size <= pool:
+        return cfg
+    print(
+        f"note: run.batch_size={cfg.run.batch_size} is more than the {pool} training prompts; each step trains all "
+        f"{pool} of them, and the run records run.batch_size = {pool} (config.toml)",
+        file=sys.stderr,
+    )
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, batch_size=pool))

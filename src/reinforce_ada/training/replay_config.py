@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.options import option
 
 CORRECTIONS = ("sequence", "token")
 """How a replayed answer's loss is importance-weighted (`training.replay`, 3)."""
@@ -17,23 +18,31 @@ MODES = ("answers", "samples")
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    enabled: bool = False
-    """Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the prompt's
-    most recent earlier correct completion in place of one wrong sample, off-policy corrected (training.replay,
-    docs/replay.md)."""
-    mode: str = "answers"
-    """answers: AR3PO's reuse of an earlier correct answer in an all-wrong group (training.replay); samples:
-    experience replay, each step's trained groups trained again in the next max_age steps (training.experience;
-    needs max_age)."""
-    max_age: int | None = None
-    """Use a stored answer or group only if generated at most this many steps ago (None: no limit; mode=samples
-    needs a limit: the staleness cap)."""
-    clip: float = 2.0
-    """Truncate the replayed answer's importance weight pi_old / pi_behaviour at this (>= 1)."""
-    correction: str = "sequence"
-    """sequence: every token of a replayed answer weighted by min(prod_t pi_old / pi_behaviour, clip), the ratio of
-    the whole answer (the default: it estimates the current policy's gradient, the per-token ratio does not); token:
-    each token by its own truncated ratio (lower variance on long answers, but the prefix stays the behaviour's)."""
+    enabled: bool = option(
+        False,
+        "Replay (AR3PO's response reuse, our trainer only): a trained group with no correct sample gets the "
+        "prompt's most recent earlier correct completion in place of one wrong sample, off-policy corrected "
+        "(training.replay, docs/replay.md).",
+    )
+    mode: str = option(
+        "answers",
+        "answers: AR3PO's reuse of an earlier correct answer in an all-wrong group (training.replay); samples: "
+        "experience replay, each step's trained groups trained again in the next max_age steps "
+        "(training.experience; needs max_age).",
+    )
+    max_age: int | None = option(
+        None,
+        "Use a stored answer or group only if generated at most this many steps ago (None: no limit; mode=samples "
+        "needs a limit, the staleness cap).",
+    )
+    clip: float = option(2.0, "Truncate the replayed answer's importance weight pi_old / pi_behaviour at this (>= 1).")
+    correction: str = option(
+        "sequence",
+        "sequence: every token of a replayed answer weighted by min(prod_t pi_old / pi_behaviour, clip), the ratio "
+        "of the whole answer (the default: it estimates the current policy's gradient, the per-token ratio does "
+        "not); token: each token by its own truncated ratio (lower variance on long answers, but the prefix stays "
+        "the behaviour's).",
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):

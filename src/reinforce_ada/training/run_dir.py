@@ -1,4 +1,4 @@
-"""The run folder's promises, kept by the library (the CLI only reports them).
+"""The run folder's promises, kept by the library and checked in one place (`open_run_dir`, once per run).
 
 1) Never mix two runs: a folder whose `config.toml` defines another run (any field outside `RESUME_MAY_CHANGE`
    differs) is refused; a folder that already holds steps is trained on only after `Trainer.resume()` (CLI:
@@ -11,7 +11,9 @@
    the folder gets an error naming the folder and the holder's pid.
 5) A folder that cannot be written (read-only file system, permissions) is an error up front, not a TensorBoard
    traceback mid-run.
-6) Which checkpoints the folder holds is its rule too: `checkpoint_dir`, `complete` (written to the end, newest
+6) The checks run once: `Trainer(cfg)` runs `open_run_dir`; the CLI runs `open_run` (the same checks, and the
+   default folder's numeric suffix) before torch is imported and hands the lock to `Trainer(cfg, lock=...)`.
+7) Which checkpoints the folder holds is its rule too: `checkpoint_dir`, `complete` (written to the end, newest
    first), `latest` and `reached_step` live here; `training.checkpoint` writes, verifies and loads them (it imports
    this module, never the reverse).
 """
@@ -122,7 +124,7 @@ def check_saved_config(run_dir: Path, cfg: Any) -> None:
     for field, old, value in moved_paths(saved, cfg):
         warnings.warn(
             f"{field}: the run's {old} no longer exists; it resumes with {value} (it must be the same file)",
-            stacklevel=1,  # one place: said once, though the CLI and the Trainer both check
+            stacklevel=1,
         )
     for section, name, value in local_paths(cfg):  # a model id is no local folder: model.path is not checked
         where = Path(file_part(value))
@@ -271,6 +273,27 @@ def open_run_dir(cfg: Any) -> RunLock:
         lock.release()
         raise ConfigError(not_writable(run_dir, OSError(errno.EACCES, "permission denied")))
     return lock
+
+
+@dataclasses.dataclass
+class OpenRun:
+    """A run folder opened by `open_run`: the config that runs there, the lock held, the step of its newest complete
+    checkpoint (None: none), and whether `open_run` made the folder."""
+
+    cfg: Any
+    lock: RunLock
+    reached: int | None
+    created: bool
+
+
+def open_run(cfg: Any, *, explicit: bool, resume: bool) -> OpenRun:
+    """The folder a run starts or resumes in, checked once and locked (module docstring, 6): a fresh run never lands
+    on another run's folder (`fresh_run_dir`: the default folder gets a numeric suffix, an explicit one is an
+    error), then `open_run_dir`'s checks."""
+    cfg = fresh_run_dir(cfg, explicit=explicit, resume=resume)
+    created = not Path(cfg.run.run_dir).exists()
+    lock = open_run_dir(cfg)
+    return OpenRun(cfg, lock, reached_step(Path(cfg.run.run_dir)), created)
 
 
 def write_file(path: Path, data: str | bytes) -> None:

@@ -56,6 +56,8 @@ def _rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
 class TensorBoardSink:
     """TensorBoard events under `<run>/tensorboard` (the tag is the section; no table)."""
 
+    extra = None  # a dependency: nothing to install
+
     def __init__(self, run_dir: Path, config: dict[str, Any], resume: dict[str, Any] | None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -76,6 +78,8 @@ class TensorBoardSink:
 class WandbSink:
     """A W&B run (its id in `state`); `step` is a logged metric every other one is plotted against, so a resumed
     run may log a step again (W&B's own step only grows)."""
+
+    extra = "wandb"
 
     def __init__(self, run_dir: Path, config: dict[str, Any], resume: dict[str, Any] | None) -> None:
         import wandb
@@ -121,6 +125,8 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 class MlflowSink:
     """An MLflow run through `MlflowClient` (no global active run); its id and store in `state`."""
+
+    extra = "mlflow"
 
     def __init__(self, run_dir: Path, config: dict[str, Any], resume: dict[str, Any] | None) -> None:
         from mlflow.entities import Param
@@ -170,6 +176,8 @@ class MlflowSink:
 class TrackioSink:
     """A trackio run in its local store, resumed by name (the run folder)."""
 
+    extra = "trackio"
+
     def __init__(self, run_dir: Path, config: dict[str, Any], resume: dict[str, Any] | None) -> None:
         import trackio
 
@@ -200,9 +208,13 @@ SINKS: dict[str, type] = {
     "mlflow": MlflowSink,
     "trackio": TrackioSink,
 }
-"""`run.report_to` names -> sink classes, all `Sink(run_dir, config, resume)`: the only list of tracker names."""
-EXTRA = {"wandb": ("wandb", "wandb"), "mlflow": ("mlflow", "mlflow"), "trackio": ("trackio", "trackio")}
-"""tracker -> (the module it imports, the extra that installs it); TensorBoard is a dependency."""
+"""`run.report_to` names -> sink classes, all `Sink(run_dir, config, resume)`: the only list of tracker names. A
+sink's `extra` names the module it imports and the extra that installs it (None: a dependency, as TensorBoard)."""
+REPORT_TO_HELP = (
+    f"Trackers beside metrics.jsonl (always written), comma-separated: any of {', '.join(SINKS)}, or none "
+    "(docs/trackers.md)."
+)
+"""`run.report_to`'s help, from `SINKS`."""
 
 
 def parse_report_to(value: str) -> tuple[str, ...]:
@@ -224,7 +236,7 @@ def parse_report_to(value: str) -> tuple[str, ...]:
             f"{sorted(SINKS)}, or none (metrics.jsonl is always written)"
         )
     for n in names:
-        module, extra = EXTRA.get(n, (None, ""))
-        if module is not None and importlib.util.find_spec(module) is None:
+        extra = getattr(SINKS[n], "extra", None)  # the module it imports, and the extra that installs it
+        if extra is not None and importlib.util.find_spec(extra) is None:
             raise ConfigError(f"run.report_to={value!r}: {n} is not installed here: {install_hint(extra)}")
     return tuple(dict.fromkeys(names))

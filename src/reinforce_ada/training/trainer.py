@@ -58,7 +58,7 @@ from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.training import checkpoint, learner, resume
 from reinforce_ada.training import run_dir as run_folder
 from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
-from reinforce_ada.training.context import fit_splits
+from reinforce_ada.training.context import embedded_fits, fit_batch, fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.experience import ExperienceBuffer, experience_step, replay_buffer
@@ -70,7 +70,6 @@ from reinforce_ada.training.replay import ReplayBuffer, mark, replay_step
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows
 from reinforce_ada.training.samples_log import SampleLog
-from reinforce_ada.training.trackers import parse_report_to
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
@@ -83,23 +82,29 @@ class Trainer:
     checkpoint; `train_step()` is one step: the strategy collects groups through the engine, the verifier scores
     them, the learner updates on their advantages, the engine gets the new weights; `evaluate()` is held-out
     accuracy; `close()` releases the folder (`fit()` does it on return). `tensorboard=False` leaves TensorBoard out
-    of `run.report_to` (the JSONL logs stay).
+    of `run.report_to` (the JSONL logs stay). `lock`: the folder's lock when the caller already opened it with
+    `run_dir.open_run` (the CLI does, before torch is imported), so its checks run once.
     """
 
-    def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True):
+    def __init__(self, cfg: TrainConfig, *, tensorboard: bool = True, lock: run_folder.RunLock | None = None):
         cfg = absolute_paths(cfg)  # config.toml names files absolutely: the folder resumes from any directory
         self.cfg = cfg
         self.run_dir = Path(cfg.run.run_dir)
-        self.lock = run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), before anything is loaded
+        if lock is not None and lock.path.parent.resolve() != self.run_dir.resolve():
+            raise ValueError(f"the lock given is {lock.path}'s, not run.run_dir {self.run_dir}'s")
+        self.lock = lock or run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), checked once
         self._may_train = not run_folder.holds_steps(self.run_dir)  # a folder holding steps trains after resume() only
         try:
             self._build(cfg, tensorboard)
         except BaseException:
+            if hasattr(self, "tracker"):
+                self.tracker.close()
             self.lock.release()  # a trainer that could not be built holds no folder
             raise
 
     def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
-        parse_report_to(cfg.run.report_to)  # an unknown tracker or a missing package fails before the model loads
+        # run.report_to parsed here, once: an unknown tracker or a missing package fails before the model loads
+        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))  # its prior file read before, too
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
@@ -107,9 +112,12 @@ class Trainer:
         self.model, self.tokenizer = load_policy(self.model_path, cfg.model)
         disable_dropout(self.model)  # the engines sample without dropout: the learner must compute the same policy
         self.train_prompts, self.eval_prompts, self.verifier = tasks.build(cfg.task, self.tokenizer)
+        if cfg.model.path is None:  # the embedded model reads only its own characters (training.context, 2)
+            embedded_fits(self.train_prompts + self.eval_prompts, cfg.task.path or f"task {cfg.task.name!r}")
         self.train_prompts, self.eval_prompts, self.too_long = fit_splits(  # too long for the context: left out
             self.train_prompts, self.eval_prompts, self.tokenizer, self.model, cfg.generation.max_new_tokens
         )
+        self.cfg = cfg = fit_batch(cfg, len(self.train_prompts))  # no larger than the pool: what runs is recorded
         self.order = PromptOrder(self.train_prompts, cfg.run.seed)
         note = coverage_note(self.strategy.memory.prior_rates, self.train_prompts, cfg.strategy.options.prior_file)
         if note:
@@ -134,7 +142,6 @@ class Trainer:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
         self.warmup = cfg.warmup_steps  # fixed when the run starts: a resumed run keeps its own (`training.resume`)
-        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to, config=to_dict(cfg))
         self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
         if cfg.warmup_steps < o.warmup_steps and self._may_train:  # a resumed run keeps its own (resume says so)
             print(
@@ -145,7 +152,8 @@ class Trainer:
         self.probes: list[Callable[[Trainer, StepBatch], dict[str, Any]]] = []
         """Diagnostics run on each step's batch before the update (a benchmark's exact pass rates, say); their
         metrics join the step's, their time is left out of `time_step_s`."""
-        run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))
+        run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))  # what runs, as the trackers log it
+        self.tracker.config = to_dict(cfg)
 
     # -- one step -----------------------------------------------------------------------------------------------
     def train_step(self) -> dict[str, Any]:

@@ -48,6 +48,8 @@ INFO_FILE = "warm_start.json"
 WEIGHTS_FILE = "model.safetensors"
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "models" / "data" / "tiny-arithmetic"
 """The default configs' warm start, shipped as package data (the reference testbed of `reinforce-ada compare`)."""
+EMBEDDED_TASKS = ("arithmetic", "file")
+"""Tasks the embedded model trains on (a file's prompts checked against its characters: `context.embedded_fits`)."""
 
 
 @dataclass(frozen=True)
@@ -316,13 +318,20 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
         from reinforce_ada.models.load import check_model_path
 
         return check_model_path(model.path)  # a folder here, or an `org/name` hub id; a missing folder fails now
-    if task.name != "arithmetic":
-        raise ConfigError(f"the embedded model only knows the arithmetic task; set model.path for task {task.name!r}")
-
+    if task.name not in EMBEDDED_TASKS:
+        here = SHIPPED_DIR.relative_to(Path.cwd()) if SHIPPED_DIR.is_relative_to(Path.cwd()) else SHIPPED_DIR
+        raise ConfigError(
+            f"task {task.name!r} needs a model of yours: the embedded model is a character-level arithmetic model "
+            "(digits and + - * =; it trains on arithmetic and on a file of such prompts). Give --model.path FOLDER, "
+            f"e.g. models/smollm2 (`reinforce-ada models smollm2 --out models/smollm2`) or the embedded model's own "
+            f"folder {here}"
+        )
     tiny = TinyModelConfig(hidden_size=model.hidden_size, num_layers=model.num_layers, num_heads=model.num_heads)
     # the warm start depends on the held-out split (never trained on), not on the RL pool's size or mix, so pools
-    # can change without retraining it
-    held_out_only = ArithmeticConfig(eval_size=task.eval_size, seed=task.seed)
+    # can change without retraining it; a file of prompts gets the shipped one (its [task] split is the file's)
+    held_out_only = (
+        ArithmeticConfig(eval_size=task.eval_size, seed=task.seed) if task.name == "arithmetic" else ArithmeticConfig()
+    )
     return warm_start(held_out_only, tiny, SFTConfig(steps=model.sft_steps), progress=progress)
 
 

@@ -48,8 +48,8 @@ class MemoryOptions:
     prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")
     prior_strength: float | None = option(
         None,
-        "pseudo-samples behind an informative prior mean (a prior_file's, a measured prior pass's, the level's, the "
-        "predictor's); none: prior_alpha + prior_beta (SPO's recipe: 8 = 1 / (1 - rho_min))",
+        "pseudo-samples behind an informative prior mean (a prior file's, the level's, the predictor's); none: "
+        "prior_alpha + prior_beta (SPO's recipe: 8)",
     )
     decay: float = option(
         0.9, "pass-rate tracker: exponential decay of past counts per visit (lambda in (0, 1])", plan=False

@@ -24,8 +24,8 @@ from reinforce_ada.types import Group
 class UniformOptions(Options):
     second_sample_sd: float | None = option(
         None,
-        "draw n + 1 samples for a prompt whose value belief's standard deviation is above this when it joins the step "
-        "(the tracker still unsure; SPO's cold prior Beta(1/2, 1/2) has 0.35); none: n for every prompt",
+        "n + 1 samples for a prompt whose value belief's std is above this when it joins the step (SPO's cold "
+        "prior: 0.35); none: off",
     )
 
     def __post_init__(self) -> None:
