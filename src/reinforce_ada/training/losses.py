@@ -93,6 +93,7 @@ class LossOutput:
     """The loss to backpropagate and detached statistics (token means over the mask unless noted)."""
 
     loss: torch.Tensor
+    """The loss to backpropagate: the policy-gradient term, minus entropy_coef x entropy, plus kl_coef x kl."""
     pg_loss: float
     """The clipped policy-gradient term alone, aggregated."""
     clip_frac: float
@@ -106,6 +107,7 @@ class LossOutput:
     approx_kl: float
     """k3 estimate of KL(old || new), (r - 1) - log r: 0 on-policy."""
     ratio_mean: float
+    """Mean policy ratio pi_theta / pi_old over the tokens."""
     entropy: float
     """Aggregated entropy (0.0 when no entropy_BT was given)."""
     kl: float
