@@ -99,11 +99,11 @@ class LossOutput:
     clip_frac: float
     """Share of tokens where a clip bound is active (zero gradient): clip_frac_low + clip_frac_high."""
     clip_frac_low: float
-    """A < 0 and r < 1 - clip_low."""
+    """Share of tokens with A < 0 and ratio r < 1 - clip_low."""
     clip_frac_high: float
-    """A > 0 and r > 1 + clip_high."""
+    """Share of tokens with A > 0 and ratio r > 1 + clip_high."""
     dual_clip_frac: float
-    """A < 0 and r > dual_clip."""
+    """Share of tokens with A < 0 and ratio r > dual_clip."""
     approx_kl: float
     """k3 estimate of KL(old || new), (r - 1) - log r: 0 on-policy."""
     ratio_mean: float

@@ -35,7 +35,7 @@ from reinforce_ada.types import Group, Prompt
 _COUNTS = ("offered", "skipped_evicted", "skipped_rule", "unselected")
 
 METRICS: dict[str, str] = {
-    "offered_prompts": "Distinct prompts offered to the admission stage this step (candidates included).",
+    "offered_prompts": "Distinct prompts the source offered to the admission stage this step.",
     "skipped_prompts": "Offered prompts not admitted: evicted, skipped by the rule, or not chosen.",
     "skipped_evicted": "Offered prompts skipped because the memory evicted them (evict, Pilot-Commit's solved ones).",
     "evicted_total": "Prompts the memory has evicted so far in the run.",
