@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 from dataclasses import fields
 from functools import cache
@@ -48,7 +49,7 @@ FEATURES: dict[str, dict] = {
     "seq:give_up=0.5": {"give_up": 0.5},
 }
 """The features whose keys only appear when an option turns them on (arm-spec label -> the options)."""
-RUNS = [*STRATEGIES, *FEATURES]
+RUNS = [*(n for n, cls in STRATEGIES.items() if metrics_page.ours(cls)), *FEATURES]
 DRIVERS = ("rounds", "streaming")
 
 
@@ -106,6 +107,18 @@ def test_every_definition_is_one_line_of_text_and_patterns_match_their_family():
     assert metrics_page.defined("qhat_16", p) and metrics_page.defined("eval_accuracy_L3", p)
     assert metrics_page.defined("worker0_busy_s", p) and not metrics_page.defined("worker0_samples", p)
     assert not metrics_page.defined("eval_accuracy", p) and not metrics_page.defined("qhat", p)
+    assert doctest.testmod(metrics_page).failed == 0
+
+
+def test_a_strategy_registered_from_outside_is_left_to_its_author(monkeypatch):
+    """A plugin's keys are its own to document: the page lists the package's strategies and rules only."""
+
+    class Outside(STRATEGIES["uniform"]):
+        METRICS = {"outside_key": "A plugin's."}
+
+    Outside.__module__ = "my_plugin"
+    monkeypatch.setitem(STRATEGIES, "outside", Outside)
+    assert "outside_key" not in metrics_page.page() and not metrics_page.ours(Outside)
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
