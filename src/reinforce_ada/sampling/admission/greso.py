@@ -35,7 +35,7 @@ class GresoOptions(FeatureOptions):
 class Greso(AdmissionRule):
     Options = GresoOptions
     METRICS = {
-        "skipped_greso": "Offered prompts GRESO skipped this step (a zero-variance streak, kept with p^streak).",
+        "skipped_greso": "Offered prompts GRESO skipped (after a zero-variance streak s, kept w.p. max(p^s, 0.01)).",
         "greso_p_easy": "GRESO's keep-probability base p for all-correct streaks (moves 0.01 a step in [0.05, 0.95]).",
         "greso_p_hard": "GRESO's keep-probability base p for all-wrong streaks (moves 0.01 a step in [0.05, 0.95]).",
     }
