@@ -194,6 +194,15 @@ def run_job(job: Job) -> dict[str, Any]:
     return rec
 
 
+PROBE_METRICS: dict[str, str] = {
+    "value_abs_error": "Mean over trained groups of abs(the strategy's value from before the step - the exact pass "
+    "rate) (nan without a value, advantage other than tracker).",
+    "group_mean_abs_error": "Mean over trained groups of abs(the mean reward drawn for the prompt - its exact pass "
+    "rate).",
+}
+"""What `value_probe` adds to each training line of a benchmark run that asks for it (docs/metrics.md)."""
+
+
 def value_probe(max_new_tokens: int) -> Any:
     """A trainer probe (`Trainer.probes`): the step's prompts' exact pass rates p under the policy that drew their
     samples (before the update), and the mean |estimate - p| over the step's trained groups of two estimates of p:

@@ -12,6 +12,20 @@ import numpy as np
 
 from reinforce_ada.types import Request
 
+STEP_METRICS: dict[str, str] = {
+    "worker_restarts": "Workers restarted this step after a fault (up to rollout.max_restarts each).",
+    "workers_lost": "Workers that died or hung this step (restarted or not).",
+    "rollout_workers": "Workers alive at the end of the step.",
+    "rollout_wasted_samples": "Samples decoded for nothing: their prompt was cancelled while their chunk was out.",
+    "worker{i}_samples": "Samples worker i returned this step.",
+    "worker{i}_busy_s": "Seconds worker i spent sampling this step.",
+    "worker_busy_imbalance": "The busiest worker's seconds / the mean over workers (1.0: balanced, or all idle).",
+    "policy_version_min": "The oldest weights version (learner updates applied) that drew a chunk this step.",
+    "policy_version_max": "The newest weights version that drew a chunk this step.",
+}
+"""What `RayRolloutPool.step_metrics` returns, each key's definition (declared here: ray_pool.py is at its size
+limit); the trainer adds them to every training line when `[rollout] workers > 0` (docs/metrics.md)."""
+
 
 class NoWorkersLeft(RuntimeError):
     """Every rollout worker died and used up its restarts: the step cannot finish."""

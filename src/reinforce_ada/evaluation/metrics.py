@@ -111,6 +111,20 @@ def sample_correct(
     return dict(correct), errors
 
 
+METRICS: dict[str, str] = {
+    "eval_accuracy": "Ave@k: mean over held-out prompts of the share of their k samples that are correct.",
+    "eval_pass@{k}": "Unbiased pass@k, 1 - C(n - c, k) / C(n, k), averaged over prompts (the trainer: k = "
+    "run.eval_samples).",
+    "eval_accuracy_L{level}": "Only where prompts carry levels: eval_accuracy over the prompts of that level.",
+    "eval_prompts": "Held-out prompts evaluated.",
+    "eval_samples": "Samples per held-out prompt (k, run.eval_samples in the trainer).",
+    "eval_verifier_errors": "Verifier calls of the evaluation that failed or timed out (each scored 0).",
+    "eval_greedy_accuracy": "Only with a greedy engine (reinforce-ada evaluate --greedy, never the trainer): share "
+    "of prompts whose one greedy completion is correct.",
+}
+"""What `summarize` and `evaluate` return: the keys of the trainer's evaluation lines (docs/metrics.md)."""
+
+
 def summarize(prompts: Sequence[Prompt], correct: dict[str, list[float]], ks: Sequence[int]) -> dict[str, Any]:
     """Flat metrics from per-prompt correctness: `eval_accuracy` (Ave@k), `eval_pass@k` per k, per level."""
     if not prompts:

@@ -27,20 +27,25 @@ PromptSource = Callable[[int], Sequence[Prompt]]
 
 @dataclass
 class Ledger:
-    """Where one step's sampling budget went (the metrics contract names these keys)."""
+    """Where one step's sampling budget went: every field is a key of each training line of `metrics.jsonl`, and its
+    docstring is the key's definition in docs/metrics.md (`docgen.metrics_page`); `extra`'s keys join them flat."""
 
     prompts: int = 0
     """Prompts sampled in the step (DAPO refills included)."""
     samples_generated: int = 0
+    """Completions the engine returned this step (cancelled ones never return; replayed answers are not counted)."""
     tokens_generated: int = 0
+    """Completion tokens of those samples (prompt tokens not counted): the sampling bill."""
     max_completion_tokens: int = 0
     """The longest completion that came back this step (in tokens), kept in a run's records; the GPU cost model
     (`bench.costmodel`) prices rounds from an assumed length law instead. Samples cancelled in flight never come
     back, so they are not seen."""
     samples_trained: int = 0
+    """Samples the learner trained on, after downsampling and dropping (replayed answers included)."""
     tokens_trained: int = 0
     """Completion tokens of the trained samples (prompt tokens not counted): the learner's share of the bill."""
     prompts_trained: int = 0
+    """Prompts with a group in the training batch."""
     zero_adv_prompts: int = 0
     """Trained prompts whose advantages are all zero."""
     zero_adv_prompt_share: float = 0.0
@@ -48,19 +53,29 @@ class Ledger:
     no_signal_prompt_share: float = 0.0
     """Prompts giving no gradient (zero advantage, dropped unresolved, DAPO zero-variance) / prompts sampled."""
     unresolved_prompts: int = 0
+    """Prompts that stopped sampling without meeting the strategy's exit rule (seq: the cap reached or given up;
+    conformal: no stopping budget by the grid's end); 0 for strategies without one."""
     dropped_prompts: int = 0
+    """Sampled prompts left out of training: unresolved ones under unresolved=drop (seq), zero-variance groups
+    (dynamic, greso)."""
     rounds: int = 0
+    """Sampling rounds the step took: the last round any prompt sampled in (a further batch or a refill is one)."""
     active_prompts_per_round: list[int] = field(default_factory=list)
+    """A list: for each round r, the prompts that sampled in round r and sample again in round r + 1."""
     samples_per_round: list[int] = field(default_factory=list)
     """Samples that reached a pool in each sequential round (by the strategy's round index; cancelled and discarded
     ones excluded, late `in_flight="keep"` arrivals counted in the last round): a round's decode rows."""
     reward_first_round: float = float("nan")
     """Mean over prompts of the first round's mean reward: an unbiased estimate of the policy's pass rate."""
     reward_trained: float = float("nan")
+    """Mean reward of the trained samples."""
     verifier_errors: int = 0
+    """Verifier calls that raised, returned a non-finite value or timed out (each scored 0)."""
     time_generate_s: float = 0.0
+    """Wall seconds of the step's sampling: generation, scoring and the strategy's decisions."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Strategy-specific metrics (gen_batches, batch_filled, budget_used, ...)."""
+    """Not a key: the strategy's, the admission stage's and the driver's own keys (each declared beside its code as
+    `METRICS`), and the trainer's additions (replay, rollout workers, probes), merged flat by `as_metrics`."""
 
     def as_metrics(self) -> dict[str, Any]:
         d = asdict(self)

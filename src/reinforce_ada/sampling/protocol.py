@@ -114,6 +114,11 @@ class PoolStrategy:
     Options: ClassVar[type[Options]] = Options
     select_fixed: ClassVar[bool] = False
     """The name is its admission rule (greso, mopps): another `select` contradicts it."""
+    METRICS: ClassVar[dict[str, str]] = {}
+    """The keys `metrics()` adds beyond the ledger's fields (`sampling.ledger.Ledger`), each with its one-line
+    definition (docs/metrics.md is generated from these); a key that depends on an option is a pattern, `qhat_{k}`,
+    and one written only under a condition says "Only with ...:". A subclass that adds keys declares
+    `METRICS = {**Base.METRICS, ...}`. This class's own (`rounds`, `active_prompts_per_round`) are ledger fields."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

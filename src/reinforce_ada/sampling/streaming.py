@@ -45,6 +45,14 @@ from reinforce_ada.sampling.ledger import Ledger, PromptSource, StepBatch, Verif
 from reinforce_ada.sampling.protocol import PoolStrategy
 from reinforce_ada.types import Prompt, Request, Sample
 
+METRICS: dict[str, str] = {
+    "cancelled_samples": "Only under the streaming driver: samples cancelled while queued or in flight (their prompt "
+    "had stopped).",
+    "discarded_samples": "Only under the streaming driver: samples that arrived after their prompt stopped and were "
+    'thrown away (in_flight="cancel").',
+}
+"""The ledger extras this driver adds (the round driver leaves them out: never anything to cancel there)."""
+
 
 class StreamingEngine(Protocol):
     def submit(self, requests: Sequence[Request]) -> list[int]:

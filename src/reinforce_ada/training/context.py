@@ -44,6 +44,13 @@ def fit_context(prompts: list[Prompt], tokenizer: Any, limit: int) -> tuple[list
     return kept, dropped
 
 
+METRICS: dict[str, str] = {
+    "prompts_too_long_train": "At step 0: training prompts left out, too long for the context with max_new_tokens.",
+    "prompts_too_long_eval": "At step 0: held-out prompts left out, too long for the context with max_new_tokens.",
+}
+"""The step-0 keys `fit_splits` returns (docs/metrics.md)."""
+
+
 def fit_splits(
     train: list[Prompt], eval_: list[Prompt], tokenizer: Any, model: Any, max_new_tokens: int
 ) -> tuple[list[Prompt], list[Prompt], dict[str, int]]:

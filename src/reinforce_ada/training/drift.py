@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -14,6 +14,15 @@ from reinforce_ada.training.losses import importance_weights
 class Drift:
     """Sampler/learner mismatch over the tokens of a step: mean and max |learner log-prob - sampler log-prob|, and
     the share of tokens the importance weight truncated or masked (reported every step, so drift is visible)."""
+
+    METRICS: ClassVar[dict[str, str]] = {
+        "mismatch_logp_abs_mean": "Mean over the step's fresh tokens of abs(learner log-prob - sampler log-prob), "
+        "before the update.",
+        "mismatch_logp_abs_max": "The largest of those differences.",
+        "is_affected_token_share": "Only with optim.is_correction other than none: share of those tokens whose "
+        "importance weight was truncated or masked.",
+    }
+    """What `metrics()` returns (nothing when no token was measured), each key's definition (docs/metrics.md)."""
 
     def __init__(self, mode: str = "none", cap: float = 2.0) -> None:
         self.mode, self.cap = mode, cap

@@ -93,19 +93,21 @@ class LossOutput:
     """The loss to backpropagate and detached statistics (token means over the mask unless noted)."""
 
     loss: torch.Tensor
+    """The loss to backpropagate: the policy-gradient term, minus entropy_coef x entropy, plus kl_coef x kl."""
     pg_loss: float
     """The clipped policy-gradient term alone, aggregated."""
     clip_frac: float
     """Share of tokens where a clip bound is active (zero gradient): clip_frac_low + clip_frac_high."""
     clip_frac_low: float
-    """A < 0 and r < 1 - clip_low."""
+    """Share of tokens with A < 0 and ratio r < 1 - clip_low."""
     clip_frac_high: float
-    """A > 0 and r > 1 + clip_high."""
+    """Share of tokens with A > 0 and ratio r > 1 + clip_high."""
     dual_clip_frac: float
-    """A < 0 and r > dual_clip."""
+    """Share of tokens with A < 0 and ratio r > dual_clip."""
     approx_kl: float
     """k3 estimate of KL(old || new), (r - 1) - log r: 0 on-policy."""
     ratio_mean: float
+    """Mean policy ratio pi_theta / pi_old over the tokens."""
     entropy: float
     """Aggregated entropy (0.0 when no entropy_BT was given)."""
     kl: float

@@ -171,6 +171,15 @@ class ReplayBuffer:
         self.entries = {str(pid): Entry(**e) for pid, e in state["entries"].items()}
 
 
+METRICS: dict[str, str] = {
+    "replay_prompts": "Trained groups given a stored correct answer in place of a wrong sample this step.",
+    "replay_share": "Replayed samples / trained samples.",
+    "replay_buffer_size": "Prompts with a stored correct answer in the buffer after the step.",
+    "replay_age_mean": "Mean age in steps of the answers replayed this step (nan when none).",
+}
+"""The ledger extras `replay_step` adds (`[replay] enabled`; docs/metrics.md)."""
+
+
 def replay_step(buffer: ReplayBuffer, batch: StepBatch, strategy: Any, step: int) -> list[int]:
     """Apply replay to a finished step's batch (module docstring, 2 and 4), then store this step's correct answers.
     Returns the flat indices (in `rows.batch_rows` order) of the replayed samples."""

@@ -70,6 +70,13 @@ def sample_rows(step: int, batch: StepBatch, k: int) -> list[dict[str, Any]]:
     return rows
 
 
+METRICS: dict[str, str] = {
+    "completions_clipped_share": "Share of the step's trained samples cut at generation.max_new_tokens (replayed "
+    "ones aside; nan when none).",
+}
+"""What `SampleLog.record` adds to the step's metrics (docs/metrics.md)."""
+
+
 def clipped_share(batch: StepBatch) -> float:
     """Share of the step's kept samples cut at `max_new_tokens`, replayed earlier answers aside (NaN when none)."""
     reasons = [s.finish_reason for g in batch.groups for s in g.samples if s.replayed_from is None]

@@ -73,6 +73,27 @@ from reinforce_ada.training.samples_log import SampleLog
 from reinforce_ada.training.tracking import Tracker, postfix, progress_bar
 from reinforce_ada.training.warm_start import resolve_model_path, warm_start_info
 
+METRICS: dict[str, str] = {
+    "step": "The learner's step the line follows (0: the evaluation before training).",
+    "lr": "Learning rate of the step's update (linear warm-up, then optim.lr).",
+    "loss": "Mean over the step's applied optimizer steps of the loss (`losses.policy_loss`; 0.0 when no row had "
+    "a non-zero advantage).",
+    "entropy": "Mean token entropy of the policy on the trained completions (nan when no update was applied).",
+    "grad_norm": "Mean gradient norm before clipping at optim.grad_clip over the applied optimizer steps.",
+    "clip_frac": "Mean share of trained tokens whose PPO ratio clip was active over the applied optimizer steps.",
+    "skipped_update": "Optimizer steps skipped this step (a non-finite loss or gradient, or rolled back).",
+    "update_ratio": "Only when an update was applied: how far the last one moved the trainable weights, "
+    "norm(change) / norm(weights) (`training.guard`).",
+    "rolled_back_update": "Only when the guard undid an update: optimizer steps rolled back this step (non-finite "
+    "weights, or a move beyond optim.max_update_ratio).",
+    "time_train_s": "Wall seconds of the update: rows, old log-probs, optimizer steps and the engine's weight sync.",
+    "time_step_s": "Wall seconds of the whole step, probes left out (`Trainer.probes`).",
+    "warm_start_pass_rate_L{level}": "Only at step 0 of a run from a warm-start folder: the pass rate its SFT "
+    "recorded on held-out prompts of that level.",
+}
+"""The keys `Trainer` itself writes to metrics.jsonl (docs/metrics.md); the ledger's, the learner's drift, replay,
+evaluation and the rest are declared beside their own code."""
+
 
 class Trainer:
     """The library's own RL trainer: one `TrainConfig` in, a run folder out (`examples/train_own_data.py`).

@@ -34,6 +34,11 @@ class GresoOptions(FeatureOptions):
 
 class Greso(AdmissionRule):
     Options = GresoOptions
+    METRICS = {
+        "skipped_greso": "Offered prompts GRESO skipped (after a zero-variance streak s, kept w.p. max(p^s, 0.01)).",
+        "greso_p_easy": "GRESO's keep-probability base p for all-correct streaks (moves 0.01 a step in [0.05, 0.95]).",
+        "greso_p_hard": "GRESO's keep-probability base p for all-wrong streaks (moves 0.01 a step in [0.05, 0.95]).",
+    }
     LO, HI, STEP, FLOOR = 0.05, 0.95, 0.01, 0.01
 
     def __init__(self, opts: Any, ctx: RuleContext):

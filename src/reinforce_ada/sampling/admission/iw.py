@@ -177,6 +177,10 @@ class ImportanceWeighted(AdmissionRule):
 
     ranks = True
     Options = IwOptions
+    METRICS = {
+        "iw_weight_max": "Largest applied weight (clipped, self-normalised) over the admitted prompts (0 if none).",
+        "iw_ess": "Effective sample size of those weights, (sum w)^2 / sum w^2 (0 if none).",
+    }
 
     def __init__(self, opts: Any, ctx: RuleContext):
         super().__init__(opts, ctx)

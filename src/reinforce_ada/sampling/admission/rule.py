@@ -57,6 +57,8 @@ class AdmissionRule:
 
     ranks: ClassVar[bool] = False
     Options: ClassVar[type[FeatureOptions] | None] = None
+    METRICS: ClassVar[dict[str, str]] = {}
+    """The keys `metrics()` returns, each with its one-line definition (as `PoolStrategy.METRICS`)."""
 
     def __init__(self, opts: Any, ctx: RuleContext):
         self.opts, self.ctx = opts, ctx

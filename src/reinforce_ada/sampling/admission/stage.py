@@ -34,6 +34,16 @@ from reinforce_ada.types import Group, Prompt
 
 _COUNTS = ("offered", "skipped_evicted", "skipped_rule", "unselected")
 
+METRICS: dict[str, str] = {
+    "offered_prompts": "Distinct prompts the source offered to the admission stage this step.",
+    "skipped_prompts": "Offered prompts not admitted: evicted, skipped by the rule, or not chosen.",
+    "skipped_evicted": "Offered prompts skipped because the memory evicted them (evict, Pilot-Commit's solved ones).",
+    "evicted_total": "Prompts the memory has evicted so far in the run.",
+    "unselected_prompts": "Only with a ranking rule (select=mopps, value, iw, priority): candidates not chosen.",
+}
+"""The stage's keys (with `select` other than none, or `evict`); the rule's own are its class's `METRICS`. Module
+level, not on `Admission`: the mixin stands before the strategy in the MRO and would hide the strategy's."""
+
 
 class Admission(PoolStrategy, abstract=True):
     """The mixin of the module docstring; use through `with_admission`."""

@@ -78,6 +78,10 @@ def value_choose(
 class Value(AdmissionRule):
     ranks = True
     Options = ValueOptions
+    METRICS = {
+        "value_offered": "Mean value (expected signal per token) of the candidates considered this step (0 if none).",
+        "value_selected": "Mean value of the candidates admitted this step (0 if none).",
+    }
 
     def __init__(self, opts: Any, ctx: RuleContext):
         super().__init__(opts, ctx)

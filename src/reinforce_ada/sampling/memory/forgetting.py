@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,6 +60,14 @@ def rho_of(d: float, half: float, lo: float, hi: float) -> float:
 class DriftForgetting:
     """The per-prompt forgetting factors of the module docstring, the last response of every visited prompt, and the
     step's drift statistics."""
+
+    METRICS: ClassVar[dict[str, str]] = {
+        "drift_mean": "Mean over the step's prompts with a last response of its drift D, the token-mean absolute "
+        "change of its log-probs since it was drawn (nan if none).",
+        "rho_mean": "Mean of their forgetting factors rho = clip(2^(-D / drift_half), rho_min, rho_max) (nan if none).",
+        "rho_clipped_share": "Share of those factors at rho_min or rho_max (recipe: spo/rho_clip_ratio; nan if none).",
+    }
+    """What `metrics()` returns, each key's definition (docs/metrics.md)."""
 
     def __init__(
         self,

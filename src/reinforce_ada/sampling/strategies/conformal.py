@@ -196,6 +196,18 @@ class Conformal(PoolStrategy):
     traits = Traits(streams=False, planner="monte_carlo")
     Options = ConformalOptions
     opts: ConformalOptions
+    METRICS = {
+        "calibrated": "Whether this step fit new thresholds on a non-empty calibration set.",
+        "calibration_prompts_drawn": "Calibration prompts this step drew (sampled k_max times each, not trained).",
+        "calibration_samples": "Samples the calibration prompts drew this step.",
+        "calibration_size": "Prompts in the calibration behind the current thresholds.",
+        "conformal_delta": "The miscoverage delta of the current thresholds (nan before any calibration).",
+        "calibration_solve_rate": "Share of calibration prompts solved within k_max, which set delta (nan when fixed).",
+        "mean_budget": "Mean samples a training prompt drew (its stopping budget).",
+        "rollout_savings": "1 - samples drawn by training prompts / (training prompts x k_max).",
+        "qhat_{k}": "The conformal threshold at budget k of budget_grid (1.0 before any calibration).",
+        "prompts_at_budget_{k}": "Training prompts that stopped at budget k of budget_grid.",
+    }
 
     @classmethod
     def validate(cls, opts: ConformalOptions) -> None:

@@ -42,6 +42,11 @@ class Dynamic(PoolStrategy):
     traits = Traits(streams=False, planner="group", drops_uniform=True)
     Options = DynamicOptions
     opts: DynamicOptions
+    METRICS = {
+        "gen_batches": "Generation batches drawn this step: the first and each refill (at most max_gen_batches).",
+        "batch_filled": "Whether batch-size groups with signal were kept (false: the step trained on a partial batch).",
+        "overflow_prompts": "Groups with signal beyond the batch size, not trained on (not counted as no signal).",
+    }
 
     @classmethod
     def cost_hint(cls, opts: DynamicOptions) -> float:

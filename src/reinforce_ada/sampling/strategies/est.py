@@ -242,6 +242,12 @@ class Est(PoolStrategy):
     traits = Traits(streams=True, planner="allocation", takes_predictor=True)
     Options = EstOptions
     opts: EstOptions
+    METRICS = {
+        "budget_used": "Samples allocated over the step's prompts (below budget when every prompt sits at a clip).",
+        "p_hat_mean": "Mean over the step's prompts of the pass-rate estimate p_hat that set their allocation.",
+        "samples_per_prompt_max": "The largest allocation a prompt got this step.",
+        "samples_per_prompt_min": "The smallest allocation a prompt got this step.",
+    }
 
     @classmethod
     def plan_counts(cls, rates: np.ndarray, opts: EstOptions, budget: int) -> np.ndarray:

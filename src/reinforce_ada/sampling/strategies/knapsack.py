@@ -110,6 +110,10 @@ class Knapsack(Est):
     traits = Traits(streams=False, planner="allocation", takes_predictor=True)
     Options = KnapsackOptions
     opts: KnapsackOptions
+    METRICS = {
+        **Est.METRICS,
+        "prompts_without_history": "Prompts with too few remembered outcomes for a p_hat (given N_total / B).",
+    }
 
     @classmethod
     def plan_counts(cls, rates: np.ndarray, opts: KnapsackOptions, budget: int) -> np.ndarray:

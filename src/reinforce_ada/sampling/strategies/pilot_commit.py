@@ -69,6 +69,15 @@ class PilotCommit(PoolStrategy):
     traits = Traits(streams=False, planner="pilot")
     Options = PilotCommitOptions
     opts: PilotCommitOptions
+    METRICS = {
+        "gen_batches": "Candidate batches drawn this step: the first and each refill of the deficit.",
+        "batch_filled": "Whether batch-size prompts were committed (false: the step trained on a partial batch).",
+        "committed_prompts": "Prompts whose pilot pass rate fell in [commit_lo, commit_hi]: trained on.",
+        "deferred_prompts": "Prompts whose pilot pass rate was below commit_lo: not trained, offered again later.",
+        "too_easy_prompts": "Prompts whose pilot pass rate was above commit_hi: not trained.",
+        "pilot_samples": "Samples drawn by pilots (up to `pilot` per prompt).",
+        "commit_samples": "Samples committed prompts drew beyond their pilot.",
+    }
 
     @classmethod
     def cost_hint(cls, opts: PilotCommitOptions) -> float:

@@ -133,6 +133,10 @@ class Seq(PoolStrategy):
     traits = Traits(streams=True, planner="sequential")
     Options = SeqOptions
     opts: SeqOptions
+    METRICS = {
+        "given_up_prompts": "Only with give_up > 0: prompts that stopped early, their chance to resolve below give_up.",
+        "given_up_samples": "Only with give_up > 0: samples the given-up prompts drew.",
+    }
 
     @classmethod
     def cost_hint(cls, opts: SeqOptions) -> float:
