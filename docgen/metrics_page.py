@@ -16,6 +16,8 @@ only under a condition that its table's "when" does not already say begins its d
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 import textwrap
 from dataclasses import dataclass, fields
@@ -70,11 +72,21 @@ def _declared_by(cls: type, metrics: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def attribute_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (the house's way of documenting a record's fields), read from
+    its source: a documentation generator's job, so the package itself never parses source."""
+    docs = {f.name: "" for f in fields(cls)}
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
+    for a, b in zip(body, body[1:], strict=False):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
+            docs[a.target.id] = " ".join(str(b.value.value).split())  # type: ignore[union-attr]
+    return docs
+
+
 def ledger_sources() -> list[Source]:
     from reinforce_ada.sampling import ledger, streaming
-    from reinforce_ada.training.config import field_docs
 
-    docs = {f.name: field_docs(ledger.Ledger)[f.name] for f in fields(ledger.Ledger) if f.name != "extra"}
+    docs = {f.name: attribute_docs(ledger.Ledger)[f.name] for f in fields(ledger.Ledger) if f.name != "extra"}
     every = "Every training line (step 1 on), whatever the strategy."
     return [
         _source("ledger", "The ledger's fields", every, docs, ledger.Ledger),
@@ -126,7 +138,7 @@ def memory_sources() -> list[Source]:
 def learner_sources() -> list[Source]:
     from reinforce_ada.bench import run as bench_run
     from reinforce_ada.engines import ray_state
-    from reinforce_ada.training import context, replay, samples_log, trainer
+    from reinforce_ada.training import context, experience, replay, samples_log, trainer
     from reinforce_ada.training.drift import Drift
 
     train = "Every training line of `reinforce-ada train` (and `compare`, `bench`)."
@@ -138,6 +150,7 @@ def learner_sources() -> list[Source]:
         _source("learner", "The samples log", train, samples_log.METRICS, samples_log),
         _source("learner", "The context check", "The step-0 line.", context.METRICS, context),
         _source("learner", "Replay", "With `[replay] enabled = true`.", replay.METRICS, replay),
+        _source("learner", "Experience replay", "With `[replay] mode = samples`.", experience.METRICS, experience),
         _source("learner", "Ray rollout workers", "With `[rollout] workers > 0`.", ray_state.STEP_METRICS, ray_state),
         _source("learner", "The benchmark's value probe", probe, bench_run.PROBE_METRICS, bench_run),
     ]
@@ -151,10 +164,9 @@ def evaluation_sources() -> list[Source]:
 
 
 def loss_sources(prefix: str = "loss/") -> list[Source]:
-    from reinforce_ada.training.config import field_docs
     from reinforce_ada.training.losses import LossOutput
 
-    docs = {prefix + k: v for k, v in field_docs(LossOutput).items()}
+    docs = {prefix + k: v for k, v in attribute_docs(LossOutput).items()}
     when = (
         f"`LossOutput.metrics(prefix={prefix!r})`, for code that calls `training.losses.policy_loss` itself; the "
         "trainer writes only `loss`, `entropy` and `clip_frac`, averaged over a step."

@@ -46,6 +46,13 @@ def replay_buffer(replay: Any, threshold: float) -> ReplayBuffer | ExperienceBuf
     return ExperienceBuffer(replay.max_age) if replay.mode == "samples" else ReplayBuffer(threshold, replay.max_age)
 
 
+METRICS: dict[str, str] = {
+    "experience_groups": "Only with replay.mode = samples: earlier steps' groups trained again this step.",
+    "experience_share": "Only with replay.mode = samples: replayed samples over every trained sample of the step.",
+}
+"""The keys `account` writes (docs/metrics.md)."""
+
+
 class ExperienceBuffer:
     """The FIFO of the module docstring: (step, groups) for the last `max_age` steps."""
 

@@ -51,6 +51,9 @@ def belief_sd(a: float, b: float) -> float:
 class Uniform(PoolStrategy):
     traits = Traits(streams=False, planner="group")
     Options = UniformOptions
+    METRICS = {
+        "second_samples": "Only with second_sample_sd: prompts of the step that drew n + 1 samples (belief still wide).",
+    }
 
     def on_add(self, ids: list[str]) -> None:
         sd = self.opts.second_sample_sd
