@@ -97,6 +97,23 @@ def test_lr_choice_by_curve_area():
     )
 
 
+def test_the_lr_grid_grows_past_an_edge_exactly_as_the_registered_studies_planned():
+    """`compare`'s sweep and `studies.protocol.jobrunner` grow grids with this one function; a registered study's job
+    keys read the grown grid in its order (sorted, the new lr last; an untouched grid keeps its own order)."""
+    grids = {"hard": {"a": (4e-4, 1e-4, 2e-4), "b": (2e-4, 1e-4), "c": (3e-4, 1e-4)}, "small": {"a": (1e-4, 2e-4)}}
+    choice = {
+        "hard": {"a": {"best": 4e-4, "at_edge": True}, "b": {"best": 1e-4, "at_edge": True}, "c": {"at_edge": False}},
+        "small": {"a": {"best": 2e-4, "at_edge": False}},
+    }
+    grown, said = analysis.grow_grid(grids, choice)
+    assert grown == {
+        "hard": {"a": (1e-4, 2e-4, 4e-4, 8e-4), "b": (1e-4, 2e-4, 5e-5), "c": (3e-4, 1e-4)},
+        "small": {"a": (1e-4, 2e-4)},
+    }
+    assert said == ["hard/a +0.0008", "hard/b +5e-05"] and grids["hard"]["a"] == (4e-4, 1e-4, 2e-4)  # input kept
+    assert analysis.grow_grid(grids, choice, may_grow=False) == (grids, [])  # the last round grows nothing
+
+
 def test_arms_table_skips_specs_that_do_not_parse_yet_and_a_users_bad_spec_is_an_error(monkeypatch):
     from reinforce_ada.bench import arms as arms_module
 
