@@ -1,6 +1,7 @@
 """`bench.costmodel`: the GPU formula in closed form (a later round without prefill, with its own rows and its own
 straggler), the length model against sampling, cumulative seconds at the evaluated steps, clear errors; and a real
-`run_job` record carries every series the models read. Its fit to the paper's Table 3: `test_gpu_paper.py`."""
+`run_job` record carries every series the models read. Its fit to the paper's Table 3:
+`studies/compute_to_target/tests/test_gpu_paper.py`."""
 
 from __future__ import annotations
 
