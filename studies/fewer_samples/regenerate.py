@@ -43,7 +43,7 @@ def partial(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> str |
 def write(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]], out: Path = RESULTS) -> dict[str, Any]:
     """The result of `ctx` from its runs: JSON and PNG under `out`; returns the result."""
     from reinforce_ada.bench.report import write_json
-    from studies.fewer_samples.run import figures
+    from studies.fewer_samples.analysis import figures
 
     reg = ctx["meta"]["registration"]["content"]
     pools = [p for p in pool_names(reg) if any(r["pool"] == p for r in runs["main"])]

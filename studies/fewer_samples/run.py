@@ -140,23 +140,6 @@ def context_meta(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Nam
     return {"config": config, "registration": registration, "command": command}
 
 
-def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
-    """Every pool's figures and the claims, under the run's own grid and budget (a --quick run's are smaller)."""
-    from reinforce_ada.bench.compute import REFERENCE
-    from studies.fewer_samples.analysis import claims, pool_figures
-
-    main_runs, sweep = results["runs"]["main"], results["runs"]["sweep"]
-    c = results.get("config") or {}
-    kw = {"uniform": c.get("uniform"), "budget": c.get("token_budget")}
-    read = {r["pool"] for r in main_runs if r["arm"] == REFERENCE}  # a pool is read once GRPO-n4 has run there
-    by_pool = {
-        p: pool_figures([r for r in main_runs if r["pool"] == p], [r for r in sweep if r["pool"] == p], reg, **kw)
-        for p in pools
-        if p in read
-    }
-    return {"by_pool": by_pool, "claims": claims(by_pool, reg)}
-
-
 if __name__ == "__main__":
     from reinforce_ada.errors import ConfigError
     from studies.protocol.jobrunner import StudyChanged
