@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from docgen import reference, results
+from docgen import reference
 from docgen.__main__ import stale
+from docgen.cells import verdict
 from docgen.links import repo_link, rewrite_links, study_figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,34 +50,33 @@ def test_committed_results_are_what_docgen_writes():
     assert stale() == [], "run `python -m docgen` and commit what it writes"
 
 
-def test_a_registered_study_without_results_says_it_is_running(tmp_path, monkeypatch):
-    page = results.fewer_samples_page()
-    if not (results.STUDIES / "fewer_samples" / "results" / "fewer_samples.json").exists():
-        assert "runs in progress" in page.verdict and page.status == "info" and not page.provenance
-    assert "C1" in page.render() and "spo-64" in page.render()  # the registered claims, from the registration
-
-
 def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, monkeypatch):
     import json
 
     from docgen import page as page_mod
-    from docgen import sources
+    from docgen import sources, summary
 
-    results_dir = tmp_path / "llm_convergence" / "results"
-    (results_dir / "llm_spo").mkdir(parents=True)
+    results_dir = tmp_path / "demo" / "results"
+    (results_dir / "later").mkdir(parents=True)
     entry = {"what": "tokens to target", "value": 1.1, "t_lo": 0.9, "t_hi": 1.3, "per_seed": [1.0, 1.2],
              "goal": ">= 1.3 with the 90% interval above 1", "preregistered": True}  # fmt: skip
     (results_dir / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "mopps"}}))
-    (results_dir / "llm_spo" / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "spo-32", "value": 1.4}}))
-    for mod in (results, sources, page_mod):
+    (results_dir / "later" / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "spo-32", "value": 1.4}}))
+    for mod in (summary, sources, page_mod):
         monkeypatch.setattr(mod, "STUDIES", tmp_path)
-    assert sources.later_registrations("llm_convergence") == ["llm_spo"]
-    text = results.summary_page("llm_convergence").render()
-    assert "### Later registrations" in text and "| L1[llm_spo] |" in text and "spo-32" in text
-    assert "L1[llm_spo] (tokens to target, spo-32): missed" in text  # its own verdict in the page's headline
+    assert sources.later_registrations("demo") == ["later"]
+
+    def page():
+        return summary.summary_page("demo", "A demo study", 1, ("L1", "L1[later]"))
+
+    text = page().render()
+    assert "# A demo study" in text and "### Later registrations" in text and "| L1[later] |" in text
+    assert (
+        "spo-32" in text and "L1[later] (tokens to target, spo-32): missed" in text
+    )  # its own verdict in the page's headline
     assert "missed (the interval reaches 1)" in text  # 1.4 but [0.9, 1.3]: the goal asks the interval above 1
     for later, says in (
-        ({"value": None, "status": "unmeasured"}, "L1[llm_spo] (tokens to target, spo-32): no result yet (unmeasured)"),
+        ({"value": None, "status": "unmeasured"}, "L1[later] (tokens to target, spo-32): no result yet (unmeasured)"),
         (
             {"status": "partial", "missing": "2 of 5 registered seeds", "t_lo": 1.35},
             "interim 1.40 [1.35, 1.30] (2 of 5",
@@ -87,9 +87,9 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
         ),  # fewer than 2 seeds, a value all the same
     ):  # a registration whose runs are under way: no verdict, and its page still builds
         spo = {**entry, "arm": "spo-32", "value": 1.4, **later}
-        (results_dir / "llm_spo" / "summary.json").write_text(json.dumps({"L1": spo}))
-        text = " ".join(results.summary_page("llm_convergence").render().split())
-        assert says in text and "L1[llm_spo] (tokens to target, spo-32): met" not in text
+        (results_dir / "later" / "summary.json").write_text(json.dumps({"L1": spo}))
+        text = " ".join(page().render().split())
+        assert says in text and "L1[later] (tokens to target, spo-32): met" not in text
         later_rows = text.split("### Later registrations")[1]
         assert "**met**" not in later_rows and ("interim:" in later_rows or later.get("value", 1) is None)
 
@@ -119,7 +119,7 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
     ],
 )  # fmt: skip
 def test_verdicts_say_where_the_interval_lies(entry, goal, pool, expected):
-    assert results.verdict(entry, goal, pool) == expected
+    assert verdict(entry, goal, pool) == expected
 
 
 def test_one_seed_shows_its_value_without_an_interval():
@@ -182,7 +182,7 @@ def test_every_figure_a_docs_page_shows_is_one_the_site_serves():
     """A page's `../studies/...png` must be a committed figure the site's hook serves (a later registration's figure
     sits one folder deeper, in `results/<name>/`); the strict build is slow, so this is checked here as well."""
     served = set(study_figures(ROOT))
-    assert "studies/llm_convergence/results/llm_spo/llm_spo.png" in served  # a later registration's own folder
+    assert any(p.count("/") == 4 for p in served)  # studies/NAME/results/LATER/x.png: a later registration's own
     for page in sorted((ROOT / "docs").rglob("*.md")):
         for target in re.findall(r"!\[[^\]]*\]\(((?:\.\./)+studies/[^)]+\.png)\)", page.read_text()):
             assert target.lstrip("./") in served, (
@@ -300,14 +300,15 @@ def test_the_spo_smollm2_verdict_quoted_by_hand_is_the_committed_one():
     assert not stale, f"{stale} do not quote L1[llm_spo] = {quoted} from llm_spo.json"
 
 
-def test_provenance_falls_back_to_the_registered_code_and_the_runs_cpus():
+def test_provenance_falls_back_to_the_registered_code_and_the_runs_cpus(tmp_path):
     from docgen.page import provenance
 
-    reg = "studies/llm_convergence/registrations/preregistration_llm_spo.toml"
-    result = {"meta": {"date": "2026-12-06", "preregistration_file": {"path": reg}}, "runs": {"all": ["a", "b"]}}
+    reg = tmp_path / "preregistration_later.toml"
+    reg.write_text('code = "ee2257ef9636d618387f052a1e78b0014acfd1e5"  # the commit whose src/ runs the study\n')
+    result = {"meta": {"date": "2026-12-06", "preregistration_file": {"path": str(reg)}}, "runs": {"all": ["a", "b"]}}
     runs = {i: {"wall_s": 60.0, "sessions": [{"cpu": f"CPU {i}"}]} for i in ("a", "b")}
-    (row,) = provenance("llm_convergence", runs, {"llm_spo": result})
+    (row,) = provenance("demo", runs, {"later": result})
     assert row["commit"] == "ee2257ef9636d618387f052a1e78b0014acfd1e5"  # the registration's `code`
     assert row["machine"] == "CPU a; CPU b" and row["runs"] == 2
-    (row,) = provenance("llm_convergence", runs, {"x": {"meta": {"git_commit": "abc", "machine": "M"}, "runs": {}}})
+    (row,) = provenance("demo", runs, {"x": {"meta": {"git_commit": "abc", "machine": "M"}, "runs": {}}})
     assert (row["commit"], row["machine"]) == ("abc", "M")  # a result's own record wins
