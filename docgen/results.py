@@ -14,8 +14,11 @@ from __future__ import annotations
 import importlib
 
 from docgen.cells import cell, code, verdict, with_interval
-from docgen.page import GENERATED, Page
+from docgen.page import GENERATED as _GENERATED
+from docgen.page import Page
 from docgen.sources import ROOT, STUDIES, read_json
+
+GENERATED = _GENERATED.format(source="docgen/results.py")
 
 
 def study_pages() -> list[Page]:
