@@ -72,17 +72,38 @@ def test_table_from_synthetic_runs_with_known_factors():
 def test_a_compact_record_reads_as_its_full_record():
     """A study's records file keeps a run's series reduced to what the table reads (`analysis.head_stat`): the same
     table comes out."""
-    recs = [record(a, s, k, n, 100 * k, 0.3 + 0.01 * s, 0.05 * k) for s in range(3)
-            for a, k, n in (("grpo-n4", 1.0, 400), ("seq-bal", 2.0, 200))]  # fmt: skip
+    recs = [
+        record(a, s, k, n, 100 * k, 0.3 + 0.01 * s, 0.05 * k)
+        for s in range(3)
+        for a, k, n in (("grpo-n4", 1.0, 400), ("seq-bal", 2.0, 200))
+    ]
     compact = []
     for r in recs:
-        c = {k: v for k, v in r.items() if k not in ("no_signal_share", "zero_adv_share", "samples_per_step",
-             "tokens_per_step", "time_step_s", "time_generate_s", "time_train_s")}  # fmt: skip
-        c["head"] = {"steps": 200, "mean": {k: analysis.head_stat(r, k, 200, "mean") for k in
-                     ("no_signal_share", "samples_per_step", "tokens_per_step")},
-                     "nanmean": {"zero_adv_share": analysis.head_stat(r, "zero_adv_share", 200, "nanmean")},
-                     "median": {k: analysis.head_stat(r, k, 200, "median") for k in
-                                ("time_step_s", "time_generate_s", "time_train_s")}}  # fmt: skip
+        c = {
+            k: v
+            for k, v in r.items()
+            if k
+            not in (
+                "no_signal_share",
+                "zero_adv_share",
+                "samples_per_step",
+                "tokens_per_step",
+                "time_step_s",
+                "time_generate_s",
+                "time_train_s",
+            )
+        }
+        c["head"] = {
+            "steps": 200,
+            "mean": {
+                k: analysis.head_stat(r, k, 200, "mean")
+                for k in ("no_signal_share", "samples_per_step", "tokens_per_step")
+            },
+            "nanmean": {"zero_adv_share": analysis.head_stat(r, "zero_adv_share", 200, "nanmean")},
+            "median": {
+                k: analysis.head_stat(r, k, 200, "median") for k in ("time_step_s", "time_generate_s", "time_train_s")
+            },
+        }
         compact.append(c)
     assert analysis.summarize_pool(compact, "grpo-n4", None, 200) == analysis.summarize_pool(recs, "grpo-n4", None, 200)
     with pytest.raises(KeyError, match="first 100 steps"):

@@ -58,8 +58,15 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
 
     results_dir = tmp_path / "demo" / "results"
     (results_dir / "later").mkdir(parents=True)
-    entry = {"what": "tokens to target", "value": 1.1, "t_lo": 0.9, "t_hi": 1.3, "per_seed": [1.0, 1.2],
-             "goal": ">= 1.3 with the 90% interval above 1", "preregistered": True}  # fmt: skip
+    entry = {
+        "what": "tokens to target",
+        "value": 1.1,
+        "t_lo": 0.9,
+        "t_hi": 1.3,
+        "per_seed": [1.0, 1.2],
+        "goal": ">= 1.3 with the 90% interval above 1",
+        "preregistered": True,
+    }
     (results_dir / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "mopps"}}))
     (results_dir / "later" / "summary.json").write_text(json.dumps({"L1": {**entry, "arm": "spo-32", "value": 1.4}}))
     for mod in (summary, sources, page_mod):
@@ -99,25 +106,49 @@ def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, m
     [
         ({"value": 2.1, "t_lo": 2.05, "t_hi": 2.2}, ">= 2.0", None, "**met**"),
         ({"value": 2.1, "lo": 1.9, "hi": 2.3}, ">= 2.0", None, "**met** on the point estimate"),
-        ({"value": 1.03, "t_lo": 0.89, "t_hi": 1.19}, ">= 2.0 on default and hard, >= 1.5 on small", "hard",
-         "missed (interval excludes the goal)"),
-        ({"value": 1.2, "t_lo": 0.9, "t_hi": 1.6}, ">= 2.0 on default, >= 1.5 on small", "small",
-         "missed (interval reaches it)"),
+        (
+            {"value": 1.03, "t_lo": 0.89, "t_hi": 1.19},
+            ">= 2.0 on default and hard, >= 1.5 on small",
+            "hard",
+            "missed (interval excludes the goal)",
+        ),
+        (
+            {"value": 1.2, "t_lo": 0.9, "t_hi": 1.6},
+            ">= 2.0 on default, >= 1.5 on small",
+            "small",
+            "missed (interval reaches it)",
+        ),
         ({"value": 0.79}, "<= 0.7", None, "missed"),
         ({"value": 0.98, "lo": 0.93, "hi": 1.02}, "<= 1.05", None, "**met**"),
         ({"value": 1.06}, "none: the ceiling", None, "reported (no goal)"),
-        ({"value": 1.4, "t_lo": 0.9, "t_hi": 1.9}, ">= 1.3 with the 90% interval above 1", None,
-         "missed (the interval reaches 1)"),
+        (
+            {"value": 1.4, "t_lo": 0.9, "t_hi": 1.9},
+            ">= 1.3 with the 90% interval above 1",
+            None,
+            "missed (the interval reaches 1)",
+        ),
         ({"value": 1.4, "t_lo": 1.1, "t_hi": 1.9}, ">= 1.3 with the 90% interval above 1", None, "**met**"),
-        ({"value": 1.6, "t_lo": 1.2, "t_hi": 1.9}, ">= 1.5 with the 90% interval above 1.5", None,
-         "missed (the interval reaches 1.5)"),  # the number is read whole, not as "1"
+        (
+            {"value": 1.6, "t_lo": 1.2, "t_hi": 1.9},
+            ">= 1.5 with the 90% interval above 1.5",
+            None,
+            "missed (the interval reaches 1.5)",
+        ),  # the number is read whole, not as "1"
         ({"value": 1.6, "t_lo": 1.1, "t_hi": 2.0}, ">= 1.5 with the 90% interval excluding 1", None, "**met**"),
-        ({"value": 1.6, "t_lo": 1.1, "t_hi": 2.0}, ">= 1.5 on every pool with the interval's lower end above 1",
-         None, "**met**"),
-        ({"value": 1.4, "lo": 1.4, "hi": 1.4, "per_seed": [1.4]}, ">= 1.3 with the 90% interval above 1", None,
-         "**met** on the point estimate (no interval)"),  # one seed: a bootstrap of one value is no interval
+        (
+            {"value": 1.6, "t_lo": 1.1, "t_hi": 2.0},
+            ">= 1.5 on every pool with the interval's lower end above 1",
+            None,
+            "**met**",
+        ),
+        (
+            {"value": 1.4, "lo": 1.4, "hi": 1.4, "per_seed": [1.4]},
+            ">= 1.3 with the 90% interval above 1",
+            None,
+            "**met** on the point estimate (no interval)",
+        ),  # one seed: a bootstrap of one value is no interval
     ],
-)  # fmt: skip
+)
 def test_verdicts_say_where_the_interval_lies(entry, goal, pool, expected):
     assert verdict(entry, goal, pool) == expected
 
@@ -268,9 +299,12 @@ def test_the_spo_write_ups_quote_the_committed_result():
     res = json.loads((ROOT / "studies" / "fewer_samples" / "results" / "fewer_samples.json").read_text())
     triples = {tuple(map(fmt, f)) for f in figures(res)}
     singles = {fmt(v) for f in figures(res) for v in f} | {
-        f"{e:.2f}" for b in res["by_pool"].values() for a in b["value_errors"].values() for e in a.values()
+        f"{e:.2f}"
+        for b in res["by_pool"].values()
+        for a in b["value_errors"].values()
+        for e in a.values()
         if isinstance(e, float)
-    }  # fmt: skip
+    }
     goals = {"1.50", "2.00", "1.30"}  # the registration's goals, quoted as goals
     text = (ROOT / "docs" / "fewer_samples.md").read_text()
     said = text[text.index("**What it says.**") : text.index("**What to use.**")]

@@ -72,12 +72,15 @@ def main(argv: list[str]) -> int:
         where = Places(scratch / "records.jsonl.gz", scratch / "records", scratch, scratch)
     study = build_study(reg, fields, args)
     signal.signal(signal.SIGTERM, _terminated)  # a stopped session still records what finished
-    ctx = resume.session(study, where, package_of(reg, args.here), run=not args.report_only,
-                         run_pools=run_pools, poll_s=args.poll)  # fmt: skip
+    ctx = resume.session(
+        study, where, package_of(reg, args.here), run=not args.report_only, run_pools=run_pools, poll_s=args.poll
+    )
     res = regenerate.write(ctx, records.runs_of(ctx, records.read(where.records)[0]), where.out)
     n = {phase: len(ids) for phase, ids in ctx["runs"].items()}
-    print(f"recorded {n} runs in {where.records}; wrote {where.out / study.name}.json and .png"
-          + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else ""))  # fmt: skip
+    print(
+        f"recorded {n} runs in {where.records}; wrote {where.out / study.name}.json and .png"
+        + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else "")
+    )
     print({k: v.get("verdict") for k, v in res["claims"].items()})
     return 0
 

@@ -64,8 +64,15 @@ class StudyChanged(Exception):
 
 def entry(job: Any, run_id: str) -> dict[str, Any]:
     """A planned job as the plan lists it."""
-    return {"id": run_id, "key": job.key, "phase": job.phase, "pool": job.pool, "arm": job.arm, "lr": job.lr,
-            "seed": job.seed}  # fmt: skip
+    return {
+        "id": run_id,
+        "key": job.key,
+        "phase": job.phase,
+        "pool": job.pool,
+        "arm": job.arm,
+        "lr": job.lr,
+        "seed": job.seed,
+    }
 
 
 def check(planned: list[dict[str, Any]], recorded: dict[str, dict[str, Any]], final: bool) -> None:
@@ -79,8 +86,11 @@ def check(planned: list[dict[str, Any]], recorded: dict[str, dict[str, Any]], fi
     ]
     if final:
         ids = {e["id"] for e in planned}
-        bad += [f"{r['pool']}/{r['arm']}: {r['key']} (run {i}) is recorded but no longer planned"
-                for i, r in recorded.items() if i not in ids]  # fmt: skip
+        bad += [
+            f"{r['pool']}/{r['arm']}: {r['key']} (run {i}) is recorded but no longer planned"
+            for i, r in recorded.items()
+            if i not in ids
+        ]
     if bad:
         raise StudyChanged(
             f"{len(bad)} recorded run(s) disagree with the plan -- the registration or its code changed after runs "
@@ -149,8 +159,9 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     tb = check_weights(model_path, model, tok)
     pools = []
     for spec in map(parse_pool, c.pools):
-        pools.append(build_pool(with_size(spec, c.pool_size) if c.pool_size else spec, model, tok,
-                                Path(c.run_root) / "pools"))  # fmt: skip
+        pools.append(
+            build_pool(with_size(spec, c.pool_size) if c.pool_size else spec, model, tok, Path(c.run_root) / "pools")
+        )
     fingerprint = code_fingerprint()
     identity = {p.spec.name: f"{tb['sha256']}:{p.digest}" for p in pools}
     plan: dict[str, Any] = {
@@ -188,10 +199,15 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     def go(phase: str, jobs: list[Any], planned: list[dict[str, Any]]) -> None:
         plan[phase] = planned
         _write_json(plan_path, plan)
-        todo = [j for j, e in zip(jobs, planned, strict=True)
-                if not have(e["id"]) and (req.run_pools is None or j.pool in req.run_pools)]  # fmt: skip
-        log(f"{phase}: {len(planned)} jobs planned, {len(planned) - len(todo)} finished or skipped, {len(todo)} to run"
-            + ("" if req.run else " (plan only: none is run)"))  # fmt: skip
+        todo = [
+            j
+            for j, e in zip(jobs, planned, strict=True)
+            if not have(e["id"]) and (req.run_pools is None or j.pool in req.run_pools)
+        ]
+        log(
+            f"{phase}: {len(planned)} jobs planned, {len(planned) - len(todo)} finished or skipped, {len(todo)} to run"
+            + ("" if req.run else " (plan only: none is run)")
+        )
         if req.run and todo:
             run_jobs(todo, c.workers, log, cache, fingerprint, identity)
             plan["ran"][phase] += len(todo)
@@ -219,8 +235,13 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
             break
         log("lr sweep: best at the grid's edge, extending " + ", ".join(grown))
     first = pools[0].spec.name
-    lrs = {p.spec.name: {a.name: fixed.get(a.name, choice.get(p.spec.name, choice.get(first, {})).get(a.name, {})
-                                           .get("best")) for a in arms} for p in pools}  # fmt: skip
+    lrs = {
+        p.spec.name: {
+            a.name: fixed.get(a.name, choice.get(p.spec.name, choice.get(first, {})).get(a.name, {}).get("best"))
+            for a in arms
+        }
+        for p in pools
+    }
     plan["lr_sweep"] = {"by_pool": choice, "fixed": fixed, "seeds": c.sweep_seeds}
     plan["lrs_by_pool"] = lrs
     jobs = plan_jobs(c, arms, pools, model_path, lrs)

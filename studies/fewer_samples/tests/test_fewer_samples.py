@@ -239,8 +239,10 @@ def test_a_goal_on_named_pools_reads_only_those_and_a_higher_bar_where_named():
     assert analysis.verdict(goal, {"a": {"value": 1.2, "t_lo": 0.95}, "b": ok}) == "missed"  # the interval holds 1
     assert analysis.verdict(analysis.Goal("tokens"), {"a": ok}) is None  # reported, no goal
     f = {"complete": True, "compute": {"table": {"x": {"cpu_s": ok}}, "axes": {"cpu_s": {"best_uniform": "u"}}}}
-    reg = {"instrument": {"pools": ["a", "b", "c"]},
-           "claim": [{"figure": "K", "arm": "x", "axis": "cpu_s", "at_least": 1.0, "pools": ["a", "b"]}]}  # fmt: skip
+    reg = {
+        "instrument": {"pools": ["a", "b", "c"]},
+        "claim": [{"figure": "K", "arm": "x", "axis": "cpu_s", "at_least": 1.0, "pools": ["a", "b"]}],
+    }
     out = analysis.claims({"a": f, "b": f, "c": {**f, "complete": False}}, reg)["K"]
     assert set(out["by_pool"]) == {"a", "b"} and out["verdict"] == "met" and out["axis"] == "cpu_s"  # c not its pool
     assert analysis.claims({"a": f}, reg)["K"]["verdict"] == "incomplete"  # b has no runs yet
