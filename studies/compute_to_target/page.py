@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from docgen.blocks import relink
 from docgen.cells import f2, with_interval
 from docgen.figures import pyplot
 from docgen.page import Page
@@ -26,14 +27,19 @@ def page() -> Page:
     out.overview = [
         "## Does adaptive sampling pay?",
         "",
-        *pays_table(link="#studies"),
+        *relink(pays_table(link="#studies"), "../"),
         "",
         f"![compute to target](img/{Path(FIGURE).name}.png)",
         "",
         "`python -m docgen` draws this figure from `studies/compute_to_target/results/compute_to_target_<pool>.json` "
         "(the study's own figures regenerate with `python -m studies.compute_to_target.regenerate`).",
     ]
-    out.blocks = {"results": pays_table(link="results/index.md")}
+    out.blocks = {
+        "results": pays_table(link="results/index.md"),
+        "which-sampler": which_sampler(),
+        "samples-per-step": samples_per_step(),
+        "pools": pools_table(),
+    }
     out.drawings = {FIGURE: (tokens_data, draw_tokens)}
     return out
 
@@ -110,10 +116,90 @@ def pays_table(link: str = "results/index.md") -> list[str]:
     return lines + [
         "",
         f"Tokens to reach the same held-out accuracy, relative to the best uniform GRPO (above 1 = fewer tokens; 90% "
-        f"interval, 9 paired seeds, pre-registered). **Verdict: per generated token, no adaptive allocator beat plain "
-        f"GRPO** (best {f2(lo)}-{f2(hi)}; Ada-Seq-balanced at most {f2(seq_hi)}); per RL step Ada-Seq learns about "
-        f"2x faster. On a real model (SmolLM2-135M-Instruct, {len(llm.get('per_seed', []))} seeds) "
+        f"interval, 9 paired seeds, pre-registered; [the terms](glossary.md)). **Verdict: per generated token, no "
+        f"adaptive allocator beat plain GRPO** (best {f2(lo)}-{f2(hi)}; Ada-Seq-balanced at most {f2(seq_hi)}); "
+        f"{per_step()}. On a real model (SmolLM2-135M-Instruct, {len(llm.get('per_seed', []))} seeds) "
         f"{llm.get('arm', '')} reads {with_interval(llm)} on tokens against GRPO-n4. [Every study]({link}).",
+    ]
+
+
+def per_step() -> str:
+    """The one wording of Ada-Seq-balanced's per-step gain, naming the arm each factor compares it with: GRPO-n4
+    (the convergence study's registered P1) and the best uniform arm per step on every pool of this study."""
+    p1 = read_json(STUDIES / "convergence" / "results" / "summary.json")["P1"]
+    tables = [t for t in map(pool_table, POOLS) if t]
+    steps = [t["table"]["seq-bal"]["steps"]["value"] for t in tables]
+    best = sorted({t["axes"]["steps"]["best_uniform"] for t in tables})
+    return (
+        f"per RL step Ada-Seq-balanced learns {f2(p1['value'])}x as fast as GRPO-n4 (P1, 90% interval "
+        f"{f2(p1['lo'])}-{f2(p1['hi'])}) and {f2(min(steps))}-{f2(max(steps))}x as fast as the best uniform arm per "
+        f"step ({', '.join(f'`{b}`' for b in best)} on every pool), because it draws more samples a step"
+    )
+
+
+def which_sampler() -> list[str]:
+    """The answer to "which sampler?" in one sentence (the README, docs/index.md, docs/which-sampler.md)."""
+    rows = pays_rows()
+    lo, hi = min(r["mopps"]["value"] for r in rows), max(r["mopps"]["value"] for r in rows)
+    beaten = [r["pool"] for r in rows if (r["mopps"].get("t_lo") or 0) > 1]
+    verdict = (
+        f"no adaptive sampler beat the best uniform GRPO per token on the {len(rows)} registered pools"
+        if not beaten
+        else f"an adaptive sampler beat the best uniform GRPO per token only on {', '.join(beaten)}"
+    )
+    return [
+        f"**Which sampler?** When generated tokens are the bill, use `--strategy auto` (plain GRPO): {verdict} (the "
+        f"best, MoPPS, at {f2(lo)}-{f2(hi)} of its tokens; [measured](results/compute_to_target.md)). When learner "
+        f"steps are the bill, the default, `--strategy seq` (Ada-Seq-balanced, the paper's best setting), pays: "
+        f"{per_step()}."
+    ]
+
+
+def pools_table() -> list[str]:
+    """The registered pools as the runs built them (each result's `pools`): spec, size and pass-rate profile."""
+    rows = [
+        "| pool | spec (`reinforce-ada compare --pool`) | prompts | mean pass rate | below 0.02 |",
+        "|---|---|---|---|---|",
+    ]
+    for pool in POOLS:
+        path = RESULTS / f"compute_to_target_{pool}.json"
+        if path.exists():
+            e = read_json(path)["pools"][pool]
+            rows.append(
+                f"| `{pool}` | `{e['spec'].split('=', 1)[1]}` | {e['prompts']} | {f2(e['mean'])} | "
+                f"{e['share_below_0.02']:.0%} |"
+            )
+    return rows
+
+
+def samples_per_step() -> list[str]:
+    """How far samples per step alone predict the tokens factors (`samples_per_step.json`), and Seq's case."""
+    pools = read_json(RESULTS / "samples_per_step.json")["pools"]
+    first = next(iter(pools.values()))
+    lines = [
+        f"| pool | best uniform arm | Spearman, all {first['arms_all']} non-oracle arms | Spearman, the "
+        f"{first['arms_adaptive']} adaptive arms |",
+        "|---|---|---|---|",
+        *[
+            f"| {pool} | {r['best_uniform'].replace('grpo', 'GRPO')} | {r['spearman_all']:.2f} | "
+            f"{r['spearman_adaptive']:.2f} |"
+            for pool, r in pools.items()
+        ],
+    ]
+    tables = [t for t in map(pool_table, POOLS) if t]
+    seq = [t["table"]["seq-bal"] for t in tables]
+    drawn = [r["arms"]["seq-bal"]["samples_per_step"] for r in pools.values()]
+    n4 = {r["arms"]["grpo-n4"]["samples_per_step"] for r in pools.values()}
+    toks = [row["tokens"]["value"] for row in seq]
+    return lines + [
+        "",
+        "`python -m studies.compute_to_target.samples_per_step` (from the committed results; it writes "
+        "`studies/compute_to_target/results/samples_per_step.json`, with every arm's prediction and measurement).",
+        "",
+        f"Buying signal with samples pays almost the full token price: {per_step()}. It draws "
+        f"{min(drawn):.0f}-{max(drawn):.0f} samples a step against GRPO-n4's {'/'.join(f'{x:.0f}' for x in n4)}, so "
+        f"per token it reaches the same accuracy with {f2(min(toks))}-{f2(max(toks))} of the best uniform arm's "
+        "efficiency (`compute_to_target_<pool>.json`, `by_pool.<pool>.compute.table.seq-bal`).",
     ]
 
 

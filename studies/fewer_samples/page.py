@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from docgen.cells import cell, code, f2
+from docgen.cells import cell, code, f2, verdict
 from docgen.page import Page, provenance, study_figures
 from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records
 from studies.fewer_samples.page_tables import diff_cell, factor_cell, main_runs, result_section
@@ -24,7 +24,7 @@ def page() -> Page:
     study = "fewer_samples"
     regs = STUDIES / study / "registrations"
     page = Page(study, TITLE, 6, figures=study_figures(study))
-    page.blocks = {"spo": headline(link="results/fewer_samples.md")}
+    page.blocks = {"spo": headline(link="results/fewer_samples.md"), "spo-verdict": spo_verdict()}
     reg, result, body = _registration(regs / "preregistration.toml", "## Registration")
     page.body = body
     inst = reg.get("instrument", {})
@@ -160,3 +160,20 @@ def headline(link: str, arm: str = "spo-64") -> list[str]:
         else f"Registered verdicts: {claims}."
     )
     return rows + ["", status + f" Every arm, C2/C2g, V1 and the controls: [the study's page]({link})."]
+
+
+def spo_verdict() -> list[str]:
+    """SPO in one sentence (the README, docs/which-sampler.md): the testbed's registered arm per pool against the best
+    GRPO batch shape, its registered verdicts, and the SmolLM2 registration's L1 (`llm_convergence`'s `llm_spo`)."""
+    res = read_json(RESULT)
+    c1 = res["claims"]["C1"]
+    wins = [p for p, e in c1["by_pool"].items() if (e.get("value") or 0) > 1]
+    verdicts = ", ".join(f"{k} {c['verdict']}" for k, c in res["claims"].items() if c.get("verdict"))
+    l1 = read_json(STUDIES / "llm_convergence" / "results" / "llm_spo" / "llm_spo.json")["headline"]["L1"]
+    return [
+        f"The opposite bet, one sample per prompt with a tracked baseline (SPO, `--strategy spo`), needs fewer tokens "
+        f"than the best GRPO batch shape on {len(wins)} testbed pools of {len(c1['by_pool'])} and more on the rest, "
+        f"against registered goals it did not reach ({verdicts}); on SmolLM2 it reads {factor_cell(l1)} on tokens "
+        f"against GRPO-n4 at the same samples a step, against its registered {l1['goal'].split(' (')[0]}: "
+        f"{verdict(l1, l1['goal'])} ([Fewer samples](fewer_samples.md))."
+    ]
