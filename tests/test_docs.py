@@ -73,6 +73,20 @@ def test_the_numbers_of_the_docs_are_generated():
     assert sum(typed.values()) <= 5, f"intervals typed by hand: {typed}; quote them in a generated block"
 
 
+def test_the_architecture_page_is_the_layout_tests_floors_and_each_folders_docstring():
+    """docs/architecture.md's folder map is generated (`docgen.architecture`): every folder of the package, on the floor
+    tests/test_layout.py puts it, with its `__init__` docstring; `test_committed_results_are_what_docgen_writes` keeps
+    the committed page equal to what the code says now."""
+    from docgen.architecture import PACKAGE, docstring, floors
+    from tests.test_layout import FLOORS, TOP
+
+    assert floors() == (FLOORS, TOP)
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    for name in (p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()):
+        section = page.split(f"### `{name}/`", 1)[1].split("\n### ", 1)[0]
+        assert docstring(PACKAGE / name / "__init__.py").splitlines()[0] in section, name
+
+
 def test_a_later_registration_in_its_own_folder_joins_its_study_page(tmp_path, monkeypatch):
     import json
 
