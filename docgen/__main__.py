@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from docgen import architecture, benchmarks, blocks, figures, reference, results
+from docgen import architecture, benchmarks, blocks, figures, reference, results, strategies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.what == "reference":
         out = Path(args.out or "site-reference")
-        for uri, render in reference.PAGES.items():
+        for uri, render in {**reference.PAGES, **strategies.pages()}.items():
             (out / uri).parent.mkdir(parents=True, exist_ok=True)
             (out / uri).write_text(render())
             print(f"wrote {out / uri}")

@@ -40,6 +40,9 @@ class Page:
     """Lines the results overview shows above its table of studies (the cross-study answer a study's data give)."""
     blocks: dict[str, list[str]] = field(default_factory=dict)
     """Blocks of hand-written pages, by marker name (`docgen.blocks`), their links written as from `docs/`."""
+    by_strategy: dict[str, list[str]] = field(default_factory=dict)
+    """Lines for a strategy's page (`docgen.strategies`), by strategy name: the study's results for the arms that ran
+    it, links written as from `docs/`."""
     drawings: dict[str, tuple[Callable[[], Any], Callable[[Any, Path], None]]] = field(default_factory=dict)
     """Figures `python -m docgen` draws: path without suffix -> (its data, its drawing) (`docgen.figures`)."""
 

@@ -238,6 +238,32 @@ def test_strategy_reference_lists_every_strategy_and_option():
                 assert f"| `{spec.name}` |" in section, f"{name}: {spec.name}"
 
 
+def test_every_strategy_has_a_page_with_its_paper_its_options_and_its_results():
+    """`strategies/<name>.md`, built with the site from the strategy's module docstring, its options (one reader of
+    the options API: `docgen.options`) and the studies' rows for the arms that ran it."""
+    import importlib
+    import inspect
+
+    from docgen import strategies
+    from docgen.options import options
+    from reinforce_ada.sampling.strategies import strategy_class
+
+    pages = strategies.pages()
+    assert set(pages) == {f"strategies/{n}.md" for n in reference.strategy_names()}
+    for name in reference.strategy_names():
+        cls = strategy_class(name)
+        text = pages[f"strategies/{name}.md"]()
+        doc = inspect.getdoc(importlib.import_module(cls.__module__)).splitlines()
+        assert text.startswith(f"# `{name}`: {doc[0].rstrip('.')}") and doc[-1].rstrip('.') in text, name
+        for spec in options(cls.Options):
+            if spec.group == "own":
+                assert f"| `{spec.name}` |" in text, f"{name}: {spec.name}"
+    seq = pages["strategies/seq.md"]()
+    assert "### Compute to target" in seq and "| `seq-bal` |" in seq and "](../results/compute_to_target.md)" in seq
+    assert "| `spo-64` |" in pages["strategies/spo.md"]()
+    assert strategies.markdown("a\n1) one\n   more\nb") == ["a", "", "1. one", "   more", "", "b"]
+
+
 def test_links_to_repository_files_become_site_pages_or_code():
     assert repo_link("docs/trl.md") == "trl.md"
     assert repo_link("studies/compute_to_target/README.md") == "results/compute_to_target.md"

@@ -4,11 +4,12 @@ with its figure, and the README's results table (the `results` block)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from docgen.blocks import relink
-from docgen.cells import f2, with_interval
+from docgen.cells import code, f2, with_interval
 from docgen.figures import pyplot
 from docgen.page import Page
 from docgen.sources import STUDIES, read_json
@@ -40,6 +41,7 @@ def page() -> Page:
         "samples-per-step": samples_per_step(),
         "pools": pools_table(),
     }
+    out.by_strategy = by_strategy()
     out.drawings = {FIGURE: (tokens_data, draw_tokens)}
     return out
 
@@ -153,6 +155,41 @@ def which_sampler() -> list[str]:
         f"steps are the bill, the default, `--strategy seq` (Ada-Seq-balanced, the paper's best setting), pays: "
         f"{per_step()}."
     ]
+
+
+def by_strategy() -> dict[str, list[str]]:
+    """Each strategy's arms in this study (the head of the arm's spec, and a strategy it names as `select=`) with their
+    tokens factor per pool: the rows of the strategy pages."""
+    tables = {p: t for p in POOLS if (t := pool_table(p))}
+    specs: dict[str, str] = {}
+    for pool in tables:
+        specs |= read_json(RESULTS / f"compute_to_target_{pool}.json")["arms"]
+    arms_of: dict[str, list[str]] = {}
+    for arm, spec in specs.items():
+        head = spec.split("|")[0]
+        for name in dict.fromkeys([head.split(":")[0].strip(), *re.findall(r"select=(\w+)", head)]):
+            arms_of.setdefault(name, []).append(arm)
+    refs = ", ".join(f"`{t['axes']['tokens']['best_uniform']}` on `{p}`" for p, t in tables.items())
+    head = [
+        "### Compute to target",
+        "",
+        f"Tokens to the same held-out accuracy against the best uniform GRPO of each pool ({refs}), 90% t-interval "
+        "over 9 paired seeds, pre-registered; above 1 = fewer tokens ([the study](results/compute_to_target.md), "
+        "[the terms](glossary.md)).",
+        "",
+        "| arm | spec | " + " | ".join(f"`{p}`" for p in tables) + " |",
+        "|---|---|" + "---|" * len(tables),
+    ]
+    return {
+        name: head
+        + [
+            f"| `{a}` | {code(specs[a])} | "
+            + " | ".join(with_interval(t["table"].get(a, {}).get("tokens", {})) for t in tables.values())
+            + " |"
+            for a in arms
+        ]
+        for name, arms in arms_of.items()
+    }
 
 
 def pools_table() -> list[str]:

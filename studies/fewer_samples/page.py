@@ -25,6 +25,7 @@ def page() -> Page:
     regs = STUDIES / study / "registrations"
     page = Page(study, TITLE, 6, figures=study_figures(study))
     page.blocks = {"spo": headline(link="results/fewer_samples.md"), "spo-verdict": spo_verdict()}
+    page.by_strategy = by_strategy()
     reg, result, body = _registration(regs / "preregistration.toml", "## Registration")
     page.body = body
     inst = reg.get("instrument", {})
@@ -177,3 +178,31 @@ def spo_verdict() -> list[str]:
         f"against GRPO-n4 at the same samples a step, against its registered {l1['goal'].split(' (')[0]}: "
         f"{verdict(l1, l1['goal'])} ([Fewer samples](fewer_samples.md))."
     ]
+
+
+def by_strategy() -> dict[str, list[str]]:
+    """Each strategy's arms in the first registration (the head of the arm's spec) with their tokens factor per pool
+    against the best uniform arm of the grid: the rows of the strategy pages."""
+    if not RESULT.exists():
+        return {}
+    res = read_json(RESULT)
+    reg = tomllib.loads((STUDIES / "fewer_samples" / "registrations" / "preregistration.toml").read_text())
+    specs = dict(a.split("=", 1) for a in reg.get("instrument", {}).get("arms", []))
+    pools = res.get("by_pool", {})
+    refs = ", ".join(f"`{f['compute']['axes']['tokens']['best_uniform']}` on `{p}`" for p, f in pools.items())
+    head = [
+        "### Fewer samples per prompt",
+        "",
+        f"Tokens to the same held-out accuracy against the best uniform arm of a grid over n and prompts per step "
+        f"({refs}), 90% t-interval, pre-registered; above 1 = fewer tokens ([the study](results/fewer_samples.md)).",
+        "",
+        "| arm | spec | " + " | ".join(f"`{p}`" for p in pools) + " |",
+        "|---|---|" + "---|" * len(pools),
+    ]
+    out: dict[str, list[str]] = {}
+    for arm, spec in specs.items():
+        cells = [factor_cell(f["compute"]["table"].get(arm, {}).get("tokens", {})) for f in pools.values()]
+        out.setdefault(spec.split("|")[0].split(":")[0].strip(), list(head)).append(
+            f"| `{arm}` | {code(spec)} | " + " | ".join(cells) + " |"
+        )
+    return out
