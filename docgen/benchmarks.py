@@ -1,12 +1,14 @@
 """The speed and engine benchmarks' tables for hand-written pages (`docgen.blocks`), from their committed results
 under `benchmarks/results/` (each JSON keeps its command, machine and date): the goals P4-P8, the engine race (P6,
-P8), Ray's throughput on this machine and the TRL integration's overhead (P7). Not a study: a benchmark times one
-thing on one machine, and its write-up with the conditions of each measurement stays in docs/benchmarks.md.
+P8), Ray's throughput on this machine, the TRL integration's overhead (P7), the README's main command
+(`default_run`) and how long each documented command took (`newcomer`): a time the docs state is one of these.
+Not a study: a benchmark times one thing on one machine, and its write-up with the conditions of each measurement
+stays in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
-from docgen.cells import cell, verdict
+from docgen.cells import cell, code, verdict
 from docgen.sources import ROOT, read_json
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -104,9 +106,42 @@ def trl_step_time() -> list[str]:
     return lines
 
 
+def default_run() -> list[str]:
+    """The README's main command as `benchmarks.default_run` timed it (`default_run.json`)."""
+    r = read_json(RESULTS / "default_run.json")
+    per_step = r["rl_time_s"] / r["rl_steps"]
+    return [
+        f"Measured by `python -m benchmarks.default_run` ({r['date']}, {r['machine']}): {r['rl_steps']} RL steps in "
+        f"{r['rl_time_s']:.0f} s ({per_step:.2f} s a step), {r['wall_s']:.0f} s in all with a cold cache (the warm "
+        f"start trained then, {r['warm_start_train_s']:.0f} s; the package now ships it), peak memory "
+        f"{r['peak_rss_gib']:.2f} GiB, held-out Ave@4 {r['eval_accuracy_start']:.3f} -> {r['eval_accuracy_end']:.3f}."
+    ]
+
+
+def command_times() -> list[str]:
+    """How long each documented command took in the last newcomer walk (`newcomer.json`), skipped ones said so."""
+    r = read_json(RESULTS / "newcomer.json")
+    lines = [
+        f"`{r['command']}` ({r['date'][:10]}, {r['machine']}; {r['venv']} virtual environment): {r['ran']} commands "
+        f"ran, {r['skipped']} skipped, {r['total_s'] / 60:.0f} minutes in all.",
+        "",
+        "| command | seconds | note |",
+        "|---|---|---|",
+    ]
+    for step in r["steps"]:
+        note = step.get("why") or ""
+        if step.get("ran") and step["ran"] != step["readme"]:
+            note = "ran a stand-in: " + code(step["ran"])
+        secs = f"{step['seconds']:.0f}" if step.get("seconds") is not None else step["status"]
+        lines.append(f"| {code(step['readme'])} | {secs} | {cell(note)} |")
+    return lines
+
+
 def blocks() -> dict[str, list[str]]:
     """The benchmark blocks by marker name."""
     return {
+        "default-run": default_run(),
+        "command-times": command_times(),
         "speed-goals": speed_goals(),
         "engine-race": engine_race(),
         "ray-throughput": ray_throughput(),
