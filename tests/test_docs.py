@@ -254,7 +254,7 @@ def test_every_strategy_has_a_page_with_its_paper_its_options_and_its_results():
         cls = strategy_class(name)
         text = pages[f"strategies/{name}.md"]()
         doc = inspect.getdoc(importlib.import_module(cls.__module__)).splitlines()
-        assert text.startswith(f"# `{name}`: {doc[0].rstrip('.')}") and doc[-1].rstrip('.') in text, name
+        assert text.startswith(f"# `{name}`: {doc[0].rstrip('.')}") and doc[-1].rstrip(".") in text, name
         for spec in options(cls.Options):
             if spec.group == "own":
                 assert f"| `{spec.name}` |" in text, f"{name}: {spec.name}"
