@@ -1,6 +1,8 @@
 """The compute-to-target study's page for the documentation (`docgen` finds it): its results page (the registered
 figures C0-C3 and every arm's tokens factor per pool), the results overview's answer to "does adaptive sampling pay?"
-with its figure, and the README's results table (the `results` block)."""
+with its figure (`page_figure`), the rows of the strategy pages, and the blocks of hand-written pages: the README's
+results table (`results`), the answer to "which sampler?" with the one wording of the per-step gain, the
+samples-per-step table and the pools of the glossary."""
 
 from __future__ import annotations
 
@@ -10,16 +12,15 @@ from typing import Any
 
 from docgen.blocks import relink
 from docgen.cells import code, f2, with_interval
-from docgen.figures import pyplot
 from docgen.page import Page
 from docgen.sources import STUDIES, read_json
 from docgen.summary import summary_page
+from studies.compute_to_target.page_figure import draw_tokens, tokens_data
 
 RESULTS = STUDIES / "compute_to_target" / "results"
 POOLS = ("hard", "small", "default", "mixed")
 """The pools, in the order the study registered them."""
 FIGURE = "docs/results/img/compute_to_target_tokens"
-UNIFORM_COLOR, ADAPTIVE_COLOR, SEQ_COLOR, ORACLE_COLOR = "#7f7f7f", "#1f77b4", "#d62728", "#ff7f0e"
 
 
 def page() -> Page:
@@ -42,7 +43,7 @@ def page() -> Page:
         "pools": pools_table(),
     }
     out.by_strategy = by_strategy()
-    out.drawings = {FIGURE: (tokens_data, draw_tokens)}
+    out.drawings = {FIGURE: (lambda: tokens_data({p: t for p in POOLS if (t := pool_table(p))}), draw_tokens)}
     return out
 
 
@@ -238,69 +239,3 @@ def samples_per_step() -> list[str]:
         f"per token it reaches the same accuracy with {f2(min(toks))}-{f2(max(toks))} of the best uniform arm's "
         "efficiency (`compute_to_target_<pool>.json`, `by_pool.<pool>.compute.table.seq-bal`).",
     ]
-
-
-def tokens_data() -> dict[str, Any]:
-    """Per pool: the reference arm and every arm's tokens factor with its t-interval."""
-    out: dict[str, Any] = {}
-    for pool in POOLS:
-        t = pool_table(pool)
-        if not t:
-            continue
-        arms = {}
-        for arm, row in t["table"].items():
-            tok = row.get("tokens") or {}
-            if tok.get("value") is not None:
-                arms[arm] = [
-                    round(tok["value"], 4),
-                    round(tok.get("t_lo", tok["value"]), 4),
-                    round(tok.get("t_hi", tok["value"]), 4),
-                ]
-        out[pool] = {"reference": t["axes"]["tokens"]["best_uniform"], "arms": arms}
-    return out
-
-
-def _color(arm: str) -> str:
-    if arm.startswith("grpo"):  # GRPO-n and budget-matched GRPO: uniform
-        return UNIFORM_COLOR
-    if arm.startswith("oracle"):
-        return ORACLE_COLOR
-    if arm.startswith("seq"):
-        return SEQ_COLOR
-    return ADAPTIVE_COLOR
-
-
-def draw_tokens(data: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
-    from matplotlib.ticker import NullLocator
-
-    pools = list(data)
-    arms = list(dict.fromkeys(a for p in pools for a in data[p]["arms"]))
-    fig, axes = plt.subplots(1, len(pools), figsize=(2.6 * len(pools) + 1.2, 0.26 * len(arms) + 1.4), sharey=True)
-    for ax, pool in zip(axes, pools, strict=True):
-        for y, arm in enumerate(arms):
-            if arm not in data[pool]["arms"]:
-                continue
-            v, lo, hi = data[pool]["arms"][arm]
-            c = _color(arm)
-            ax.plot([lo, hi], [y, y], color=c, lw=1.6)
-            ax.plot([v], [y], "o", color=c, ms=4)
-        ax.axvline(1.0, color="black", lw=0.8)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticks([0.2, 0.5, 1, 2])
-        ax.set_xticklabels(["0.2", "0.5", "1", "2"])
-        ax.set_xlim(0.1, 3.2)
-        ax.set_title(f"{pool} (vs {data[pool]['reference']})")
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(range(len(arms)))
-    axes[0].set_yticklabels(arms)
-    axes[0].invert_yaxis()
-    fig.supxlabel("tokens to target: best uniform GRPO / arm (> 1: fewer tokens), 90% interval, 9 seeds")
-    fig.suptitle(
-        "Does adaptive sampling pay per generated token? (grey: uniform GRPO, blue: adaptive, red: Ada-Seq, "
-        "orange: oracle, a ceiling)"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
