@@ -70,8 +70,10 @@ def main() -> int:
                     }
                 )
     # weak scaling: prompts per step grow with the GPUs (the way to use them: the per-GPU load stays 256 prompts)
-    weak = {g: makespan_study(arms, prompts_per_step=PROMPTS * g, slots=g * SLOTS_PER_GPU, steps=4, latency=latency)
-            for g in GPUS}  # fmt: skip
+    weak = {
+        g: makespan_study(arms, prompts_per_step=PROMPTS * g, slots=g * SLOTS_PER_GPU, steps=4, latency=latency)
+        for g in GPUS
+    }
     weak_rows = [
         {
             "arm": a,

@@ -1,5 +1,5 @@
 """`python -m docgen`: regenerate the committed results pages, figures, BENCHMARKS.md and the generated blocks of
-README.md and docs/fewer_samples.md.
+README.md and the pages of docs/ (`docgen.blocks`).
 
 python -m docgen                       # write them (seconds; reads the studies' JSON, trains nothing)
 python -m docgen --check               # exit 1 naming every file that differs from what would be written
@@ -13,18 +13,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-from docgen import figures, readme, reference, results
+from docgen import architecture, benchmarks, blocks, figures, reference, results, strategies
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def drawings(pages: list) -> dict:
+    """The studies' figures, from their pages: path without suffix -> (data, drawing)."""
+    return {stem: fig for p in pages for stem, fig in p.drawings.items()}
+
+
 def generated() -> dict[str, str]:
     """Every generated text file: repository path -> its text (the figures' data included, not their PNGs)."""
-    out = results.pages()
-    out["README.md"] = readme.with_results((ROOT / "README.md").read_text())
-    out["docs/fewer_samples.md"] = readme.with_spo((ROOT / "docs" / "fewer_samples.md").read_text())
+    pages = results.study_pages()
+    out = results.pages(pages)
+    filled = blocks.by_name(pages, {**benchmarks.blocks(), "architecture": architecture.architecture()})
+    for path, to_docs in blocks.hand_pages(ROOT).items():
+        out[path] = blocks.fill((ROOT / path).read_text(), filled, to_docs)
     with tempfile.TemporaryDirectory() as tmp:
-        for path in figures.write(Path(tmp)):
+        for path in figures.write(Path(tmp), drawings(pages)):
             if path.suffix == ".json":
                 out[path.relative_to(tmp).as_posix()] = path.read_text()
     return out
@@ -43,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.what == "reference":
         out = Path(args.out or "site-reference")
-        for uri, render in reference.PAGES.items():
+        for uri, render in {**reference.PAGES, **strategies.pages()}.items():
             (out / uri).parent.mkdir(parents=True, exist_ok=True)
             (out / uri).write_text(render())
             print(f"wrote {out / uri}")
@@ -58,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (ROOT / path).exists() or (ROOT / path).read_text() != text:
             (ROOT / path).write_text(text)
             print(f"wrote {path}")
-    for path in figures.write(ROOT):
+    for path in figures.write(ROOT, drawings(results.study_pages())):
         if path.suffix == ".png":
             print(f"drew {path.relative_to(ROOT)}")
     return 0

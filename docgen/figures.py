@@ -1,9 +1,7 @@
-"""The site's two generated pictures (`python -m docgen`), each drawn from data, never by hand.
-
-1) `compute_to_target_tokens`: every arm's tokens-to-target factor against the best uniform GRPO, per pool, with its
-   90% t-interval (the compute-to-target study's result JSONs), the plot a practitioner reads before choosing.
-2) `allocator_rounds`: Ada-Seq-balanced's rounds on a real `collect` run over the simulated policy: each prompt's
-   samples round by round (correct / wrong), where its exit rule retired it, and the n samples kept for training.
+"""The site's generated pictures (`python -m docgen`), each drawn from data, never by hand: the studies' (their
+pages' `drawings`, e.g. every arm's tokens-to-target factor per pool) and one of its own, `allocator_rounds`:
+Ada-Seq-balanced's rounds on a real `collect` run over the simulated policy, each prompt's samples round by round
+(correct / wrong), where its exit rule retired it, and the n samples kept for training.
 
 Each figure's numbers are also written beside it as JSON (`*.json`): the drift test compares those exactly, since a
 PNG's bytes depend on the matplotlib and FreeType build.
@@ -12,15 +10,13 @@ PNG's bytes depend on the matplotlib and FreeType build.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from docgen.results import POOLS, pool_table
 
-UNIFORM_COLOR, ADAPTIVE_COLOR, SEQ_COLOR, ORACLE_COLOR = "#7f7f7f", "#1f77b4", "#d62728", "#ff7f0e"
-
-
-def _plt():
+def pyplot():
+    """matplotlib's pyplot, headless and with the settings every generated figure shares."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,70 +24,6 @@ def _plt():
 
     plt.rcParams.update({"svg.hashsalt": "docgen", "font.size": 9})
     return plt
-
-
-def tokens_data() -> dict[str, Any]:
-    """Per pool: the reference arm and every arm's tokens factor with its t-interval."""
-    out: dict[str, Any] = {}
-    for pool in POOLS:
-        t = pool_table(pool)
-        if not t:
-            continue
-        arms = {}
-        for arm, row in t["table"].items():
-            tok = row.get("tokens") or {}
-            if tok.get("value") is not None:
-                arms[arm] = [
-                    round(tok["value"], 4),
-                    round(tok.get("t_lo", tok["value"]), 4),
-                    round(tok.get("t_hi", tok["value"]), 4),
-                ]
-        out[pool] = {"reference": t["axes"]["tokens"]["best_uniform"], "arms": arms}
-    return out
-
-
-def _color(arm: str) -> str:
-    if arm.startswith("grpo"):  # GRPO-n and budget-matched GRPO: uniform
-        return UNIFORM_COLOR
-    if arm.startswith("oracle"):
-        return ORACLE_COLOR
-    if arm.startswith("seq"):
-        return SEQ_COLOR
-    return ADAPTIVE_COLOR
-
-
-def draw_tokens(data: dict[str, Any], path: Path) -> None:
-    plt = _plt()
-    from matplotlib.ticker import NullLocator
-
-    pools = list(data)
-    arms = list(dict.fromkeys(a for p in pools for a in data[p]["arms"]))
-    fig, axes = plt.subplots(1, len(pools), figsize=(2.6 * len(pools) + 1.2, 0.26 * len(arms) + 1.4), sharey=True)
-    for ax, pool in zip(axes, pools, strict=True):
-        for y, arm in enumerate(arms):
-            if arm not in data[pool]["arms"]:
-                continue
-            v, lo, hi = data[pool]["arms"][arm]
-            c = _color(arm)
-            ax.plot([lo, hi], [y, y], color=c, lw=1.6)
-            ax.plot([v], [y], "o", color=c, ms=4)
-        ax.axvline(1.0, color="black", lw=0.8)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticks([0.2, 0.5, 1, 2])
-        ax.set_xticklabels(["0.2", "0.5", "1", "2"])
-        ax.set_xlim(0.1, 3.2)
-        ax.set_title(f"{pool} (vs {data[pool]['reference']})")
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(range(len(arms)))
-    axes[0].set_yticklabels(arms)
-    axes[0].invert_yaxis()
-    fig.supxlabel("tokens to target: best uniform GRPO / arm (> 1: fewer tokens), 90% interval, 9 seeds")
-    fig.suptitle("Does adaptive sampling pay per generated token? (grey: uniform GRPO, blue: adaptive, red: Ada-Seq, "
-                 "orange: oracle, a ceiling)")  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
 
 
 def rounds_data() -> dict[str, Any]:
@@ -114,7 +46,7 @@ def rounds_data() -> dict[str, Any]:
 
 
 def draw_rounds(data: dict[str, Any], path: Path) -> None:
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     rows = data["rows"]
@@ -157,16 +89,14 @@ def draw_rounds(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-FIGURES = {
-    "docs/results/img/compute_to_target_tokens": (tokens_data, draw_tokens),
-    "docs/img/allocator_rounds": (rounds_data, draw_rounds),
-}
+FIGURES = {"docs/img/allocator_rounds": (rounds_data, draw_rounds)}
 """Path without suffix -> (its data, its drawing): `.json` and `.png` are written."""
 
 
-def write(root: Path) -> list[Path]:
+def write(root: Path, studies: dict[str, tuple[Callable[[], Any], Callable[[Any, Path], None]]]) -> list[Path]:
+    """Draw the studies' figures (their pages' `drawings`) and `FIGURES` under `root`; the paths written."""
     out = []
-    for stem, (data_fn, draw) in FIGURES.items():
+    for stem, (data_fn, draw) in {**studies, **FIGURES}.items():
         data = data_fn()
         base = root / stem
         base.parent.mkdir(parents=True, exist_ok=True)

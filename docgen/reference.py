@@ -169,10 +169,11 @@ def strategy_names() -> list[str]:
 
 def strategies_page() -> str:
     """The per-strategy options reference (module docstring, 3)."""
-    from reinforce_ada.sampling.options import GROUPS, Options, option_specs
+    from docgen.options import options
+    from reinforce_ada.sampling.options import GROUPS, Options
     from reinforce_ada.sampling.strategies import AUTO, strategy_class
 
-    base = {s.name: s for s in option_specs(Options)}
+    base = {s.name: s for s in options(Options)}
     lines = [
         "# Strategy options",
         "",
@@ -189,7 +190,7 @@ def strategies_page() -> str:
     per: dict[str, tuple[list, list]] = {}
     for name in strategy_names():
         cls = strategy_class(name)
-        specs = option_specs(cls.Options)
+        specs = options(cls.Options)
         own = [s for s in specs if s.group == "own"]
         changed = [s for s in specs if s.group != "own" and s.name in base and s.default != base[s.name].default]
         per[name] = (own, changed)

@@ -2,7 +2,7 @@
 
     python examples/trl_own_data.py --model models/smollm2     # SmolLM2-135M-Instruct (reinforce-ada models smollm2)
 
-The same run as the README's "Train your own model on your own data", through `AdaGRPOTrainer` (trl 1.16):
+The same run as docs/own-data.md ("Train your own model on your own data"), through `AdaGRPOTrainer` (trl 1.16):
 `processing_class` is the model's tokenizer, `peft_config` adds LoRA, `use_cpu=True` keeps it off any GPU. On 2 CPU
 cores a SmolLM2 step (2 prompts, Ada-Seq up to 32 samples each, 64 tokens) takes minutes; `--steps` sets how many.
 """

@@ -1,4 +1,4 @@
-"""Reinforce-Ada inside TRL, learning visibly on a CPU in minutes: the shipped tiny model on built-in arithmetic.
+"""Reinforce-Ada inside TRL, learning visibly on a CPU: the shipped tiny model on built-in arithmetic.
 
 The model is the package's warm start (a 0.1M-parameter char-level Llama already trained on addition, no download);
 the prompts are additions of 3+3 to 4+4 digits, where its pass rate is between about 0.5 and 0.25; the reward is
@@ -8,15 +8,15 @@ accuracy (768 problems never trained on, at temperature 1) is computed exactly (
 that a sample is the answer, no sampling noise), so the curve is the policy's, not the dice's.
 
     pip install -e ".[trl]"
-    python examples/trl_tiny_arithmetic.py            # 40 steps, about 3 minutes on a CPU (recorded below)
+    python examples/trl_tiny_arithmetic.py            # 40 steps (its time in the last walk: docs/getting-started.md)
     python examples/trl_tiny_arithmetic.py --strategy uniform --run-name grpo   # GRPO-n4 on the same prompts
 
-Recorded on 2 CPU cores shared with other jobs (1 torch thread, the defaults, 2026-12-04): 40 steps trained in 97 s
-(2m46s wall with start-up and the five held-out evaluations); held-out accuracy 0.308 at step 0, 0.328 at 10, 0.352
-at 20, 0.368 at 30, 0.372 at 40 (+0.064; level 3 0.466 -> 0.563, level 5 0.171 -> 0.243). The per-step
-`reward_first_round` (16 prompts) is noisy; the exact held-out curve is the one to read. Two more runs gave the same
-numbers (seeded): 41 s of training (68 s wall, under `benchmarks/newcomer.py`) and 24 s (48 s wall, a quieter CPU).
-At --lr 5e-4 the held-out accuracy fell in the first 10 steps (0.308 -> 0.281).
+Recorded on 2 CPU cores (1 torch thread, the defaults, 2026-12-04): held-out accuracy 0.308 at step 0, 0.328 at 10,
+0.352 at 20, 0.368 at 30, 0.372 at 40 (+0.064; level 3 0.466 -> 0.563, level 5 0.171 -> 0.243). The per-step
+`reward_first_round` (16 prompts) is noisy; the exact held-out curve is the one to read. Runs are seeded: two more
+gave the same numbers. How long it takes is measured, not promised: `python -m benchmarks.newcomer` times it (the
+last walk's seconds: docs/getting-started.md, "Timings"). At --lr 5e-4 the held-out accuracy fell in the first 10
+steps (0.308 -> 0.281).
 """
 
 from __future__ import annotations

@@ -163,8 +163,21 @@ def data(tmp_path) -> Path:
 
 
 def _eval(model_dir: Path, data: Path, *flags: str) -> list[str]:
-    return ["eval", "--model", str(model_dir), "--dataset", str(data), "--samples", "1", "--max-new-tokens", "2",
-            "--threads", "1", "--no-greedy", *flags]  # fmt: skip
+    return [
+        "eval",
+        "--model",
+        str(model_dir),
+        "--dataset",
+        str(data),
+        "--samples",
+        "1",
+        "--max-new-tokens",
+        "2",
+        "--threads",
+        "1",
+        "--no-greedy",
+        *flags,
+    ]
 
 
 def test_eval_sizes_are_checked_against_memory_before_the_model_loads(small_machine, model_dir, data, capsys):

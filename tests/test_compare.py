@@ -72,17 +72,38 @@ def test_table_from_synthetic_runs_with_known_factors():
 def test_a_compact_record_reads_as_its_full_record():
     """A study's records file keeps a run's series reduced to what the table reads (`analysis.head_stat`): the same
     table comes out."""
-    recs = [record(a, s, k, n, 100 * k, 0.3 + 0.01 * s, 0.05 * k) for s in range(3)
-            for a, k, n in (("grpo-n4", 1.0, 400), ("seq-bal", 2.0, 200))]  # fmt: skip
+    recs = [
+        record(a, s, k, n, 100 * k, 0.3 + 0.01 * s, 0.05 * k)
+        for s in range(3)
+        for a, k, n in (("grpo-n4", 1.0, 400), ("seq-bal", 2.0, 200))
+    ]
     compact = []
     for r in recs:
-        c = {k: v for k, v in r.items() if k not in ("no_signal_share", "zero_adv_share", "samples_per_step",
-             "tokens_per_step", "time_step_s", "time_generate_s", "time_train_s")}  # fmt: skip
-        c["head"] = {"steps": 200, "mean": {k: analysis.head_stat(r, k, 200, "mean") for k in
-                     ("no_signal_share", "samples_per_step", "tokens_per_step")},
-                     "nanmean": {"zero_adv_share": analysis.head_stat(r, "zero_adv_share", 200, "nanmean")},
-                     "median": {k: analysis.head_stat(r, k, 200, "median") for k in
-                                ("time_step_s", "time_generate_s", "time_train_s")}}  # fmt: skip
+        c = {
+            k: v
+            for k, v in r.items()
+            if k
+            not in (
+                "no_signal_share",
+                "zero_adv_share",
+                "samples_per_step",
+                "tokens_per_step",
+                "time_step_s",
+                "time_generate_s",
+                "time_train_s",
+            )
+        }
+        c["head"] = {
+            "steps": 200,
+            "mean": {
+                k: analysis.head_stat(r, k, 200, "mean")
+                for k in ("no_signal_share", "samples_per_step", "tokens_per_step")
+            },
+            "nanmean": {"zero_adv_share": analysis.head_stat(r, "zero_adv_share", 200, "nanmean")},
+            "median": {
+                k: analysis.head_stat(r, k, 200, "median") for k in ("time_step_s", "time_generate_s", "time_train_s")
+            },
+        }
         compact.append(c)
     assert analysis.summarize_pool(compact, "grpo-n4", None, 200) == analysis.summarize_pool(recs, "grpo-n4", None, 200)
     with pytest.raises(KeyError, match="first 100 steps"):
@@ -95,6 +116,23 @@ def test_lr_choice_by_curve_area():
     assert (
         choice["best"] == 4e-4 and not choice["at_edge"] and set(choice["area_gain"]) == {"0.0002", "0.0004", "0.0008"}
     )
+
+
+def test_the_lr_grid_grows_past_an_edge_exactly_as_the_registered_studies_planned():
+    """`compare`'s sweep and `studies.protocol.jobrunner` grow grids with this one function; a registered study's job
+    keys read the grown grid in its order (sorted, the new lr last; an untouched grid keeps its own order)."""
+    grids = {"hard": {"a": (4e-4, 1e-4, 2e-4), "b": (2e-4, 1e-4), "c": (3e-4, 1e-4)}, "small": {"a": (1e-4, 2e-4)}}
+    choice = {
+        "hard": {"a": {"best": 4e-4, "at_edge": True}, "b": {"best": 1e-4, "at_edge": True}, "c": {"at_edge": False}},
+        "small": {"a": {"best": 2e-4, "at_edge": False}},
+    }
+    grown, said = analysis.grow_grid(grids, choice)
+    assert grown == {
+        "hard": {"a": (1e-4, 2e-4, 4e-4, 8e-4), "b": (1e-4, 2e-4, 5e-5), "c": (3e-4, 1e-4)},
+        "small": {"a": (1e-4, 2e-4)},
+    }
+    assert said == ["hard/a +0.0008", "hard/b +5e-05"] and grids["hard"]["a"] == (4e-4, 1e-4, 2e-4)  # input kept
+    assert analysis.grow_grid(grids, choice, may_grow=False) == (grids, [])  # the last round grows nothing
 
 
 def test_arms_table_skips_specs_that_do_not_parse_yet_and_a_users_bad_spec_is_an_error(monkeypatch):

@@ -1,6 +1,7 @@
 """`bench.costmodel`: the GPU formula in closed form (a later round without prefill, with its own rows and its own
 straggler), the length model against sampling, cumulative seconds at the evaluated steps, clear errors; and a real
-`run_job` record carries every series the models read. Its fit to the paper's Table 3: `test_gpu_paper.py`."""
+`run_job` record carries every series the models read. Its fit to the paper's Table 3:
+`studies/compute_to_target/tests/test_gpu_paper.py`."""
 
 from __future__ import annotations
 
@@ -61,8 +62,18 @@ def test_both_drivers_record_the_longest_completion_and_trained_tokens():
     assert len(led.samples_per_round) == led.rounds and sum(led.samples_per_round) <= led.samples_generated
 
 
-C = GpuCost(decode_step_s=0.01, row_token_s=0.001, step_s=2.0, learner_token_s=0.0005, slots=8, mean_tokens=10.0,
-            length_sigma=0.5, max_tokens=40, prefill_s=0.5, round_s=0.25)  # fmt: skip
+C = GpuCost(
+    decode_step_s=0.01,
+    row_token_s=0.001,
+    step_s=2.0,
+    learner_token_s=0.0005,
+    slots=8,
+    mean_tokens=10.0,
+    length_sigma=0.5,
+    max_tokens=40,
+    prefill_s=0.5,
+    round_s=0.25,
+)
 
 
 def one(rows: list[float], trained: float, cost: GpuCost = C) -> float:

@@ -73,9 +73,17 @@ def test_a_token_budget_ends_every_arm_alike(tmp_path, tiny_llama, char_tokenize
 def test_one_run_to_a_token_budget_with_its_prior_charged(tmp_path, model_dir, tiny_llama, char_tokenizer):
     pool = build_pool(parse_pool("p=arithmetic:weights=1/1/0/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
     job = bench_job(
-        pool, model_dir, tmp_path / "run", "spo-prior", parse_arm("spo"), steps=50, eval_every=1000,
-        train=(("prior.samples", 2), ("run.batch_size", 8)), max_tokens=1500, eval_every_tokens=300,
-    )  # fmt: skip
+        pool,
+        model_dir,
+        tmp_path / "run",
+        "spo-prior",
+        parse_arm("spo"),
+        steps=50,
+        eval_every=1000,
+        train=(("prior.samples", 2), ("run.batch_size", 8)),
+        max_tokens=1500,
+        eval_every_tokens=300,
+    )
     r = run_job(job)
     prior = r["prior"]["tokens"]
     assert r["prior"]["samples"] == 2 * len(pool.train) and prior > 0  # every training prompt, twice

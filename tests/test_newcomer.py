@@ -190,12 +190,20 @@ def _rows() -> list[dict]:
     return [
         {"step": 0, "eval_accuracy": 0.30, "eval_accuracy_L1": 0.9, "eval_accuracy_L2": 0.1, **ev},
         *[
-            {"step": s, "loss": 0.1, "reward_first_round": 0.3, "zero_adv_prompt_share": 0.25,
-             "no_signal_prompt_share": 0.25, "samples_generated": 600 + s, "samples_trained": 128, "time_step_s": 0.1}
+            {
+                "step": s,
+                "loss": 0.1,
+                "reward_first_round": 0.3,
+                "zero_adv_prompt_share": 0.25,
+                "no_signal_prompt_share": 0.25,
+                "samples_generated": 600 + s,
+                "samples_trained": 128,
+                "time_step_s": 0.1,
+            }
             for s in range(1, 5)
         ],
         {"step": 4, "eval_accuracy": 0.40, "eval_accuracy_L1": 0.95, "eval_accuracy_L2": 0.2, **ev},
-    ]  # fmt: skip
+    ]
 
 
 def test_summary_lines_compare_start_and_end():
@@ -225,8 +233,26 @@ def test_report_draws_coinciding_shares_visibly(tmp_path, monkeypatch):
 
 
 def test_simulate_shows_progress(capsys, tmp_path):
-    assert main(["simulate", "--strategies", "uniform;seq", "--steps", "2", "--seeds", "2", "--batch-size", "8",
-                 "--pool-size", "50", "--out", str(tmp_path / "s")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "simulate",
+                "--strategies",
+                "uniform;seq",
+                "--steps",
+                "2",
+                "--seeds",
+                "2",
+                "--batch-size",
+                "8",
+                "--pool-size",
+                "50",
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "4/4" in err and "seq seed 1" in err
 

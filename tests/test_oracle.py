@@ -294,7 +294,12 @@ def test_the_alloc_arm_is_the_oracle_allocation_on_beliefs():
     assert PER_PROMPT_BUDGET["alloc"] == PER_PROMPT_BUDGET["oracle-alloc"] == 4
     prompts = [Prompt(id=f"q{i}", text="") for i in range(16)]
     curve = run_arm(
-        alloc.replace(budget=16), prompts, np.linspace(0.05, 0.95, 16), steps=3, batch_size=4, seed=0,
+        alloc.replace(budget=16),
+        prompts,
+        np.linspace(0.05, 0.95, 16),
+        steps=3,
+        batch_size=4,
+        seed=0,
         sim=SimConfig(lr=0.5),
-    )  # fmt: skip
+    )
     assert curve["samples_per_step"] == [16.0, 16.0, 16.0]

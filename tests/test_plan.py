@@ -54,7 +54,7 @@ def test_one_kept_sample_is_fine_where_the_baseline_is_not_the_kept_group():
         (strategy_config(exit="positive", k_pos=1, advantage="tracker"), 0.0),  # seq keeps every pool it ends
         (strategy_config(exit="positive", k_pos=2, advantage="tracker"), 0.0),  # the same by exact enumeration
     ],
-)  # fmt: skip
+)
 def test_a_baseline_from_outside_the_group_keeps_every_trained_prompts_signal(cfg, expect):
     assert [r.zero_signal for r in plan(cfg, [0.03, 0.5, 0.9])] == pytest.approx([expect] * 3)
 

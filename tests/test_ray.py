@@ -85,9 +85,16 @@ def test_pool_keeps_the_in_process_ledger(model_dir, tiny_llama, char_tokenizer)
     try:
         for streaming in (False, True):
             local = local_engine(
-                tiny_llama, char_tokenizer, decode="auto", streaming=streaming, slots=64, batch_size=64, seed=3,
-                max_new_tokens=6, temperature=1e-6,
-            )  # fmt: skip
+                tiny_llama,
+                char_tokenizer,
+                decode="auto",
+                streaming=streaming,
+                slots=64,
+                batch_size=64,
+                seed=3,
+                max_new_tokens=6,
+                temperature=1e-6,
+            )
             for cfg in (UNIFORM, SEQ):
                 a, b = run(cfg, local, streaming), run(cfg, pool, streaming)
                 assert ledger(a) == ledger(b), (cfg.name, streaming)
@@ -120,9 +127,16 @@ def test_weights_reach_every_worker_before_the_next_chunk(model_dir, tiny_llama,
         pool.sync_weights(model)
         after = run(UNIFORM, pool, False)
         local = local_engine(
-            model, char_tokenizer, decode="auto", streaming=False, slots=64, batch_size=64, seed=0,
-            max_new_tokens=6, temperature=1e-6,
-        )  # fmt: skip
+            model,
+            char_tokenizer,
+            decode="auto",
+            streaming=False,
+            slots=64,
+            batch_size=64,
+            seed=0,
+            max_new_tokens=6,
+            temperature=1e-6,
+        )
         ref = run(UNIFORM, local, False)
         tokens = lambda b: [[s.token_ids for s in g.samples] for g in b.groups]  # noqa: E731
         assert tokens(after) == tokens(ref) != tokens(before)
@@ -142,9 +156,7 @@ def test_lora_publishes_only_the_adapter(model_dir, char_tokenizer):
     cfg = ModelConfig(path=str(model_dir), threads=1, device="cpu", lora_r=4)
     model, tok = load_policy(model_dir, cfg)
     gen = GenerationConfig(max_new_tokens=6, temperature=1e-6, slots=64, batch_size=64)
-    pool = RayRolloutPool(
-        model, tok, model_path=str(model_dir), model_cfg=cfg, rollout=ROLLOUT, generation=gen, seed=3
-    )  # fmt: skip
+    pool = RayRolloutPool(model, tok, model_path=str(model_dir), model_cfg=cfg, rollout=ROLLOUT, generation=gen, seed=3)
     try:
         with torch.no_grad():
             for n, p in model.named_parameters():
@@ -154,9 +166,16 @@ def test_lora_publishes_only_the_adapter(model_dir, char_tokenizer):
         published = ray.get(pool._weights_ref)
         assert published and all("lora_" in n for n in published)
         local = local_engine(
-            model, tok, decode="auto", streaming=False, slots=64, batch_size=64, seed=0, max_new_tokens=6,
+            model,
+            tok,
+            decode="auto",
+            streaming=False,
+            slots=64,
+            batch_size=64,
+            seed=0,
+            max_new_tokens=6,
             temperature=1e-6,
-        )  # fmt: skip
+        )
         tokens = lambda b: [[s.token_ids for s in g.samples] for g in b.groups]  # noqa: E731
         assert tokens(run(UNIFORM, pool, False)) == tokens(run(UNIFORM, local, False))
     finally:
@@ -375,6 +394,8 @@ def _run_cli(args: list[str], env: dict):
     import sys
 
     return subprocess.Popen(
-        [sys.executable, "-m", "reinforce_ada.cli", "train", *args], env=env, stdout=subprocess.DEVNULL,
+        [sys.executable, "-m", "reinforce_ada.cli", "train", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-    )  # fmt: skip
+    )

@@ -1,4 +1,4 @@
-"""Write the small word-problem files the README's own-data walk-through trains on (seeded; run to regenerate).
+"""Write the small word-problem files docs/own-data.md trains on (seeded; run to regenerate).
 
     python examples/data/make_word_problems.py
 

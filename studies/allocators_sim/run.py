@@ -98,16 +98,22 @@ def main(argv: list[str] | None = None) -> int:
         blocks["probe"] = run_block(probe, args, "probe")
     result["wall_s"] = time.time() - t0  # the simulation's, not the report's
     out = Path(args.out)
-    lines = [{"id": f"{b}/{name}/seed{i}", "block": b, "arm": name, "seed": i, **c}
-             for b, rs in blocks.items() for name, seeds in rs.items() for i, c in enumerate(seeds)]  # fmt: skip
+    lines = [
+        {"id": f"{b}/{name}/seed{i}", "block": b, "arm": name, "seed": i, **c}
+        for b, rs in blocks.items()
+        for name, seeds in rs.items()
+        for i, c in enumerate(seeds)
+    ]
     ctx = {"name": out.name, "meta": result, "runs": {b: [x["id"] for x in lines if x["block"] == b] for b in blocks}}
     from studies.allocators_sim.regenerate import write_sim
     from studies.protocol import records
 
     records.update(out.parent / "records.jsonl.gz", ctx, lines)
     write_sim(ctx, {x["id"]: x for x in lines}, out.parent)
-    print(f"wrote {out.parent / 'records.jsonl.gz'}, {out.with_suffix('.json')} and {out.with_suffix('.png')} "
-          f"({result['wall_s']:.0f} s)")  # fmt: skip
+    print(
+        f"wrote {out.parent / 'records.jsonl.gz'}, {out.with_suffix('.json')} and {out.with_suffix('.png')} "
+        f"({result['wall_s']:.0f} s)"
+    )
     return 0
 
 

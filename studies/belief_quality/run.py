@@ -123,13 +123,21 @@ def main() -> int:
                 ps, cfg = belief_inputs(belief, prompts, dense)
                 seen = level_mean if belief == "level-oracle" else None
                 for s in range(args.seeds):
-                    r = replay_draw(ps, rates, cfg, steps=args.steps, batch=args.batch, n=args.n, seed=s,
-                                    oracle_rates=seen)  # fmt: skip
+                    r = replay_draw(
+                        ps, rates, cfg, steps=args.steps, batch=args.batch, n=args.n, seed=s, oracle_rates=seen
+                    )
                     b = args.burn_in
-                    lines.append({"id": f"{name}/{belief}/seed{s}", "pool": name, "belief": belief, "seed": s,
-                                  "admitted": float(r.admitted_signal[b:].mean()),
-                                  "candidates": float(r.candidate_signal[b:].mean()),
-                                  "spearman": float(np.nanmean(r.spearman[b:]))})  # fmt: skip
+                    lines.append(
+                        {
+                            "id": f"{name}/{belief}/seed{s}",
+                            "pool": name,
+                            "belief": belief,
+                            "seed": s,
+                            "admitted": float(r.admitted_signal[b:].mean()),
+                            "candidates": float(r.candidate_signal[b:].mean()),
+                            "spearman": float(np.nanmean(r.spearman[b:])),
+                        }
+                    )
             results["pools"][name] = {
                 "prompts": len(prompts),
                 "mean_rate": float(rates.mean()),

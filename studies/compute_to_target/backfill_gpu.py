@@ -44,8 +44,13 @@ def old_gpu_seconds(r: dict[str, Any]) -> list[float]:
 
 def _blobs(specs: list[str]) -> dict[str, bytes | None]:
     """Each `commit:path` blob (None where it is missing), through one `git cat-file --batch`."""
-    p = subprocess.run(["git", "cat-file", "--batch"], input="".join(s + "\n" for s in specs).encode(),
-                       cwd=ROOT, capture_output=True, check=True)  # fmt: skip
+    p = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        input="".join(s + "\n" for s in specs).encode(),
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
     out, buf = {}, p.stdout
     for spec in specs:
         head, _, buf = buf.partition(b"\n")

@@ -15,12 +15,32 @@ from studies.compute_to_target.rerun import rerun_fields
 from studies.compute_to_target.study import RAW, RECORDS, RESULTS, config_fields, registration_tag
 
 SKELETON = {
-    "top": ["config", "date", "machine", "arms", "code_fingerprint", "git_commit", "skipped_arms", "testbed", "pools",
-            "lr_sweep", "lrs", "lrs_by_pool", "runs", "by_pool", "missing", "compute", "goals", "seconds", "partial",
-            "preregistration_file", "command"],
+    "top": [
+        "config",
+        "date",
+        "machine",
+        "arms",
+        "code_fingerprint",
+        "git_commit",
+        "skipped_arms",
+        "testbed",
+        "pools",
+        "lr_sweep",
+        "lrs",
+        "lrs_by_pool",
+        "runs",
+        "by_pool",
+        "missing",
+        "compute",
+        "goals",
+        "seconds",
+        "partial",
+        "preregistration_file",
+        "command",
+    ],
     "lr_sweep": ["pool", "pools", "seeds", "arms", "by_pool", "fixed"],
     "by_pool": ["start_accuracy", "reference_gain", "target_levels", "table", "goals", "compute"],
-}  # fmt: skip
+}
 """The keys a result of this study is written with (`protocol.compare_results.shape`)."""
 
 
@@ -51,8 +71,12 @@ def record(
     if args.carry_pass:
         return finish_carry_pass(c, carrier, args.carry_pass)
     results = run_compare(c, carry=carrier) if carrier is not None else run_compare(c)
-    meta = {k: results[k] for k in SKELETON["top"] if k in results and k not in ("lr_sweep", "lrs", "lrs_by_pool",
-            "runs", "by_pool", "missing", "compute", "goals")}  # fmt: skip
+    meta = {
+        k: results[k]
+        for k in SKELETON["top"]
+        if k in results
+        and k not in ("lr_sweep", "lrs", "lrs_by_pool", "runs", "by_pool", "missing", "compute", "goals")
+    }
     meta["config"] = {**dataclasses.asdict(c), "preregistration": str(Path(args.prereg).resolve())}
     meta["registration"] = {**provenance(args.prereg), "content": reg}
     meta["preregistration_file"] = provenance(args.prereg)
@@ -150,8 +174,11 @@ def finish_carry_pass(c: Any, carrier: Any, mode: str) -> int:
     except ConfigError:  # nothing to report yet: the carrying is done all the same
         pass
     if mode == "prepare":
-        print(f"carry: {carrier.copied} records carried from {carrier.fingerprint[:12]}; "
-              f"{len(carrier.checks)} same-seed checks left for the registered code to run", flush=True)  # fmt: skip
+        print(
+            f"carry: {carrier.copied} records carried from {carrier.fingerprint[:12]}; "
+            f"{len(carrier.checks)} same-seed checks left for the registered code to run",
+            flush=True,
+        )
         return 0
     removed = 0
     for (pool, arm), verdict in sorted(carrier.verdicts(carrier.verify()).items()):

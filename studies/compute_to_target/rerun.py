@@ -136,19 +136,25 @@ def rerun_table(pools: list[str], rerun_of: str, results: Path = RESULTS) -> str
             continue
         n, v, a = ag["counts"], ag["verdict"], ag.get("verdict_amended")
         part = f" (partial: {second['partial']})" if second.get("partial") else ""
-        line = (f"- `{pool}`{part}: {n['overlap']} of {n['cells']} (arm, axis) interval pairs overlap "
-                f"({n.get('expected_apart_if_same')} apart expected from seed noise alone); {n['inside']} re-run "
-                f"factors inside the first interval ({n.get('expected_inside_if_same')} expected). "
-                f"Registered verdict: **{'agrees' if v['agrees'] else 'does not agree'}** ({v['why']}).")  # fmt: skip
+        line = (
+            f"- `{pool}`{part}: {n['overlap']} of {n['cells']} (arm, axis) interval pairs overlap "
+            f"({n.get('expected_apart_if_same')} apart expected from seed noise alone); {n['inside']} re-run "
+            f"factors inside the first interval ({n.get('expected_inside_if_same')} expected). "
+            f"Registered verdict: **{'agrees' if v['agrees'] else 'does not agree'}** ({v['why']})."
+        )
         if a:
-            line += (f" Amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} here): "
-                     f"**{'agrees' if a['agrees'] else 'does not agree'}** ({a['why']}).")  # fmt: skip
+            line += (
+                f" Amended criterion ({'pre-registered' if a['preregistered'] else 'after the fact'} here): "
+                f"**{'agrees' if a['agrees'] else 'does not agree'}** ({a['why']})."
+            )
         j = ag.get("joint_null")
         if j:
             shifts = ", ".join(f"{arm} p = {p:.2f}" for arm, p in j["claimed_shift_p"].items())
-            line += (f" With whole seeds shuffled between the runs (the links between cells kept; not pre-registered): "
-                     f"{j['apart_mean']} distinct cells apart on average, {j['apart_quantile']} at {j['level']:.0%}, "
-                     f"P(the registered criterion passes) = {j['p_registered_passes']}; tokens-factor shift, "
-                     f"permutation: {shifts}.")  # fmt: skip
+            line += (
+                f" With whole seeds shuffled between the runs (the links between cells kept; not pre-registered): "
+                f"{j['apart_mean']} distinct cells apart on average, {j['apart_quantile']} at {j['level']:.0%}, "
+                f"P(the registered criterion passes) = {j['p_registered_passes']}; tokens-factor shift, "
+                f"permutation: {shifts}."
+            )
         notes.append(line)
     return "\n".join(rows) + "\n\n" + "\n".join(notes)

@@ -49,17 +49,32 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=1, help="runs at a time (1 torch thread each)")
     ap.add_argument("--prereg", default=str(PREREG), help="the pre-registration TOML (default: the study's first)")
     ap.add_argument("--table", action="store_true", help="print each result JSON's table and exit")
-    ap.add_argument("--opening", action="store_true", help="print the opening table: every pool of --prereg, from "
-                    "the results written under that registration, then C0-C3 per pool, and exit")  # fmt: skip
-    ap.add_argument("--rerun-table", action="store_true", help="with --prereg of a re-run: both runs' C0-C3 per "
-                    "pool, the agreement counts and verdicts, and exit")  # fmt: skip
-    ap.add_argument("--tiebreak", metavar="TOML", help="a tie-break registration: print the reading stored in its "
-                    "third set's result (`regenerate` reads it), and exit")  # fmt: skip
+    ap.add_argument(
+        "--opening",
+        action="store_true",
+        help="print the opening table: every pool of --prereg, from "
+        "the results written under that registration, then C0-C3 per pool, and exit",
+    )
+    ap.add_argument(
+        "--rerun-table",
+        action="store_true",
+        help="with --prereg of a re-run: both runs' C0-C3 per pool, the agreement counts and verdicts, and exit",
+    )
+    ap.add_argument(
+        "--tiebreak",
+        metavar="TOML",
+        help="a tie-break registration: print the reading stored in its "
+        "third set's result (`regenerate` reads it), and exit",
+    )
     ap.add_argument("--quick", action="store_true", help="a few minutes on small pools; scratch output only")
     ap.add_argument("--here", action="store_true", help="run this checkout's code even if it is not the registered")
     ap.add_argument("--no-summary", action="store_true", help="do not touch summary.json")
-    ap.add_argument("--report-only", action="store_true", help="run nothing: record and write the results from the "
-                    "runs finished so far, labelled partial where seeds or pools are missing")  # fmt: skip
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: record and write the results from the "
+        "runs finished so far, labelled partial where seeds or pools are missing",
+    )
     ap.add_argument("--carry-pass", choices=("prepare", "check"), help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -96,8 +111,9 @@ def tables(args: argparse.Namespace) -> int | None:
         reg = load_tiebreak(args.tiebreak)
         stored = json.loads((RESULTS / Path(reg["result"]).name).read_text()).get("tiebreak")
         if stored is None:
-            raise SystemExit(f"{reg['result']} holds no tie-break reading: run `python -m studies.compute_to_target."
-                             "regenerate`")  # fmt: skip
+            raise SystemExit(
+                f"{reg['result']} holds no tie-break reading: run `python -m studies.compute_to_target.regenerate`"
+            )
         print(tiebreak_table(stored))
         return 0
     if args.table:
@@ -111,10 +127,23 @@ def tables(args: argparse.Namespace) -> int | None:
         from studies.protocol.compare import main as study_compare
 
         return study_compare(
-            ["--quick", "--arms", "grpo-n2,grpo-n4,seq-bal,mopps,oracle-select", "--pool", "hard", "--pool", "small",
-             "--sweep-each-pool", "--extend-sweep", "1", "--long-arms", "grpo-n2,grpo-n4",
-             "--out", "runs/compute-quick/compute_to_target"]
-        )  # fmt: skip
+            [
+                "--quick",
+                "--arms",
+                "grpo-n2,grpo-n4,seq-bal,mopps,oracle-select",
+                "--pool",
+                "hard",
+                "--pool",
+                "small",
+                "--sweep-each-pool",
+                "--extend-sweep",
+                "1",
+                "--long-arms",
+                "grpo-n2,grpo-n4",
+                "--out",
+                "runs/compute-quick/compute_to_target",
+            ]
+        )
     return None
 
 

@@ -116,8 +116,12 @@ def tiebreak_table(out: dict[str, Any]) -> str:
     def fig(x: dict[str, Any]) -> str:
         return "—" if x.get("value") is None else f"{x['value']:.2f} [{x['t_lo']:.2f}, {x['t_hi']:.2f}]"
 
-    meaning = {"between": "between: seed noise", "first": "the first run is unusual",
-               "second": "the re-run is unusual", "neither": "not stable across seed sets"}  # fmt: skip
+    meaning = {
+        "between": "between: seed noise",
+        "first": "the first run is unusual",
+        "second": "the re-run is unusual",
+        "neither": "not stable across seed sets",
+    }
     rows = [
         "| cell (arm / axis vs reference) | first run | re-run | third set | reading (registered rule) "
         "| pooled, all seeds (after the fact) |",

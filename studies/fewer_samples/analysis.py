@@ -175,3 +175,17 @@ def verdict(goal: Goal | None, rows: dict[str, Any]) -> str | None:
     if goal.lower_end_above is not None:
         ok = ok and all((r.get("t_lo") or 0) > goal.lower_end_above for r in rows.values())
     return "met" if ok else "missed"
+
+
+def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
+    """Every pool's figures and the claims, under the run's own grid and budget (a --quick run's are smaller)."""
+    main_runs, sweep = results["runs"]["main"], results["runs"]["sweep"]
+    c = results.get("config") or {}
+    kw = {"uniform": c.get("uniform"), "budget": c.get("token_budget")}
+    read = {r["pool"] for r in main_runs if r["arm"] == compute.REFERENCE}  # a pool is read once GRPO-n4 has run there
+    by_pool = {
+        p: pool_figures([r for r in main_runs if r["pool"] == p], [r for r in sweep if r["pool"] == p], reg, **kw)
+        for p in pools
+        if p in read
+    }
+    return {"by_pool": by_pool, "claims": claims(by_pool, reg)}

@@ -43,7 +43,7 @@ def partial(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> str |
 def write(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]], out: Path = RESULTS) -> dict[str, Any]:
     """The result of `ctx` from its runs: JSON and PNG under `out`; returns the result."""
     from reinforce_ada.bench.report import write_json
-    from studies.fewer_samples.run import figures
+    from studies.fewer_samples.analysis import figures
 
     reg = ctx["meta"]["registration"]["content"]
     pools = [p for p in pool_names(reg) if any(r["pool"] == p for r in runs["main"])]
@@ -102,8 +102,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default=str(RESULTS), help="where the result goes (default: results/, the committed one)")
     args = ap.parse_args(argv)
     if not RECORDS.exists():
-        raise SystemExit(f"{RECORDS} does not exist: the study has no recorded runs yet (python -m "
-                         "studies.fewer_samples.run)")  # fmt: skip
+        raise SystemExit(
+            f"{RECORDS} does not exist: the study has no recorded runs yet (python -m studies.fewer_samples.run)"
+        )
     places = [(RECORDS, Path(args.out))]
     places += [(RESULTS / name / RECORDS.name, Path(args.out) / name) for name in later_registrations(RESULTS)]
     for records_file, out in places:
@@ -111,9 +112,11 @@ def main(argv: list[str]) -> int:
         for ctx in results.values():
             res = write(ctx, records.runs_of(ctx, runs), out)
             verdicts = json.dumps({k: v.get("verdict") for k, v in res["claims"].items()})
-            print(f"wrote {out / ctx['name']}.json and .png"
-                  + (f" (partial: {res['partial'][:200]}); interim, on the runs so far: " if res["partial"] else ": ")
-                  + verdicts)  # fmt: skip
+            print(
+                f"wrote {out / ctx['name']}.json and .png"
+                + (f" (partial: {res['partial'][:200]}); interim, on the runs so far: " if res["partial"] else ": ")
+                + verdicts
+            )
     return 0
 
 

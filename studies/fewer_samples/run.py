@@ -72,12 +72,15 @@ def main(argv: list[str]) -> int:
         where = Places(scratch / "records.jsonl.gz", scratch / "records", scratch, scratch)
     study = build_study(reg, fields, args)
     signal.signal(signal.SIGTERM, _terminated)  # a stopped session still records what finished
-    ctx = resume.session(study, where, package_of(reg, args.here), run=not args.report_only,
-                         run_pools=run_pools, poll_s=args.poll)  # fmt: skip
+    ctx = resume.session(
+        study, where, package_of(reg, args.here), run=not args.report_only, run_pools=run_pools, poll_s=args.poll
+    )
     res = regenerate.write(ctx, records.runs_of(ctx, records.read(where.records)[0]), where.out)
     n = {phase: len(ids) for phase, ids in ctx["runs"].items()}
-    print(f"recorded {n} runs in {where.records}; wrote {where.out / study.name}.json and .png"
-          + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else ""))  # fmt: skip
+    print(
+        f"recorded {n} runs in {where.records}; wrote {where.out / study.name}.json and .png"
+        + (f" (partial: {res['partial'][:300]}...)" if res["partial"] else "")
+    )
     print({k: v.get("verdict") for k, v in res["claims"].items()})
     return 0
 
@@ -138,23 +141,6 @@ def context_meta(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Nam
     registration = {**provenance(args.prereg), "content": reg}
     registration["path"] = rel(Path(registration["path"]))
     return {"config": config, "registration": registration, "command": command}
-
-
-def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
-    """Every pool's figures and the claims, under the run's own grid and budget (a --quick run's are smaller)."""
-    from reinforce_ada.bench.compute import REFERENCE
-    from studies.fewer_samples.analysis import claims, pool_figures
-
-    main_runs, sweep = results["runs"]["main"], results["runs"]["sweep"]
-    c = results.get("config") or {}
-    kw = {"uniform": c.get("uniform"), "budget": c.get("token_budget")}
-    read = {r["pool"] for r in main_runs if r["arm"] == REFERENCE}  # a pool is read once GRPO-n4 has run there
-    by_pool = {
-        p: pool_figures([r for r in main_runs if r["pool"] == p], [r for r in sweep if r["pool"] == p], reg, **kw)
-        for p in pools
-        if p in read
-    }
-    return {"by_pool": by_pool, "claims": claims(by_pool, reg)}
 
 
 if __name__ == "__main__":

@@ -49,8 +49,11 @@ def plot(res: dict[str, Any], path: Path) -> None:
     ax[0, 0].set(xlabel="generated tokens", ylabel=label, title="accuracy vs tokens (band: min-max over seeds)")
     ax[0, 1].set(xlabel="RL step", ylabel=label, title="accuracy vs steps")
     ax[1, 0].set(xlabel="CPU seconds in training steps", ylabel=label, title="accuracy vs wall-clock")
-    ax[1, 1].set(xlabel="target (fraction of GRPO-n4's gain)", ylabel="median tokens to target (0 = missed)",
-                 title="tokens to target")  # fmt: skip
+    ax[1, 1].set(
+        xlabel="target (fraction of GRPO-n4's gain)",
+        ylabel="median tokens to target (0 = missed)",
+        title="tokens to target",
+    )
     ax[0, 0].legend(fontsize=8)
     kind = "SMOKE RUN (not a result)" if res.get("smoke") else "registered study"
     title = f"{Path(res['model']).name}: {kind}" + (" — PARTIAL: " + res["partial"][:80] if res["partial"] else "")

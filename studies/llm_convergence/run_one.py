@@ -75,7 +75,7 @@ def train_config(spec: RunSpec) -> Any:
                 "eval_path": spec.eval_path,
                 "template": spec.template,
                 "verifier": "numeric",
-            },  # fmt: skip
+            },
             "generation": {"max_new_tokens": spec.max_new_tokens, "batch_size": 128},
             "optim": {"lr": spec.lr, "micro_batch_size": 32},
             "run": {
@@ -88,7 +88,7 @@ def train_config(spec: RunSpec) -> Any:
                 "keep_checkpoints": 1,
                 "progress": False,
                 "run_dir": spec.folder,
-            },  # fmt: skip
+            },
         },
         f"llm_convergence run {spec.key}",
     )
@@ -177,17 +177,27 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     rec.update(steps=spec.steps, eval_step=[r["step"] for r in evals], accuracy=[r["acc"] for r in evals])
     rec["eval_tokens"] = [tokens[s] for s in rec["eval_step"]]
     rec["eval_samples"] = [samples[s] for s in rec["eval_step"]]
-    rec["per_level"] = {k[len("eval_accuracy_") :]: [r[spec.eval][k] for r in evals] for k in evals[0][spec.eval]
-                        if k.startswith("eval_accuracy_L")}  # fmt: skip
+    rec["per_level"] = {
+        k[len("eval_accuracy_") :]: [r[spec.eval][k] for r in evals]
+        for k in evals[0][spec.eval]
+        if k.startswith("eval_accuracy_L")
+    }
     rec["exact_accuracy"] = [r["exact"]["eval_accuracy"] if "exact" in r else None for r in evals]
     for k, src in {**SERIES, "process_s": "process_s"}.items():
         rec[k] = [float(r[src]) if isinstance(r.get(src), int | float) else None for r in steps]
     first, last = evals[0], evals[-1]
-    rec["sampled_check"] = None if "exact" not in last else {
-        "exact": last["exact"]["eval_accuracy"], "sampled": last["sampled"]["eval_accuracy"],
-        "samples": tr.cfg.run.eval_samples, "prompts": len(tr.eval_prompts),
-        "exact_per_level": {k: v for k, v in last["exact"].items() if "_L" in k},
-        "sampled_per_level": {k: v for k, v in last["sampled"].items() if "_L" in k}}  # fmt: skip
+    rec["sampled_check"] = (
+        None
+        if "exact" not in last
+        else {
+            "exact": last["exact"]["eval_accuracy"],
+            "sampled": last["sampled"]["eval_accuracy"],
+            "samples": tr.cfg.run.eval_samples,
+            "prompts": len(tr.eval_prompts),
+            "exact_per_level": {k: v for k, v in last["exact"].items() if "_L" in k},
+            "sampled_per_level": {k: v for k, v in last["sampled"].items() if "_L" in k},
+        }
+    )
     rec["start"] = {"exact": first.get("exact"), "sampled": first["sampled"], "rates": first.get("start_rates")}
     rec["eval_seconds"] = {
         k: [round(r[k], 2) if k in r else None for r in evals] for k in ("eval_s", "exact_s", "sampled_s")

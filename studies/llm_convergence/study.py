@@ -105,9 +105,11 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
     if (mn is not None or (inst["eval"] == "sampled" and "grpo-matched" in inst["arms"])) and not (
         isinstance(mn, int) and not isinstance(mn, bool) and mn > 0
     ):
-        raise ConfigError(f"pre-registration {p}: [instrument] matched_n = {mn!r}: budget-matched GRPO's n must be "
-                          "registered as an integer >= 1 when eval = 'sampled' (without it, n comes from the start "
-                          "model's exact pass rates, which only the exact measure has)")  # fmt: skip
+        raise ConfigError(
+            f"pre-registration {p}: [instrument] matched_n = {mn!r}: budget-matched GRPO's n must be "
+            "registered as an integer >= 1 when eval = 'sampled' (without it, n comes from the start "
+            "model's exact pass rates, which only the exact measure has)"
+        )
     for key in ("seeds", "other_seeds", "sweep_seeds"):
         s = inst[key]
         if not all(isinstance(x, int) and x >= 0 for x in s) or len(set(s)) != len(s):
@@ -126,19 +128,24 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
         )
     for lv, w in inst["levels"].items():
         if not (str(lv).isdigit() and isinstance(w, int | float) and w > 0):
-            raise ConfigError(f"pre-registration {p}: [instrument.levels] {lv} = {w!r}; keys are level numbers, "
-                              "values weights > 0")  # fmt: skip
+            raise ConfigError(
+                f"pre-registration {p}: [instrument.levels] {lv} = {w!r}; keys are level numbers, values weights > 0"
+            )
     own = _arm_specs(p, inst, known_arms)
     known_arms = [*known_arms, *own]
     unknown = [a for a in inst["arms"] if a not in known_arms]
     if unknown or REFERENCE not in inst["arms"]:
-        raise ConfigError(f"pre-registration {p}: arms {unknown or inst['arms']}: every arm must be one of "
-                          f"{list(known_arms)} and {REFERENCE!r} must be among them")  # fmt: skip
+        raise ConfigError(
+            f"pre-registration {p}: arms {unknown or inst['arms']}: every arm must be one of "
+            f"{list(known_arms)} and {REFERENCE!r} must be among them"
+        )
     _lr_plan(p, inst)
     name = data.get("name", DEFAULT_NAME)
     if not (isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", name)):
-        raise ConfigError(f"pre-registration {p}: name = {name!r} must be a lower-case identifier (it names the "
-                          "result and its folder)")  # fmt: skip
+        raise ConfigError(
+            f"pre-registration {p}: name = {name!r} must be a lower-case identifier (it names the "
+            "result and its folder)"
+        )
     claims = data.get("claim")
     if not isinstance(claims, list) or not claims:
         raise ConfigError(f"pre-registration {p}: needs [[claim]] tables with figure (one of {list(FIGURES)}) and arm")
@@ -148,8 +155,10 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
                 f"pre-registration {p}: claim {i + 1} figure {c.get('figure')!r}; use one of {list(FIGURES)}"
             )
         if c.get("arm") not in inst["arms"]:
-            raise ConfigError(f"pre-registration {p}: claim {i + 1} arm {c.get('arm')!r} is not among the "
-                              f"registered arms {inst['arms']}")  # fmt: skip
+            raise ConfigError(
+                f"pre-registration {p}: claim {i + 1} arm {c.get('arm')!r} is not among the "
+                f"registered arms {inst['arms']}"
+            )
     return data
 
 
@@ -162,8 +171,10 @@ def _arm_specs(p: Path, inst: dict[str, Any], builtin: Sequence[str]) -> dict[st
         raise ConfigError(f"pre-registration {p}: [instrument] arm_specs = {own!r} must be a table of arms")
     for arm, spec in own.items():
         if arm in builtin:
-            raise ConfigError(f"pre-registration {p}: arm_specs.{arm}: a built-in arm ({list(builtin)}) cannot be "
-                              "redefined; give the new arm another name")  # fmt: skip
+            raise ConfigError(
+                f"pre-registration {p}: arm_specs.{arm}: a built-in arm ({list(builtin)}) cannot be "
+                "redefined; give the new arm another name"
+            )
         bs = spec.get("batch_size", inst["batch_size"]) if isinstance(spec, dict) else None
         extra = set(spec) - {"strategy", "batch_size"} if isinstance(spec, dict) else set()
         if (
@@ -172,8 +183,10 @@ def _arm_specs(p: Path, inst: dict[str, Any], builtin: Sequence[str]) -> dict[st
             or extra
             or not (isinstance(bs, int) and not isinstance(bs, bool) and bs >= 1)
         ):
-            raise ConfigError(f"pre-registration {p}: arm_specs.{arm} = {spec!r} must be "
-                              '{ strategy = "SPEC", batch_size = N >= 1 } (batch_size optional)')  # fmt: skip
+            raise ConfigError(
+                f"pre-registration {p}: arm_specs.{arm} = {spec!r} must be "
+                '{ strategy = "SPEC", batch_size = N >= 1 } (batch_size optional)'
+            )
     return own
 
 
@@ -190,11 +203,15 @@ def _lr_plan(p: Path, inst: dict[str, Any]) -> None:
             raise ConfigError(f"pre-registration {p}: lr plan names {arm!r}, not among the arms {inst['arms']}")
     for arm, lr in fixed.items():
         if not (isinstance(lr, int | float) and not isinstance(lr, bool) and 0 < lr < 1) or arm in swept:
-            raise ConfigError(f"pre-registration {p}: fixed_lrs.{arm} = {lr!r} must be an lr in (0, 1) for an arm "
-                              "not in lr_sweep_arms")  # fmt: skip
+            raise ConfigError(
+                f"pre-registration {p}: fixed_lrs.{arm} = {lr!r} must be an lr in (0, 1) for an arm "
+                "not in lr_sweep_arms"
+            )
     if REFERENCE not in swept and REFERENCE not in fixed:
-        raise ConfigError(f"pre-registration {p}: {REFERENCE}'s lr must be swept (lr_sweep_arms) or registered "
-                          "(fixed_lrs): the arms without an lr of their own run at it")  # fmt: skip
+        raise ConfigError(
+            f"pre-registration {p}: {REFERENCE}'s lr must be swept (lr_sweep_arms) or registered "
+            "(fixed_lrs): the arms without an lr of their own run at it"
+        )
 
 
 def lr_plan(inst: dict[str, Any]) -> tuple[list[str], dict[str, float]]:
@@ -302,8 +319,10 @@ def _to_target(runs: dict[int, dict], axis: str, levels: Sequence[float], fracti
     from reinforce_ada.bench.compute import _curve
 
     xs = {s: to_target(*_curve(r, axis), levels) for s, r in runs.items()}
-    return {f"{f:g}": {"median": median_with_misses([xs[s][i] for s in xs]),
-                       "misses": sum(xs[s][i] is None for s in xs)} for i, f in enumerate(fractions)}  # fmt: skip
+    return {
+        f"{f:g}": {"median": median_with_misses([xs[s][i] for s in xs]), "misses": sum(xs[s][i] is None for s in xs)}
+        for i, f in enumerate(fractions)
+    }
 
 
 def headline(
@@ -333,13 +352,17 @@ def headline(
             e["missing"] = f"{len(ran & want)} of {len(want)} registered seeds run beside {REFERENCE}"
         e["undefined_seeds"] = sorted(ran - done)  # ran, but shared too little gain with GRPO-n4 for a factor
         if e["undefined_seeds"]:
-            e["note"] = (f"seeds {e['undefined_seeds']} have no factor (the arm shared less than the registered "
-                         "min_shared_gain with GRPO-n4): they count against the arm, and no goal is met while any "
-                         "is undefined; the value is over the other seeds")  # fmt: skip
+            e["note"] = (
+                f"seeds {e['undefined_seeds']} have no factor (the arm shared less than the registered "
+                "min_shared_gain with GRPO-n4): they count against the arm, and no goal is met while any "
+                "is undefined; the value is over the other seeds"
+            )
         if axis in TIME_AXES and row.get("machines_differ"):
             e["machines_differ"] = row["machines_differ"]
-            e["machines_note"] = (f"seeds {row['machines_differ']} pair step seconds timed on different CPUs: "
-                                  "their factors mix the machines' speed with the arms'")  # fmt: skip
+            e["machines_note"] = (
+                f"seeds {row['machines_differ']} pair step seconds timed on different CPUs: "
+                "their factors mix the machines' speed with the arms'"
+            )
         why = []
         if prereg.get("status", "final") != "final":
             why.append(f"the pre-registration is marked status = {prereg['status']!r}, not 'final'")

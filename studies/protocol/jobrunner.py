@@ -6,7 +6,8 @@ resumable study (`protocol.resume` is the other half, in this checkout's package
 Why a separate process: a registration promises that its runs are made by the commit it names, so the jobs are
 planned (`bench.compare.plan_jobs`), keyed (`bench.jobs._record_path`: the name of the run's record file, its id) and
 run (`bench.jobs.run_jobs`) by that commit's package, imported here and nowhere else; this module imports nothing
-else of the repository, and at import time only the standard library, so it runs under any commit's package.
+else of the repository, and at import time only the standard library, so it runs under any commit's package (a
+function newer than that commit, `bench.analysis.grow_grid`, is read from this checkout's source: `package_function`).
 
 What it does is `bench.compare.run_compare`'s order of work without its report: the lr sweep round by round (an arm
 whose best lr sits at its grid's edge gets one more lr, up to `extend_sweep` times) with each pool's choice made by
@@ -63,8 +64,15 @@ class StudyChanged(Exception):
 
 def entry(job: Any, run_id: str) -> dict[str, Any]:
     """A planned job as the plan lists it."""
-    return {"id": run_id, "key": job.key, "phase": job.phase, "pool": job.pool, "arm": job.arm, "lr": job.lr,
-            "seed": job.seed}  # fmt: skip
+    return {
+        "id": run_id,
+        "key": job.key,
+        "phase": job.phase,
+        "pool": job.pool,
+        "arm": job.arm,
+        "lr": job.lr,
+        "seed": job.seed,
+    }
 
 
 def check(planned: list[dict[str, Any]], recorded: dict[str, dict[str, Any]], final: bool) -> None:
@@ -78,8 +86,11 @@ def check(planned: list[dict[str, Any]], recorded: dict[str, dict[str, Any]], fi
     ]
     if final:
         ids = {e["id"] for e in planned}
-        bad += [f"{r['pool']}/{r['arm']}: {r['key']} (run {i}) is recorded but no longer planned"
-                for i, r in recorded.items() if i not in ids]  # fmt: skip
+        bad += [
+            f"{r['pool']}/{r['arm']}: {r['key']} (run {i}) is recorded but no longer planned"
+            for i, r in recorded.items()
+            if i not in ids
+        ]
     if bad:
         raise StudyChanged(
             f"{len(bad)} recorded run(s) disagree with the plan -- the registration or its code changed after runs "
@@ -98,6 +109,30 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def package_function(name: str) -> Callable[..., Any]:
+    """`reinforce_ada.bench.analysis.<name>` of the package that runs the jobs; a registered commit from before the
+    function existed (`grow_grid`: commit cc18bcd and older, which wrote the same loop inline) gets this checkout's
+    definition of it, read from its source, never a copy (the function is pure and uses the standard library only).
+    """
+    import __future__
+
+    import ast
+
+    from reinforce_ada.bench import analysis
+
+    if hasattr(analysis, name):
+        return getattr(analysis, name)
+    path = Path(__file__).resolve().parents[2] / "src" / "reinforce_ada" / "bench" / "analysis.py"
+    tree = ast.parse(path.read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    space: dict[str, Any] = {}
+    code = compile(
+        ast.Module(body=[node], type_ignores=[]), str(path), "exec", flags=__future__.annotations.compiler_flag
+    )
+    exec(code, {"Any": Any}, space)
+    return space[name]
+
+
 def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Plan every phase, run the missing jobs (`req.run`), write and return the plan (module docstring)."""
     import reinforce_ada
@@ -111,6 +146,7 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     from reinforce_ada.tasks.config import TaskConfig
     from reinforce_ada.training.warm_start import resolve_model_path
 
+    grow_grid = package_function("grow_grid")
     package = Path(reinforce_ada.__file__).resolve().parent
     if req.package and package != Path(req.package).resolve():
         raise RuntimeError(f"the jobs must be run by {req.package}, but reinforce_ada was imported from {package}")
@@ -123,8 +159,9 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     tb = check_weights(model_path, model, tok)
     pools = []
     for spec in map(parse_pool, c.pools):
-        pools.append(build_pool(with_size(spec, c.pool_size) if c.pool_size else spec, model, tok,
-                                Path(c.run_root) / "pools"))  # fmt: skip
+        pools.append(
+            build_pool(with_size(spec, c.pool_size) if c.pool_size else spec, model, tok, Path(c.run_root) / "pools")
+        )
     fingerprint = code_fingerprint()
     identity = {p.spec.name: f"{tb['sha256']}:{p.digest}" for p in pools}
     plan: dict[str, Any] = {
@@ -162,10 +199,15 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     def go(phase: str, jobs: list[Any], planned: list[dict[str, Any]]) -> None:
         plan[phase] = planned
         _write_json(plan_path, plan)
-        todo = [j for j, e in zip(jobs, planned, strict=True)
-                if not have(e["id"]) and (req.run_pools is None or j.pool in req.run_pools)]  # fmt: skip
-        log(f"{phase}: {len(planned)} jobs planned, {len(planned) - len(todo)} finished or skipped, {len(todo)} to run"
-            + ("" if req.run else " (plan only: none is run)"))  # fmt: skip
+        todo = [
+            j
+            for j, e in zip(jobs, planned, strict=True)
+            if not have(e["id"]) and (req.run_pools is None or j.pool in req.run_pools)
+        ]
+        log(
+            f"{phase}: {len(planned)} jobs planned, {len(planned) - len(todo)} finished or skipped, {len(todo)} to run"
+            + ("" if req.run else " (plan only: none is run)")
+        )
         if req.run and todo:
             run_jobs(todo, c.workers, log, cache, fingerprint, identity)
             plan["ran"][phase] += len(todo)
@@ -188,20 +230,18 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
         go("sweep", jobs, planned)
         runs = [curve(e) for e in planned if have(e["id"])]
         choice = {p: choose_lrs([r for r in runs if r["pool"] == p], c.steps) for p in grids}
-        grown = []
-        for pool, arms_choice in choice.items():
-            for arm, ch in arms_choice.items():
-                grid = sorted(grids[pool][arm])
-                if ch["at_edge"] and round_ < c.extend_sweep:
-                    new = grid[-1] * 2 if ch["best"] == grid[-1] else grid[0] / 2
-                    grids[pool][arm] = (*grid, new)
-                    grown.append(f"{pool}/{arm} +{new:g}")
+        grids, grown = grow_grid(grids, choice, may_grow=round_ < c.extend_sweep)
         if not grown:
             break
         log("lr sweep: best at the grid's edge, extending " + ", ".join(grown))
     first = pools[0].spec.name
-    lrs = {p.spec.name: {a.name: fixed.get(a.name, choice.get(p.spec.name, choice.get(first, {})).get(a.name, {})
-                                           .get("best")) for a in arms} for p in pools}  # fmt: skip
+    lrs = {
+        p.spec.name: {
+            a.name: fixed.get(a.name, choice.get(p.spec.name, choice.get(first, {})).get(a.name, {}).get("best"))
+            for a in arms
+        }
+        for p in pools
+    }
     plan["lr_sweep"] = {"by_pool": choice, "fixed": fixed, "seeds": c.sweep_seeds}
     plan["lrs_by_pool"] = lrs
     jobs = plan_jobs(c, arms, pools, model_path, lrs)

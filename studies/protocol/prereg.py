@@ -187,8 +187,9 @@ def first_quoted(registration: str | Path, result: str | Path) -> dict[str, Any]
     if commit is None:
         return None
     reg = Path(registration).resolve()
-    top = _git(reg.parent, "rev-parse", "--show-toplevel") or _git(Path(result).resolve().parent, "rev-parse",
-                                                                   "--show-toplevel")  # fmt: skip
+    top = _git(reg.parent, "rev-parse", "--show-toplevel") or _git(
+        Path(result).resolve().parent, "rev-parse", "--show-toplevel"
+    )
     root = Path(top.decode().strip()) if top else Path.cwd()
     tree = (_git(root, "ls-tree", "-r", "--name-only", commit) or b"").decode().split("\n")
     named = sorted(t for t in tree if t.rsplit("/", 1)[-1] == reg.name)

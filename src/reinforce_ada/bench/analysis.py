@@ -173,3 +173,23 @@ def choose_lrs(records: Sequence[dict[str, Any]], steps: int) -> dict[str, Any]:
             "at_edge": best in (grid[0], grid[-1]) and len(grid) > 1,
         }
     return out
+
+
+def grow_grid(
+    grids: dict[str, dict[str, tuple[float, ...]]], choice: dict[str, dict[str, Any]], *, may_grow: bool = True
+) -> tuple[dict[str, dict[str, tuple[float, ...]]], list[str]]:
+    """One round of the lr sweep's growth: each arm whose best lr (`choose_lrs`) sits at its grid's edge gets one lr
+    beyond it (twice the top, or half the bottom); returns the grids and what grew ("pool/arm +lr"). A grown grid is
+    its lrs sorted with the new one last, an untouched grid keeps its order: a registered study's job keys read the
+    grid in this order. Pure and standard-library only (`studies.protocol.jobrunner` reads it under older commits).
+    """
+    grids = {pool: dict(arms) for pool, arms in grids.items()}
+    grown = []
+    for pool, arms_choice in choice.items():
+        for arm, ch in arms_choice.items():
+            grid = sorted(grids[pool][arm])
+            if ch["at_edge"] and may_grow:
+                new = grid[-1] * 2 if ch["best"] == grid[-1] else grid[0] / 2
+                grids[pool][arm] = (*grid, new)
+                grown.append(f"{pool}/{arm} +{new:g}")
+    return grids, grown

@@ -368,14 +368,7 @@ def _sweep(
         jobs = plan_jobs(c, arms, on, model_path, None, grids)
         sweep = run_jobs(jobs, c.workers, log, cache, fingerprint, identity, c.only_cached, schema, carry)
         choice = {p: analysis.choose_lrs([r for r in sweep if r["pool"] == p], c.steps) for p in grids}
-        grown = []
-        for pool, arms_choice in choice.items():
-            for arm, ch in arms_choice.items():
-                grid = sorted(grids[pool][arm])
-                if ch["at_edge"] and round_ < c.extend_sweep:
-                    new = grid[-1] * 2 if ch["best"] == grid[-1] else grid[0] / 2
-                    grids[pool][arm] = (*grid, new)
-                    grown.append(f"{pool}/{arm} +{new:g}")
+        grids, grown = analysis.grow_grid(grids, choice, may_grow=round_ < c.extend_sweep)
         if not grown:
             break
         log("lr sweep: best at the grid's edge, extending " + ", ".join(grown))

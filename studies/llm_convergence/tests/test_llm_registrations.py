@@ -67,8 +67,13 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
         bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': own.format(spec=spec, plan=plan)})
         with pytest.raises(SystemExit, match=match):
             lc.main(argv(tmp_path, bad, model_dir))
-    bad = write_prereg(tmp_path, **{'arms = ["grpo-n4", "seq-bal"]': 'arms = ["grpo-n4", "seq-bal"]\narm_specs = '
-                                    '{ seq-bal = { strategy = "spo" } }'})  # fmt: skip
+    bad = write_prereg(
+        tmp_path,
+        **{
+            'arms = ["grpo-n4", "seq-bal"]': 'arms = ["grpo-n4", "seq-bal"]\narm_specs = '
+            '{ seq-bal = { strategy = "spo" } }'
+        },
+    )
     with pytest.raises(SystemExit, match=r"arm_specs.seq-bal: a built-in arm"):
         lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match=r"name = 'My Study' must be a lower-case identifier"):

@@ -51,12 +51,10 @@ STRATEGIES: dict[str, type[PoolStrategy]] = {
 """Name -> the sampler class; `build_strategy` adds the admission stage where the config asks for one."""
 
 AUTO = "uniform"
-"""What `name = "auto"` builds: the arm we recommend when generated tokens are the bill (docs/allocators.md, "Which
-allocator when"): plain GRPO (`uniform`, n = 4 by default) at a tuned learning rate. On every pool measured under the
-pre-registration it is the best uniform arm per token, and no adaptive arm beats it there: on `hard` the best, MoPPS,
-is level (1.03 [0.89, 1.19]); on `small` MoPPS is worse (0.77 [0.72, 0.84]) and so is every other adaptive arm
-(the oracle allocation alone is better, 1.29, with information no deployable rule has). Until an allocator beats it
-under a pre-registration (`select=iw` and `alloc` did not), the honest recommendation is the baseline.
+"""What `name = "auto"` builds: the arm we recommend when generated tokens are the bill, plain GRPO (`uniform`, n = 4
+by default) at a tuned learning rate. On the registered pools of the compute-to-target study no adaptive arm reached
+an accuracy with fewer tokens than the best uniform GRPO (the measured factors: docs/which-sampler.md, generated from
+the study's results). Until an allocator beats it under a pre-registration, the honest recommendation is the baseline.
 `strategy_config("auto")` resolves to this name at construction, so a run's config.toml, metrics and checkpoints
 name what ran, and resuming it never switches algorithm when the recommendation changes."""
 STRATEGIES["auto"] = STRATEGIES[AUTO]  # a CLI choice and a registry entry; configs resolve it (above)

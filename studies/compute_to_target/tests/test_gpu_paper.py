@@ -1,6 +1,6 @@
-"""`bench.gpu_paper`: the GPU cost model holds the paper's Table 3 (issue 40). The defaults are the fit; the 1.5B
-row's ratios are within 20% (three fitted, Seq-balance a check); the check barely moves with the assumed length model;
-the pool's rows match the paper's Fig. 5; and pricing every round like the first cannot reach Table 3."""
+"""`gpu_paper`: the GPU cost model holds the paper's Table 3 (issue 40). The defaults are the fit; the 1.5B row's
+ratios are within 20% (three fitted, Seq-balance a check); the check barely moves with the assumed length model; the
+pool's rows match the paper's Fig. 5; and pricing every round like the first cannot reach Table 3."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from reinforce_ada.bench import gpu_paper
 from reinforce_ada.bench.costmodel import GpuCost
+from studies.compute_to_target import gpu_paper
 
 
 def test_the_defaults_are_the_fit():

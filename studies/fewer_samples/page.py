@@ -1,5 +1,5 @@
-"""The pages of the studies without a `summary.json` of registered figures: the simulated allocators, the belief's
-quality, and the fewer-samples study (which says so while its registered runs are in progress)."""
+"""The fewer-samples study's page for the documentation (`docgen` finds it): each registration with its claims, arms
+and result (`page_tables.result_section`), the verdict, and the SPO headline block of docs/fewer_samples.md."""
 
 from __future__ import annotations
 
@@ -8,111 +8,25 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from docgen.cells import cell, code, f2
-from docgen.fewer_samples import main_runs, result_section
+from docgen.cells import cell, code, f2, verdict
 from docgen.page import Page, provenance, study_figures
 from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records
+from studies.fewer_samples.page_tables import diff_cell, factor_cell, main_runs, result_section
+
+TITLE = "Fewer samples per prompt (SPO)"
+RESULT = STUDIES / "fewer_samples" / "results" / "fewer_samples.json"
 
 
-def allocators_sim_page() -> Page:
-    study = "allocators_sim"
-    res = read_json(STUDIES / study / "results" / "allocators_sim.json")
-    runs, results = read_records(study)
-    page = Page(study, figures=study_figures(study), provenance=provenance(study, runs, results))
-    page.cost = cpu_hours(runs)
-    page.updated = max(str(p["date"]) for p in page.provenance if p.get("date"))
-    ref = res["settings"].get("reference", "grpo-n4")
-    rows = []
-    for group in ("arms", "probe"):
-        for arm, a in (res.get(group) or {}).items():
-            per = a["summary"]["per_seed"]
-            med = _median([s["samples_to_target_vs_ref"] for s in per])
-            steps = _median([s["steps_to_target_vs_ref"] for s in per])
-            rows.append((arm, a.get("spec", ""), steps, med, _median([s["final_pass_rate"] for s in per]), len(per)))
-    best = min((r for r in rows if r[0] != ref), key=lambda r: r[3])
-    page.verdict = (
-        f"Exploratory (no registration). Per sample the cheapest arm to the target pass rate "
-        f"{res['target_pass_rate']:.3f} is `{best[0]}` at {best[3]:.2f}x `{ref}`'s samples (median over seeds); "
-        "below 1 would be cheaper than GRPO-n4."
-    )
-    page.body += [
-        "## Result",
-        "",
-        f"Simulated hard pool ({res['pool']['size']} prompts, mean pass rate {res['pool']['mean_pass_rate']:.3f}), "
-        f"{res['settings']['steps']} steps, {res['settings']['seeds']} seeds, {res['settings']['batch_size']} prompts "
-        f"a step; ratios to `{ref}`, medians over seeds (below 1: fewer steps or samples than `{ref}`).",
-        "",
-        "| arm | spec | steps to target vs ref | samples to target vs ref | final pass rate | seeds |",
-        "|---|---|---|---|---|---|",
-        *[f"| `{a}` | `{s}` | {f2(st)} | {f2(m)} | {f2(fp)} | {n} |" for a, s, st, m, fp, n in rows],
-    ]
-    page.checks += [
-        ("pre-registered", "no: exploratory, on a simulated policy"),
-        ("deterministic (the simulation re-ran to the same numbers)", "see `studies/allocators_sim/README.md`"),
-        ("committed results regenerate from the records", "`studies/allocators_sim/tests/test_regenerate.py`"),
-    ]
-    return page
-
-
-def _median(xs: list[float]) -> float | None:
-    xs = sorted(x for x in xs if x is not None)
-    if not xs:
-        return None
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
-def belief_quality_page() -> Page:
-    study = "belief_quality"
-    res = read_json(STUDIES / study / "results" / "belief_quality.json")
-    runs, results = read_records(study)
-    page = Page(study, figures=study_figures(study), provenance=provenance(study, runs, results))
-    page.cost = cpu_hours(runs)
-    page.updated = str(res.get("date", ""))
-    pools = res["pools"]
-    beliefs = list(dict.fromkeys(b for p in pools.values() for b in p.get("beliefs", {})))
-
-    def mean(p: str, b: str) -> float | None:
-        xs = pools[p].get("beliefs", {}).get(b, {}).get("signal")
-        return sum(xs) / len(xs) if xs else None
-
-    def share(p: str, b: str) -> float | None:
-        u, o, x = mean(p, "uniform"), mean(p, "oracle"), mean(p, b)
-        return None if None in (u, o, x) or o == u else (x - u) / (o - u)
-
-    page.body += [
-        "## Result",
-        "",
-        "Mean exact P(signal at n=4) of the admitted prompts after the burn-in, and the belief's share of the "
-        "oracle's gain over uniform admission, (belief - uniform) / (oracle - uniform); policy held fixed, seed means.",
-        "",
-        "| belief | " + " | ".join(f"{p} P / share" for p in pools) + " |",
-        "|---|" + "---|" * len(pools),
-    ]
-    for b in beliefs:
-        page.body.append(f"| `{b}` | " + " | ".join(f"{f2(mean(p, b))} / {f2(share(p, b))}" for p in pools) + " |")
-    deployable = [b for b in beliefs if b not in ("uniform", "oracle") and "oracle" not in b]
-    best = {p: max(deployable, key=lambda b: share(p, b) or -9) for p in pools}
-    page.verdict = (
-        "Diagnostic (not pre-registered). The best deployable belief recovers "
-        + ", ".join(f"{f2(share(p, best[p]))} of the oracle's gain on `{p}` (`{best[p]}`)" for p in pools)
-        + "."
-    )
-    page.checks += [
-        ("pre-registered", "no: a diagnostic chosen after the signal-draw result"),
-        ("seeds", str(len(next(iter(pools.values()))["beliefs"]["uniform"]["signal"]))),
-        ("committed results regenerate from the records", "`studies/belief_quality/tests/test_regenerate.py`"),
-    ]
-    return page
-
-
-def fewer_samples_page() -> Page:
+def page() -> Page:
     """The first registration's claims and result, then each later registration (`registrations/*.toml` with a
-    `name`: its result in `results/<name>/`), registered or with its result."""
+    `name`: its result in `results/<name>/`), registered or with its result; the SPO headline block of
+    docs/fewer_samples.md (`spo`)."""
     study = "fewer_samples"
     regs = STUDIES / study / "registrations"
-    page = Page(study, figures=study_figures(study))
-    reg, result, body = _fewer_samples_registration(regs / "preregistration.toml", "## Registration")
+    page = Page(study, TITLE, 6, figures=study_figures(study))
+    page.blocks = {"spo": headline(link="results/fewer_samples.md"), "spo-verdict": spo_verdict()}
+    page.by_strategy = by_strategy()
+    reg, result, body = _registration(regs / "preregistration.toml", "## Registration")
     page.body = body
     inst = reg.get("instrument", {})
     main = _main_runs(inst)
@@ -142,7 +56,7 @@ def fewer_samples_page() -> Page:
         if not later_reg.get("name") or later_reg["name"] == study:  # it would read and write the first one's result
             raise ValueError(f"{path}: a later registration needs a name of its own (its results/<name>/ folder)")
         name = str(later_reg["name"])
-        _, later_result, body = _fewer_samples_registration(path, f"## Later registration: `{name}`")
+        _, later_result, body = _registration(path, f"## Later registration: `{name}`")
         page.body += ["", *body, ""]
         runs, results = read_records(study, name)
         planned = _main_runs(later_reg.get("instrument", {}))
@@ -165,8 +79,8 @@ def fewer_samples_page() -> Page:
     return page
 
 
-def _fewer_samples_registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[str]]:
-    """A registration of the fewer-samples study: its content, where its result goes and its section (file, date,
+def _registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[str]]:
+    """A registration of the study: its content, where its result goes and its section (file, date,
     code, pools, seeds, budget, claims with goals, arms)."""
     text = path.read_text()
     reg = tomllib.loads(text)
@@ -218,3 +132,77 @@ def claim_span(claim: dict[str, Any]) -> str:
     if not vals:
         return ""
     return f" ({f2(min(vals))}-{f2(max(vals))} over {len(vals)} pools)" if len(vals) > 1 else f" ({f2(vals[0])})"
+
+
+def headline(link: str, arm: str = "spo-64") -> list[str]:
+    """The study's headline for docs/fewer_samples.md: per pool the registered arm's tokens factor and its accuracy
+    at the token budget against the best uniform arm, labelled interim until every registered run is in."""
+    if not RESULT.exists():
+        return [f"No result yet: the registered runs are in progress ([the study]({link}))."]
+    res = read_json(RESULT)
+    rows = [
+        f"| pool | best uniform arm (tokens) | `{arm}` tokens factor [90% t] | seeds | `{arm}` accuracy at the budget "
+        "minus the best uniform arm's [90%] |",
+        "|---|---|---|---|---|",
+    ]
+    for pool, f in res.get("by_pool", {}).items():
+        row = f["compute"]["table"].get(arm, {})
+        rows.append(
+            f"| `{pool}` | `{f['compute']['axes']['tokens']['best_uniform']}` | {factor_cell(row.get('tokens', {}))} | "
+            f"{len(row.get('tokens', {}).get('seeds') or [])} | {diff_cell(f['equal_tokens']['arms'].get(arm, {}))} "
+            f"(vs `{f['equal_tokens']['best_uniform']}`) |"
+        )
+    got = main_runs(res)
+    claims = "; ".join(f"{k}: {c['verdict']}" for k, c in res.get("claims", {}).items() if c.get("verdict"))
+    status = (
+        f"**Interim**: {got} main runs of the registered ones are in (the pools listed, the seeds counted); this is "
+        f"not the registered verdict. On the runs so far: {claims}."
+        if res.get("partial")
+        else f"Registered verdicts: {claims}."
+    )
+    return rows + ["", status + f" Every arm, C2/C2g, V1 and the controls: [the study's page]({link})."]
+
+
+def spo_verdict() -> list[str]:
+    """SPO in one sentence (the README, docs/which-sampler.md): the testbed's registered arm per pool against the best
+    GRPO batch shape, its registered verdicts, and the SmolLM2 registration's L1 (`llm_convergence`'s `llm_spo`)."""
+    res = read_json(RESULT)
+    c1 = res["claims"]["C1"]
+    wins = [p for p, e in c1["by_pool"].items() if (e.get("value") or 0) > 1]
+    verdicts = ", ".join(f"{k} {c['verdict']}" for k, c in res["claims"].items() if c.get("verdict"))
+    l1 = read_json(STUDIES / "llm_convergence" / "results" / "llm_spo" / "llm_spo.json")["headline"]["L1"]
+    return [
+        f"The opposite bet, one sample per prompt with a tracked baseline (SPO, `--strategy spo`), needs fewer tokens "
+        f"than the best GRPO batch shape on {len(wins)} testbed pools of {len(c1['by_pool'])} and more on the rest, "
+        f"against registered goals it did not reach ({verdicts}); on SmolLM2 it reads {factor_cell(l1)} on tokens "
+        f"against GRPO-n4 at the same samples a step, against its registered {l1['goal'].split(' (')[0]}: "
+        f"{verdict(l1, l1['goal'])} ([Fewer samples](fewer_samples.md))."
+    ]
+
+
+def by_strategy() -> dict[str, list[str]]:
+    """Each strategy's arms in the first registration (the head of the arm's spec) with their tokens factor per pool
+    against the best uniform arm of the grid: the rows of the strategy pages."""
+    if not RESULT.exists():
+        return {}
+    res = read_json(RESULT)
+    reg = tomllib.loads((STUDIES / "fewer_samples" / "registrations" / "preregistration.toml").read_text())
+    specs = dict(a.split("=", 1) for a in reg.get("instrument", {}).get("arms", []))
+    pools = res.get("by_pool", {})
+    refs = ", ".join(f"`{f['compute']['axes']['tokens']['best_uniform']}` on `{p}`" for p, f in pools.items())
+    head = [
+        "### Fewer samples per prompt",
+        "",
+        f"Tokens to the same held-out accuracy against the best uniform arm of a grid over n and prompts per step "
+        f"({refs}), 90% t-interval, pre-registered; above 1 = fewer tokens ([the study](results/fewer_samples.md)).",
+        "",
+        "| arm | spec | " + " | ".join(f"`{p}`" for p in pools) + " |",
+        "|---|---|" + "---|" * len(pools),
+    ]
+    out: dict[str, list[str]] = {}
+    for arm, spec in specs.items():
+        cells = [factor_cell(f["compute"]["table"].get(arm, {}).get("tokens", {})) for f in pools.values()]
+        out.setdefault(spec.split("|")[0].split(":")[0].strip(), list(head)).append(
+            f"| `{arm}` | {code(spec)} | " + " | ".join(cells) + " |"
+        )
+    return out

@@ -1,17 +1,18 @@
-"""The fewer-samples study's result section (`studies/fewer_samples/results/fewer_samples.json`): the registered
-claims per pool against their goals, every arm's tokens factor, accuracy at equal tokens, the baselines' errors and
-how far the grid moves the old reference. A result still missing registered runs is labelled interim throughout: its
-verdicts are read on the seeds recorded so far, not the registered ones."""
+"""The fewer-samples study's result section on its docs page (`page`, from `results/fewer_samples.json` or a later
+registration's result): the registered claims per pool against their goals, every arm's tokens factor, accuracy at
+equal tokens, the baselines' errors and how far the grid moves the old reference. A result still missing registered
+runs is labelled interim throughout: its verdicts are read on the seeds recorded so far, not the registered ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from docgen.cells import cell, f2
-from docgen.sources import STUDIES, read_json
 
 AXIS = {"C1": "tokens", "C2": "cpu_s", "C2g": "gpu_s"}
 """The first registration's axes (a later result names each claim's `axis`)."""
+CONTROLS = ("spo-32", "spo-64", "spo-128", "spo-64-uniform", "grpo-n4-prio", "n2-tracker")
+"""The arms the equal-tokens table shows, where the result has them."""
 
 
 def main_runs(res: dict[str, Any]) -> int:
@@ -29,13 +30,13 @@ def interim_note(res: dict[str, Any], registered_runs: int) -> str | None:
     if not res.get("partial"):
         return None
     done = sorted(complete_pools(res))
+    final = f"Complete (every arm, every registered seed): {', '.join(f'`{p}`' for p in done)}; their rows are final. "
     return (
         f"**Interim**: {main_runs(res)} of {registered_runs} registered main runs recorded; the figures below read "
         "the seeds recorded so far (paired by seed). "
-        + (f"Complete (every arm, every registered seed): {', '.join(f'`{p}`' for p in done)}; their rows are final. "
-           if done else "")
+        + (final if done else "")
         + "A claim is missed once a complete pool misses it, and met only when every pool is complete."
-    )  # fmt: skip
+    )
 
 
 def _num(x: float | None) -> str:
@@ -61,7 +62,7 @@ def _factor_or_why(row: dict[str, Any], axis: str) -> str:
     return factor_cell(e) + lr + (" (reaches no target)" if missed_all and row.get("seeds") else "")
 
 
-def _diff(a: dict[str, Any]) -> str:
+def diff_cell(a: dict[str, Any]) -> str:
     d, (lo, hi) = a.get("diff"), a.get("diff_interval") or (None, None)
     if d is None:
         return "n/a"
@@ -123,7 +124,7 @@ def equal_tokens_rows(res: dict[str, Any], arms: tuple[str, ...]) -> list[str]:
         best = e["best_uniform"]
         rows.append(
             f"| {pool} | `{best}` | {f2(e['arms'].get(best, {}).get('level'))} | "
-            + " | ".join(_diff(e["arms"].get(a, {})) for a in arms)
+            + " | ".join(diff_cell(e["arms"].get(a, {})) for a in arms)
             + " |"
         )
     return rows
@@ -172,8 +173,8 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
     heading at `level` (a later registration's sits one below), the tables' one below that."""
     note = interim_note(res, registered_runs)
     sub = level + "#"
-    controls = tuple(a for a in ("spo-32", "spo-64", "spo-128", "spo-64-uniform", "grpo-n4-prio", "n2-tracker")
-                     if any(a in f["equal_tokens"]["arms"] for f in res.get("by_pool", {}).values()))  # fmt: skip
+    arms = {a for f in res.get("by_pool", {}).values() for a in f["equal_tokens"]["arms"]}
+    controls = tuple(a for a in CONTROLS if a in arms)
     return [
         f"{level} Result",
         "",
@@ -220,35 +221,3 @@ def _sweep_seeds(res: dict[str, Any]) -> str:
     c = res.get("config") or {}
     first = 1000 + int(c.get("seed_offset") or 0)
     return f"{first}-{first + int(c.get('sweep_seeds') or 2) - 1}"
-
-
-RESULT = STUDIES / "fewer_samples" / "results" / "fewer_samples.json"
-
-
-def headline(link: str, arm: str = "spo-64") -> list[str]:
-    """The study's headline for docs/fewer_samples.md: per pool the registered arm's tokens factor and its accuracy
-    at the token budget against the best uniform arm, labelled interim until every registered run is in."""
-    if not RESULT.exists():
-        return [f"No result yet: the registered runs are in progress ([the study]({link}))."]
-    res = read_json(RESULT)
-    rows = [
-        f"| pool | best uniform arm (tokens) | `{arm}` tokens factor [90% t] | seeds | `{arm}` accuracy at the budget "
-        "minus the best uniform arm's [90%] |",
-        "|---|---|---|---|---|",
-    ]
-    for pool, f in res.get("by_pool", {}).items():
-        row = f["compute"]["table"].get(arm, {})
-        rows.append(
-            f"| `{pool}` | `{f['compute']['axes']['tokens']['best_uniform']}` | {factor_cell(row.get('tokens', {}))} | "
-            f"{len(row.get('tokens', {}).get('seeds') or [])} | {_diff(f['equal_tokens']['arms'].get(arm, {}))} "
-            f"(vs `{f['equal_tokens']['best_uniform']}`) |"
-        )
-    got = main_runs(res)
-    claims = "; ".join(f"{k}: {c['verdict']}" for k, c in res.get("claims", {}).items() if c.get("verdict"))
-    status = (
-        f"**Interim**: {got} main runs of the registered ones are in (the pools listed, the seeds counted); this is "
-        f"not the registered verdict. On the runs so far: {claims}."
-        if res.get("partial")
-        else f"Registered verdicts: {claims}."
-    )
-    return rows + ["", status + f" Every arm, C2/C2g, V1 and the controls: [the study's page]({link})."]
