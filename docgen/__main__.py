@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from docgen import architecture, benchmarks, blocks, figures, reference, results, strategies
+from docgen import architecture, benchmarks, blocks, figures, metrics_page, reference, results, strategies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +27,7 @@ def generated() -> dict[str, str]:
     """Every generated text file: repository path -> its text (the figures' data included, not their PNGs)."""
     pages = results.study_pages()
     out = results.pages(pages)
+    out["docs/metrics.md"] = metrics_page.page()  # every logged key, defined beside the code that writes it
     filled = blocks.by_name(pages, {**benchmarks.blocks(), "architecture": architecture.architecture()})
     for path, to_docs in blocks.hand_pages(ROOT).items():
         out[path] = blocks.fill((ROOT / path).read_text(), filled, to_docs)

@@ -8,8 +8,8 @@ tracker, priors, predictor, drift forgetting and the oracle), the strategy proto
 (`admission/`: one file per rule), the strategies (`strategies/`: one file each), the budget ledger, and the two
 drivers that run a strategy against an engine: `rounds.collect` (synchronous rounds) and `streaming.collect_streaming`
 (no barrier), and `over_stream.generate_over_stream` (round mode over any streaming engine, shared by every engine).
-May import: `types`, `errors` only -- no torch, no models, no engines; engines plug in through the
-drivers' `Engine` / `StreamingEngine` protocols.
+May import: the root modules only (`types`, `errors`, `userfiles`, ...) -- no torch, no models, no engines; engines
+plug in through the drivers' `Engine` / `StreamingEngine` protocols.
 """
 
 from __future__ import annotations

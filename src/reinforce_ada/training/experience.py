@@ -35,7 +35,7 @@ import numpy as np
 
 from reinforce_ada.sampling.advantages import NEEDS_VALUE, batch_normalize
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, completion_tokens, step_advantages
-from reinforce_ada.training.replay import ReplayBuffer
+from reinforce_ada.training.replay import ReplayBuffer, replay_step
 from reinforce_ada.types import Group, Prompt, Sample
 
 
@@ -91,6 +91,16 @@ def experience_batch(buffer: ExperienceBuffer, strategy: Any, step: int) -> Step
     advs, weights = step_advantages(opts, groups)
     advs = batch_normalize(groups, advs, opts.batch_normalize)
     return StepBatch(groups, advs, weights, Ledger())
+
+
+def reuse(buffer: ReplayBuffer | ExperienceBuffer | None, batch: StepBatch, strategy: Any, step: int) -> Any:
+    """What a finished step reuses, by the buffer `[replay]` built: (the flat indices of the earlier answers AR3PO's
+    rule put into `batch`, `training.replay`; the earlier groups trained again, this module's, or None)."""
+    if isinstance(buffer, ReplayBuffer):
+        return replay_step(buffer, batch, strategy, step), None
+    if isinstance(buffer, ExperienceBuffer):
+        return [], experience_step(buffer, batch, strategy, step)
+    return [], None
 
 
 def experience_step(buffer: ExperienceBuffer, batch: StepBatch, strategy: Any, step: int) -> StepBatch | None:

@@ -61,12 +61,12 @@ from reinforce_ada.training.config import TrainConfig, to_dict, to_toml
 from reinforce_ada.training.context import embedded_fits, fit_batch, fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
-from reinforce_ada.training.experience import ExperienceBuffer, experience_step, replay_buffer
+from reinforce_ada.training.experience import replay_buffer, reuse
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.oracle import oracle_for
 from reinforce_ada.training.paths import absolute_paths
-from reinforce_ada.training.replay import ReplayBuffer, mark, replay_step
+from reinforce_ada.training.replay import mark
 from reinforce_ada.training.rollout import guarded_step, rollout_pool
 from reinforce_ada.training.rows import Row, batch_rows
 from reinforce_ada.training.samples_log import SampleLog
@@ -192,9 +192,7 @@ class Trainer:
             )
         else:
             batch = collect(self.strategy, self.engine, prompts, **common)
-        answers = isinstance(self.replay, ReplayBuffer)
-        replayed = replay_step(self.replay, batch, self.strategy, self.step) if answers else []
-        old = experience_step(self.replay, batch, self.strategy, self.step) if self.experience else None
+        replayed, old = reuse(self.replay, batch, self.strategy, self.step)  # [replay]: answers or samples
         if self.engine.capabilities.step_metrics:  # Ray rollout workers: per-worker samples and busy time, restarts
             batch.ledger.extra.update(self.engine.step_metrics())
         probe_s = time.perf_counter()
@@ -214,11 +212,6 @@ class Trainer:
         m["time_train_s"] = time.perf_counter() - t1
         m["time_step_s"] = time.perf_counter() - t0 - probe_s
         return m
-
-    @property
-    def experience(self) -> bool:
-        """replay.mode = samples: earlier steps' groups are trained again (`training.experience`)."""
-        return isinstance(self.replay, ExperienceBuffer)
 
     def score(self, prompts: list[Any], completions: list[list[int]]) -> list[list[float]]:
         """Per-token log-probs of `completions` under the current policy, at the sampling temperature (no grad)."""

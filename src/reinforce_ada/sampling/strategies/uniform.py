@@ -52,7 +52,7 @@ class Uniform(PoolStrategy):
     traits = Traits(streams=False, planner="group")
     Options = UniformOptions
     METRICS = {
-        "second_samples": "Only with second_sample_sd: prompts of the step that drew n + 1 samples (belief still wide).",
+        "second_samples": "Only with second_sample_sd: prompts of the step that drew n + 1 samples (a wide belief).",
     }
 
     def on_add(self, ids: list[str]) -> None:
