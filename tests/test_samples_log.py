@@ -11,7 +11,7 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.ledger import Ledger, StepBatch
-from reinforce_ada.training import samples_log
+from reinforce_ada.training import gate, samples_log
 from reinforce_ada.training.config import TrainConfig, apply_overrides
 from reinforce_ada.training.samples_log import SampleLog, clipped_share, sample_rows, zero_reward_warning
 from reinforce_ada.types import Group, Prompt, Sample
@@ -155,7 +155,7 @@ def test_a_fifo_in_place_of_samples_jsonl_is_refused_without_blocking(tmp_path, 
     with pytest.raises(ConfigError, match="FIFO"):
         SampleLog(run, TrainConfig()).record(1, _batch([[1.0]], [["eos"]]))  # resuming reads it first
     with pytest.raises(ConfigError, match="FIFO"):
-        samples_log.append_line(run / "samples.jsonl", "x\n")  # opened for writing with no reader
+        gate.append_line(run / "samples.jsonl", "x\n")  # opened for writing with no reader
     assert samples_log.main([str(run)]) == 2
     assert "not a regular file (a FIFO" in capsys.readouterr().err
 

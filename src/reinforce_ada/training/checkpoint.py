@@ -21,8 +21,7 @@ import json
 import math
 import os
 import re
-import shutil
-import tempfile
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,8 @@ from safetensors import SafetensorError
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.config import load_toml
-from reinforce_ada.training.run_dir import MANIFEST, checkpoint_dir, write_file
+from reinforce_ada.training.gate import Folder
+from reinforce_ada.training.run_dir import MANIFEST
 from reinforce_ada.training.run_dir import complete as complete  # the listing is the run folder's rule (run_dir)
 from reinforce_ada.training.run_dir import latest as latest  # kept importable here: checkpoint.latest(run)
 
@@ -104,17 +104,32 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+def _digests(folder: Folder) -> dict[str, str]:
+    """`relative path -> sha256` of every file in `folder` but the manifest, each read by descriptor (no link
+    followed: `Folder.refuse_links` ran first)."""
+    out = {}
+    for root, _, files, root_fd in os.fwalk(".", dir_fd=folder.fd):
+        for name in files:
+            rel = os.path.normpath(os.path.join(root, name))
+            if rel == MANIFEST:
+                continue
+            h = hashlib.sha256()
+            with os.fdopen(os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=root_fd), "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):  # noqa: B023 (fh is the loop's own)
+                    h.update(chunk)
+            out[rel] = h.hexdigest()
+    return dict(sorted(out.items()))
 
 
-def write_state(folder: Path, state: dict[str, Any]) -> None:
+def write_state(folder: Path | Folder, state: dict[str, Any]) -> None:
+    """`state.json` + `state.safetensors` into `folder` (through the gate: a path is opened as a `Folder`)."""
     from safetensors.torch import save_file
 
+    folder = folder if isinstance(folder, Folder) else Folder(folder, create=False)
     tensors: dict[str, torch.Tensor] = {}
     doc = pack(state, tensors)
-    save_file(tensors, str(folder / STATE_TENSORS))
-    (folder / STATE_JSON).write_text(json.dumps(doc))
+    save_file(tensors, os.path.join(folder.writer_path, STATE_TENSORS))  # safetensors writes by path: the pinned one
+    folder.write(STATE_JSON, json.dumps(doc))
 
 
 def verify(ckpt: Path) -> None:
@@ -159,40 +174,53 @@ def inside(ckpt: Path, rel: Any) -> Path:
     return f
 
 
-def write_atomic(path: Path, text: str) -> None:
-    write_file(path, text)
-
-
-def save(run_dir: Path, step: int, state: dict[str, Any], model: Any, tokenizer: Any, keep: int = 2) -> Path:
-    root = checkpoint_dir(run_dir)
-    if root.is_symlink():
-        raise CheckpointError(f"{root} is a symbolic link; checkpoints are written inside the run folder only")
-    root.mkdir(parents=True, exist_ok=True)
-    clean_partial(root)
-    final = root / f"step_{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=root))
+def save(run_dir: Path | Folder, step: int, state: dict[str, Any], model: Any, tokenizer: Any, keep: int = 2) -> Path:
+    """Write the checkpoint of `step` through the run folder's gate (module doc): a fresh hidden folder under
+    `checkpoints/` (walked without following links), the writers that are not ours (safetensors, Hugging Face
+    `save_pretrained`) given its pinned path (`Folder.writer_path`) and the folder then walked for links, the
+    manifest last, renamed into place, `latest` replaced atomically, the oldest beyond `keep` removed."""
+    run = run_dir if isinstance(run_dir, Folder) else Folder(run_dir)
     try:
-        write_state(tmp, state)
-        model.save_pretrained(tmp / "model")
-        tokenizer.save_pretrained(tmp / "model")
-        digests = {str(p.relative_to(tmp)): sha256(p) for p in _files(tmp)}
-        (tmp / MANIFEST).write_text(json.dumps({"step": step, "sha256": digests}, indent=1))
-        if final.is_symlink():
-            final.unlink()
-        elif final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-    except (OSError, SafetensorError) as e:
-        raise CheckpointError(_os_message(as_os_error(e), root, f"writing the checkpoint of step {step}")) from None
+        root = run.sub("checkpoints")
+    except ConfigError as e:
+        raise CheckpointError(f"{e}; checkpoints are written inside the run folder only") from None
+    try:
+        return _save(root, step, state, model, tokenizer, keep)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        root.close()
+
+
+def _save(root: Folder, step: int, state: dict[str, Any], model: Any, tokenizer: Any, keep: int) -> Path:
+    clean_partial(root)
+    final = f"step_{step:06d}"
+    tmp_name = f".{final}-{secrets.token_hex(4)}"
     try:
-        write_atomic(root / "latest", final.name + "\n")
+        tmp = root.sub(tmp_name)
+        try:
+            write_state(tmp, state)
+            model_dir = tmp.sub("model")
+            model.save_pretrained(model_dir.writer_path)
+            tokenizer.save_pretrained(model_dir.writer_path)
+            model_dir.close()
+            tmp.refuse_links()  # a link made in it while they wrote is refused, not hashed or kept
+            tmp.write(MANIFEST, json.dumps({"step": step, "sha256": _digests(tmp)}, indent=1))
+        finally:
+            tmp.close()
+        root.remove(final)
+        root.rename(tmp_name, final)
+    except (OSError, SafetensorError) as e:
+        raise CheckpointError(
+            _os_message(as_os_error(e), root.path, f"writing the checkpoint of step {step}")
+        ) from None
+    finally:
+        root.remove(tmp_name)
+    try:
+        root.write("latest", final + "\n")
     except OSError as e:
-        raise CheckpointError(_os_message(e, root, "updating checkpoints/latest")) from None
-    for old in sorted(p for p in root.glob("step_*") if p.is_dir() and not p.is_symlink())[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)  # rmtree never follows a link inside the folder it removes
-    return final
+        raise CheckpointError(_os_message(e, root.path, "updating checkpoints/latest")) from None
+    for old in sorted(n for n in root.names() if re.fullmatch(r"step_\d+", n))[:-keep]:
+        root.remove(old)  # a folder with all it holds, never following a link in it; a link itself
+    return root.path / final
 
 
 def as_os_error(e: Exception) -> OSError:
@@ -217,13 +245,11 @@ def _os_message(e: OSError, where: Path, doing: str) -> str:
     )
 
 
-def clean_partial(root: Path) -> None:
+def clean_partial(root: Folder) -> None:
     """Remove the temporary folders of checkpoint writes that were killed half-way (`.step_*`)."""
-    for p in Path(root).glob(".step_*"):
-        if p.is_symlink():
-            p.unlink()
-        else:
-            shutil.rmtree(p, ignore_errors=True)
+    for name in root.names():
+        if name.startswith(".step_"):
+            root.remove(name)
 
 
 def load_state(ckpt: Path) -> dict[str, Any]:

@@ -4,9 +4,13 @@
    differs) is refused; a folder that already holds steps is trained on only after `Trainer.resume()` (CLI:
    `--resume`), never started over on top of them.
 2) A resume cannot change what defines the run (the same check: only how long, how often and where it runs may).
-3) Nothing is written or deleted outside the folder: a symlink anywhere inside it is refused (a folder prepared by
-   someone else could point `checkpoints/` or `config.toml` anywhere), files are written through `write_file`
-   (O_NOFOLLOW, atomic rename) and appended through `append_line` (O_NOFOLLOW).
+3) Nothing is written or deleted outside the folder: a symlink anywhere inside it is refused up front (a folder
+   prepared by someone else could point `checkpoints/` or `config.toml` anywhere), and every write while the run
+   goes passes one gate (`training.gate.Folder`: each path walked from the folder's descriptor without following
+   links, at each open), so a link made mid-run is refused too.
+8) The run's inputs are trusted by content: their digests are recorded when it starts and compared on resume
+   (`training.inputs`); the trackers' records (`trackers.json`) are checked before anything loads
+   (`training.tracker_state`): a store they name lies inside the folder, or is the one the environment names.
 4) One trainer at a time: `RunLock` holds `fcntl.flock` on `<run>/.lock` for the run's life; a second trainer on
    the folder gets an error naming the folder and the holder's pid.
 5) A folder that cannot be written (read-only file system, permissions) is an error up front, not a TensorBoard
@@ -25,12 +29,15 @@ import errno
 import fcntl
 import json
 import os
-import stat
 import warnings
 from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.training import inputs, tracker_state
+from reinforce_ada.training.gate import Folder
+from reinforce_ada.training.gate import append_line as append_line  # the gate's; importable here as before
+from reinforce_ada.training.gate import write_file as write_file
 from reinforce_ada.training.paths import LOCAL_PATHS, VERIFIER, file_part, local_paths, moved_paths, same_path
 
 LOCK = ".lock"
@@ -121,11 +128,6 @@ def check_saved_config(run_dir: Path, cfg: Any) -> None:
             ". Resume with the run's own settings (only run.steps, eval/save frequency, threads and device may "
             "change), or start a new run in another folder (--run-dir, run.run_dir)"
         )
-    for field, old, value in moved_paths(saved, cfg):
-        warnings.warn(
-            f"{field}: the run's {old} no longer exists; it resumes with {value} (it must be the same file)",
-            stacklevel=1,
-        )
     for section, name, value in local_paths(cfg):  # a model id is no local folder: model.path is not checked
         where = Path(file_part(value))
         if section == "model" or where.exists():
@@ -138,6 +140,14 @@ def check_saved_config(run_dir: Path, cfg: Any) -> None:
             else "does not exist (moved?): give its new place"
         )
         raise ConfigError(f"run folder {run_dir}: {section}.{name}={value!r} {why} ({flag} PATH)")
+    checked = holds_steps(run_dir) and inputs.check(run_dir, cfg)  # a resume: every input has its recorded digest
+    for field, old, value in moved_paths(saved, cfg):
+        same = (
+            "it has the sha256 the run recorded"
+            if checked
+            else "it must be the same file: this folder records no digests"
+        )
+        warnings.warn(f"{field}: the run's {old} no longer exists; it resumes with {value} ({same})", stacklevel=1)
 
 
 def refuse_fresh_start(run_dir: Path) -> None:
@@ -257,8 +267,9 @@ def not_writable(run_dir: Path, e: OSError) -> str:
 def open_run_dir(cfg: Any) -> RunLock:
     """Check the folder's promises before anything is loaded or written; returns the lock the trainer holds.
 
-    Order: the folder is created (an error if it cannot be), links inside it are refused, another run's config is
-    refused, then the lock is taken (a read-only folder fails here, up front)."""
+    Order: the folder is created (an error if it cannot be), links inside it are refused, another run's config, an
+    input whose digest changed and a tracker store outside the folder are refused, then the lock is taken (a
+    read-only folder fails here, up front) and a fresh run's input digests are recorded."""
     run_dir = Path(cfg.run.run_dir)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -268,10 +279,20 @@ def open_run_dir(cfg: Any) -> RunLock:
         raise ConfigError(f"run.run_dir={str(run_dir)!r} is not a folder")
     check_no_links(run_dir)
     check_saved_config(run_dir, cfg)
+    tracker_state.check(run_dir, cfg.run.report_to)  # a store trackers.json names lies in the folder, or is refused
     lock = RunLock(run_dir)
     if not os.access(run_dir, os.W_OK):
         lock.release()
         raise ConfigError(not_writable(run_dir, OSError(errno.EACCES, "permission denied")))
+    if not holds_steps(run_dir) or inputs.read(run_dir) is None:  # a fresh start, or a folder older than digests
+        folder = Folder(run_dir)
+        try:
+            inputs.record(folder, cfg)
+        except BaseException:
+            lock.release()
+            raise
+        finally:
+            folder.close()
     return lock
 
 
@@ -294,35 +315,3 @@ def open_run(cfg: Any, *, explicit: bool, resume: bool) -> OpenRun:
     created = not Path(cfg.run.run_dir).exists()
     lock = open_run_dir(cfg)
     return OpenRun(cfg, lock, reached_step(Path(cfg.run.run_dir)), created)
-
-
-def write_file(path: Path, data: str | bytes) -> None:
-    """Write `path` atomically without following a link: a temporary file (created fresh, O_EXCL | O_NOFOLLOW) is
-    renamed over it, so a link at `path` is replaced, never written through."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data.encode() if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def append_line(path: Path, line: str) -> None:
-    """Append to `path`, refusing to follow a link there (ELOOP names it) and to write into anything but a regular
-    file: O_NONBLOCK makes opening a FIFO fail or return at once instead of blocking, and fstat refuses it."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise ConfigError(f"{path} is a symbolic link; the trainer does not write through links") from None
-        if e.errno == errno.ENXIO:  # a FIFO with no reader
-            raise ConfigError(f"{path} is a FIFO, not a regular file; the trainer writes only files") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ConfigError(f"{path} is not a regular file (a FIFO, socket or device); the trainer writes only files")
-    with os.fdopen(fd, "a") as fh:
-        fh.write(line)

@@ -15,8 +15,9 @@ when a run cannot learn.
 3) `python -m reinforce_ada.training.samples_log RUN [--step N] [-n K]` prints a run's samples.
 
 A resumed run first drops the rows of steps at or after the one it resumes at (its metrics.jsonl does the same).
-The file is written as metrics.jsonl is (`run_dir.append_line`, `run_dir.write_file`: O_NOFOLLOW, atomic rewrite),
-so a link put in its place while the run goes is refused, not written through; a damaged file (rows that are not
+The file is written as metrics.jsonl is, through the run folder's gate (`training.gate.Folder`: appended O_NOFOLLOW,
+rewritten by atomic rename, each path walked from the folder's descriptor), so a link put in its place while the run
+goes is refused, not written through; a damaged file (rows that are not
 objects, steps that are not whole numbers, deep nesting) is read row by row, the bad lines skipped and counted.
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.ledger import StepBatch
-from reinforce_ada.training.run_dir import append_line, write_file
+from reinforce_ada.training.gate import Folder
 
 FILE = "samples.jsonl"
 MAX_CHARS = 4000
@@ -117,8 +118,9 @@ def zero_reward_warning(
 class SampleLog:
     """Writes `samples.jsonl` and the one-time zero-reward warning for a run (see the module docstring)."""
 
-    def __init__(self, run_dir: Path, cfg: Any) -> None:
-        self.path = Path(run_dir) / FILE
+    def __init__(self, run_dir: Path | Folder, cfg: Any) -> None:
+        self.folder = run_dir if isinstance(run_dir, Folder) else Folder(run_dir)
+        self.path = self.folder.path / FILE
         self.cfg = cfg
         self.per_step = cfg.run.samples_per_step
         self._checked = False  # the zero-reward check runs on the first step this process trains
@@ -144,7 +146,7 @@ class SampleLog:
                 print(msg, file=sys.stderr, flush=True)
         rows = sample_rows(step, batch, self.per_step)
         if rows:  # O_NOFOLLOW, as metrics.jsonl: a link put here mid-run is refused, never written through
-            append_line(self.path, "".join(json.dumps(r) + "\n" for r in rows))
+            self.folder.append(FILE, "".join(json.dumps(r) + "\n" for r in rows))
         return {"completions_clipped_share": clipped_share(batch)}
 
     def _drop_from(self, step: int) -> None:
@@ -152,7 +154,7 @@ class SampleLog:
             return
         text = _read_text(self.path)
         keep = [ln for ln in text.split("\n") if (row := _row(ln)) is not None and row["step"] < step]
-        write_file(self.path, "".join(ln + "\n" for ln in keep))  # atomic, never through a link
+        self.folder.write(FILE, "".join(ln + "\n" for ln in keep))  # atomic, never through a link
 
 
 def _row(line: str) -> dict[str, Any] | None:

@@ -1,10 +1,12 @@
 """Metrics sinks: `metrics.jsonl` (the contract), the trackers of `run.report_to` (`training.trackers`: TensorBoard,
 W&B, MLflow, trackio), and a progress bar.
 
-`metrics.jsonl` is appended and rewritten without following links (`run_dir.append_line`, `run_dir.write_file`) and
-keeps everything: a tracker that fails is switched off with one warning and the run goes on. Trackers other than
-TensorBoard start at the first `log`, once the trainer knows whether it resumed: the ids in the run folder's
-`trackers.json` continue the same tracker run, else a new one is made and given the config.
+`metrics.jsonl` is appended and rewritten through the run folder's gate (`training.gate.Folder`: no link followed,
+checked at each open) and keeps everything: a tracker that fails is switched off with one warning and the run goes
+on, but a folder replaced while the run goes (the run folder, `tensorboard/`, MLflow's store) stops it naming the
+folder (`gate.FolderChanged`), checked at every log. Trackers other than TensorBoard start at the first `log`, once
+the trainer knows whether it resumed: the ids in the run folder's `trackers.json` continue the same tracker run
+(`training.tracker_state` decides where), else a new one is made and given the config.
 """
 
 from __future__ import annotations
@@ -15,32 +17,31 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.training.run_dir import append_line, write_file
+from reinforce_ada.training import tracker_state
+from reinforce_ada.training.gate import FolderChanged
 from reinforce_ada.training.samples_log import FILE as SAMPLES_FILE
-from reinforce_ada.training.trackers import SINKS, parse_report_to
-
-STATE_FILE = "trackers.json"
-"""The run folder's record of each tracker's run (W&B id, MLflow run id and store, trackio project and name)."""
+from reinforce_ada.training.tracker_state import STATE_FILE as STATE_FILE
+from reinforce_ada.training.trackers import SINKS, as_folder, parse_report_to
 
 
 class Tracker:
     def __init__(
         self,
-        run_dir: Path,
+        run_dir: Any,
         *,
         tensorboard: bool = True,
         report_to: str = "tensorboard",
         config: dict[str, Any] | None = None,
     ):
-        self.run_dir = Path(run_dir)
+        self.folder = as_folder(run_dir)  # the run's gate.Folder (a path is opened, the folder made)
+        self.run_dir = self.folder.path
         self.path = self.run_dir / "metrics.jsonl"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         names = [n for n in parse_report_to(report_to) if tensorboard or n != "tensorboard"]
         self.config = config or {}
         self.sinks: dict[str, Any] = {}
         self._waiting = [n for n in names if n != "tensorboard"]  # started at the first log
         if "tensorboard" in names:
-            self.sinks["tensorboard"] = SINKS["tensorboard"](self.run_dir, self.config, None)
+            self.sinks["tensorboard"] = SINKS["tensorboard"](self.folder, self.config, None)
         self._samples_at = 0
         self._pending: list[dict[str, Any]] = []
 
@@ -60,11 +61,12 @@ class Tracker:
             row = _parse(ln)
             if row is not None and isinstance(row.get("step"), int) and row["step"] <= step:
                 keep[row["step"]] = ln  # the last line of a step wins: it is the one the checkpoint followed
-        write_file(self.path, "".join(keep[k] + "\n" for k in sorted(keep)))
+        self.folder.write(self.path.name, "".join(keep[k] + "\n" for k in sorted(keep)))
 
     def log(self, metrics: dict[str, Any]) -> None:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in metrics.items()}
-        append_line(self.path, json.dumps(clean) + "\n")
+        self.folder.check()  # the run folder itself replaced mid-run: stop, naming it
+        self.folder.append(self.path.name, json.dumps(clean) + "\n")
         if self._waiting:
             self._start()
         if not self.sinks:
@@ -82,33 +84,38 @@ class Tracker:
                 self._call(name, "table", step, rows)
 
     def close(self) -> None:
-        for name in list(self.sinks):
-            self._call(name, "close")
-        self.sinks.clear()
+        sinks, self.sinks = dict(self.sinks), {}
+        for name, sink in sinks.items():  # every sink closed, even when one finds its folder replaced
+            try:
+                sink.close()
+            except Exception as e:  # deliberate: closing is the end; what failed is said, nothing more is written
+                _warn(name, "failed (close)", e)
 
     def _start(self) -> None:
-        """Start the waiting trackers: each continues its run named in `trackers.json`, else makes one."""
-        path = self.run_dir / STATE_FILE
-        try:
-            state = json.loads(path.read_text()) if path.exists() else {}
-        except ValueError:
-            state = {}  # a damaged record: new tracker runs, rather than no tracking
-        state = state if isinstance(state, dict) else {}
+        """Start the waiting trackers: each continues its run named in `trackers.json`, else makes one. A record
+        naming a store outside the folder is refused (`tracker_state`), not a tracker failure."""
+        state = tracker_state.read(self.run_dir)
         for name in self._waiting:
             resume = state.get(name) if isinstance(state.get(name), dict) else None
+            if name == "mlflow":
+                tracker_state.check(self.run_dir, name)
             try:
-                sink = SINKS[name](self.run_dir, self.config, resume)
+                sink = SINKS[name](self.folder, self.config, resume)
+            except FolderChanged:
+                raise
             except Exception as e:  # deliberate: any tracker failure leaves the run and the JSONL alone
                 _warn(name, "could not start", e)
                 continue
             self.sinks[name] = sink
             state[name] = sink.state
         self._waiting = []
-        write_file(path, json.dumps(state, indent=1) + "\n")
+        self.folder.write(STATE_FILE, json.dumps(state, indent=1) + "\n")
 
     def _call(self, name: str, method: str, *args: Any) -> None:
         try:
             getattr(self.sinks[name], method)(*args)
+        except FolderChanged:
+            raise  # not a tracker failure: a folder the run writes to was replaced; the run stops, naming it
         except Exception as e:  # deliberate: as in _start; the tracker is off from here on
             sink = self.sinks.pop(name)
             _warn(name, f"failed ({method})", e)

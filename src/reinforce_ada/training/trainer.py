@@ -62,6 +62,7 @@ from reinforce_ada.training.context import embedded_fits, fit_batch, fit_splits
 from reinforce_ada.training.drift import Drift
 from reinforce_ada.training.dropout import disable_dropout
 from reinforce_ada.training.experience import replay_buffer, reuse
+from reinforce_ada.training.gate import Folder
 from reinforce_ada.training.guard import StepGuard, VerifierFailing, verifier_failing
 from reinforce_ada.training.interrupt import Interrupted, StopAtStepBoundary
 from reinforce_ada.training.oracle import oracle_for
@@ -114,6 +115,7 @@ class Trainer:
         if lock is not None and lock.path.parent.resolve() != self.run_dir.resolve():
             raise ValueError(f"the lock given is {lock.path}'s, not run.run_dir {self.run_dir}'s")
         self.lock = lock or run_folder.open_run_dir(cfg)  # the folder's promises (training.run_dir), checked once
+        self.folder = Folder(self.run_dir)  # every write of the run passes this gate (training.gate)
         self._may_train = not run_folder.holds_steps(self.run_dir)  # a folder holding steps trains after resume() only
         try:
             self._build(cfg, tensorboard)
@@ -125,7 +127,7 @@ class Trainer:
 
     def _build(self, cfg: TrainConfig, tensorboard: bool) -> None:
         # run.report_to parsed here, once: an unknown tracker or a missing package fails before the model loads
-        self.tracker = Tracker(self.run_dir, tensorboard=tensorboard, report_to=cfg.run.report_to)
+        self.tracker = Tracker(self.folder, tensorboard=tensorboard, report_to=cfg.run.report_to)
         self.strategy = build_strategy(cfg.strategy.replace(seed=cfg.run.seed))  # its prior file read before, too
         torch.set_num_threads(cfg.model.threads)
         torch.manual_seed(cfg.run.seed)
@@ -163,7 +165,7 @@ class Trainer:
             self.ref = load_policy(self.model_path, dataclasses.replace(cfg.model, lora_r=0))[0].eval()
         self.step = 0
         self.warmup = cfg.warmup_steps  # fixed when the run starts: a resumed run keeps its own (`training.resume`)
-        self.samples = SampleLog(self.run_dir, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
+        self.samples = SampleLog(self.folder, cfg)  # samples.jsonl, clipped share, the all-zero-reward warning
         if cfg.warmup_steps < o.warmup_steps and self._may_train:  # a resumed run keeps its own (resume says so)
             print(
                 f"note: lr warm-up {cfg.warmup_steps} steps (optim.warmup_steps capped at a fifth of run.steps)",
@@ -173,7 +175,7 @@ class Trainer:
         self.probes: list[Callable[[Trainer, StepBatch], dict[str, Any]]] = []
         """Diagnostics run on each step's batch before the update (a benchmark's exact pass rates, say); their
         metrics join the step's, their time is left out of `time_step_s`."""
-        run_folder.write_file(self.run_dir / "config.toml", to_toml(cfg))  # what runs, as the trackers log it
+        self.folder.write("config.toml", to_toml(cfg))  # what runs, as the trackers log it
         self.tracker.config = to_dict(cfg)
 
     # -- one step -----------------------------------------------------------------------------------------------
@@ -330,7 +332,7 @@ class Trainer:
 
     def save(self) -> Path:
         return checkpoint.save(
-            self.run_dir, self.step, self.state_dict(), self.model, self.tokenizer, keep=self.cfg.run.keep_checkpoints
+            self.folder, self.step, self.state_dict(), self.model, self.tokenizer, keep=self.cfg.run.keep_checkpoints
         )
 
     def resume(self) -> bool:

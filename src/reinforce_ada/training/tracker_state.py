@@ -1,0 +1,89 @@
+"""`trackers.json`: the run folder's record of each tracker's run, and the one place that decides where a resumed
+tracker writes.
+
+1) Locations are recorded relative to the run folder: MLflow's own store as `{"store": "mlruns"}`, never as an
+   absolute URI, so a copied or moved run folder logs into its own store only (it used to log into the original
+   folder's MLflow run, or re-create the old path).
+2) A store outside the folder is only ever the one the environment names now (`MLFLOW_TRACKING_URI`): a record naming
+   another (an edited `store` with `..` or an absolute path, a `tracking_uri` that is neither this folder's store nor
+   the environment's) is refused naming the key, before the model loads (`run_dir.open_run_dir`).
+3) Records written before 0.4.1 hold MLflow's store as an absolute `file://` URI: one naming a `mlruns` folder reads
+   as this folder's own `mlruns/` when that holds the MLflow run (the folder was copied or moved there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from reinforce_ada.errors import ConfigError
+
+STATE_FILE = "trackers.json"
+"""The run folder's record of each tracker's run (W&B id, MLflow run id and store, trackio project and name)."""
+OWN_STORE = "mlruns"
+"""MLflow's file store inside the run folder, used when `MLFLOW_TRACKING_URI` names none."""
+
+
+def read(run_dir: Path) -> dict[str, Any]:
+    """The record, `{}` when there is none or it is damaged (new tracker runs rather than no tracking)."""
+    path = Path(run_dir) / STATE_FILE
+    try:
+        state = json.loads(path.read_text()) if path.is_file() and not path.is_symlink() else {}
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _inside(rel: Any) -> bool:
+    if not isinstance(rel, str) or not rel or "\x00" in rel:
+        return False
+    parts = Path(rel).parts
+    return not Path(rel).is_absolute() and ".." not in parts and bool(parts)
+
+
+def _old_own_store(run_dir: Path, uri: str, run_id: Any) -> bool:
+    """A pre-0.4.1 record (`file:///.../mlruns`) of a store this folder holds a copy of: the run is in its mlruns/."""
+    if Path(unquote(urlparse(uri).path)).name != OWN_STORE:
+        return False
+    if not isinstance(run_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", run_id):
+        return False
+    store = Path(run_dir) / OWN_STORE
+    return store.is_dir() and not store.is_symlink() and any(store.glob(f"*/{run_id}"))
+
+
+def mlflow_location(run_dir: Path, resume: dict[str, Any] | None, env: str | None) -> tuple[str, str]:
+    """Where MLflow writes: `("store", rel)`, this folder's own file store at `rel`, or `("uri", uri)`, the store the
+    environment names (module doc). A record naming any other place is a ConfigError naming the key."""
+    if not resume:
+        return ("uri", env) if env else ("store", OWN_STORE)
+    if "store" in resume:
+        if not _inside(resume["store"]):
+            raise ConfigError(
+                f"run folder {run_dir}: {STATE_FILE}'s mlflow.store is {resume['store']!r}; MLflow's store is "
+                f"recorded relative to the run folder and lies inside it ({OWN_STORE!r}). Put {OWN_STORE!r} back, "
+                f'or remove the "mlflow" entry of {STATE_FILE} to start a new MLflow run'
+            )
+        return ("store", str(resume["store"]))
+    uri = resume.get("tracking_uri")
+    if isinstance(uri, str) and env and uri == env:
+        return ("uri", uri)
+    if isinstance(uri, str) and uri.startswith("file:") and _old_own_store(run_dir, uri, resume.get("run_id")):
+        return ("store", OWN_STORE)
+    raise ConfigError(
+        f"run folder {run_dir}: {STATE_FILE}'s mlflow.tracking_uri is {uri!r}, which is neither this run folder's "
+        f"own store ({OWN_STORE}/) nor the one MLFLOW_TRACKING_URI names ({env!r}); a resumed run logs only there. "
+        f'To continue that MLflow run, set MLFLOW_TRACKING_URI={uri}; to start a new one, remove the "mlflow" '
+        f"entry of {STATE_FILE}"
+    )
+
+
+def check(run_dir: Path, report_to: Any) -> None:
+    """Before anything loads: the record's MLflow location is one a resumed run may write to (`mlflow_location`)."""
+    names = {n.strip().lower() for n in str(report_to).split(",")}
+    state = read(run_dir)
+    if "mlflow" in names and isinstance(state.get("mlflow"), dict):
+        mlflow_location(Path(run_dir), state["mlflow"], os.environ.get("MLFLOW_TRACKING_URI"))
