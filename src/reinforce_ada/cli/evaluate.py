@@ -245,9 +245,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"template {e.template}; W.Avg weighted by benchmark size"
     )
     table = markdown(results, average, header)
+    from reinforce_ada.training.gate import write_file
+
     for path, text in ((out_json, json.dumps(out, indent=1) + "\n"), (out_md, table)):
-        if path is not None:
+        if path is not None:  # atomic, never through a link at its name (a run folder's --out too: training.gate)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_file(path, text)
     print(json.dumps(out, indent=1) if args.json else table.rstrip("\n"))
     return 0
