@@ -1,0 +1,129 @@
+"""Kill and resume repeat the uninterrupted run, for every strategy family, with trackers on.
+
+Quick: a run that dies mid-step (an exception from inside the step, after a checkpoint and later metric lines) and is
+resumed in a new `Trainer` writes the uninterrupted run's metrics, every family, TensorBoard on. Slow: the CLI killed
+with SIGKILL at a random point (a random step, then a random delay: mid-step, mid-checkpoint or mid-log), then
+`--resume`, with TensorBoard and each installed tracker (trackio, MLflow; W&B when installed, offline), writes the
+uninterrupted run's metrics bit for bit, TensorBoard's events hold them, and the tracker runs continue."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reinforce_ada.sampling.configure import switch
+from reinforce_ada.training.tracking import read_metrics
+from reinforce_ada.training.trainer import Trainer
+from tests.helpers import train_config
+
+FAMILIES = {
+    "uniform": {"n": 4},
+    "seq": {},
+    "est": {},
+    "spo": {},
+    "greso": {},  # dynamic sampling behind GRESO's skip rule
+    "mopps": {},
+    "pilot_commit": {},
+    "knapsack": {},
+    "conformal": {},
+}
+"""One arm per strategy family, on its defaults (`uniform` at n=4)."""
+TRACKERS = ["tensorboard", *(n for n in ("trackio", "mlflow", "wandb") if importlib.util.find_spec(n) is not None)]
+
+
+def same_run(a: list[dict], b: list[dict]) -> None:
+    """Every metric of every step equal, the wall-clock times aside."""
+    assert [m["step"] for m in b] == [m["step"] for m in a]
+    for x, y in zip(a, b, strict=True):
+        assert {k: v for k, v in x.items() if not k.startswith("time_")} == {
+            k: v for k, v in y.items() if not k.startswith("time_")
+        }
+
+
+class Died(Exception):
+    """A crash in the middle of a step."""
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_run_that_dies_mid_step_resumes_to_the_uninterrupted_run(model_dir, tmp_path, family):
+    def cfg(run: Path):
+        c = train_config(model_dir, run, run={"steps": 5, "save_every": 2, "eval_every": 2})
+        return dataclasses.replace(c, strategy=switch(c.strategy, family, **FAMILIES[family]))
+
+    Trainer(cfg(tmp_path / "ref"), tensorboard=True).fit()
+    dies = Trainer(cfg(tmp_path / "k"), tensorboard=True)
+
+    def crash(trainer, batch):  # in step 4, after the checkpoint of step 2 and the metric line of step 3
+        if trainer.step == 3:
+            raise Died
+        return {}
+
+    dies.probes.append(crash)
+    with pytest.raises(Died):
+        dies.fit()
+    assert [m["step"] for m in read_metrics(tmp_path / "k")] == [0, 1, 2, 3]
+    again = Trainer(cfg(tmp_path / "k"), tensorboard=True)
+    assert again.resume() and again.step == 2
+    again.fit()
+    same_run(read_metrics(tmp_path / "ref"), read_metrics(tmp_path / "k"))
+
+
+def _cli(args: list[str], env: dict) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "reinforce_ada.cli", "train", *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_sigkill_at_a_random_point_then_resume_repeats_the_run_with_trackers_on(model_dir, tmp_path, family):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "TRACKIO_DIR": str(tmp_path / "trackio"), "WANDB_MODE": "offline"}
+    env |= {"WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true", "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    common = ["--model.path", str(model_dir), "--model.threads", "1", "--task.train_size", "128"]
+    common += ["--task.eval_size", "2", "--generation.max_new_tokens", "4", "--batch-size", "4", "--steps", "10"]
+    common += ["--eval-every", "4", "--save-every", "3", "--run.progress", "false", "--optim.warmup_steps", "2"]
+    common += ["--strategy", family, *(x for k, v in FAMILIES[family].items() for x in (f"--{k}", str(v)))]
+    common += ["--run.report_to", ",".join(TRACKERS)]
+    ref = _cli([*common, "--run-dir", str(tmp_path / "ref")], env)
+    assert ref.wait(timeout=300) == 0, ref.stderr.read()[-3000:]
+
+    run = tmp_path / "k"
+    killed = _cli([*common, "--run-dir", str(run)], env)
+    lines, delay = rng.randint(2, 10), rng.uniform(0.0, 0.3)  # after the line of a random step, a random delay more
+    deadline = time.time() + 240
+    while time.time() < deadline and killed.poll() is None:
+        if (run / "metrics.jsonl").exists() and len((run / "metrics.jsonl").read_bytes().splitlines()) >= lines:
+            break
+        time.sleep(0.005)
+    time.sleep(delay)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    resumed = _cli(["--resume", str(run), "--run.progress", "false"], env)
+    err = resumed.communicate(timeout=300)[1]
+    note = f"(random seed {seed}: killed after {lines} lines + {delay:.3f} s)"
+    assert resumed.returncode == 0, f"{note}\n{err[-3000:]}"
+    assert "warning: tracker" not in err, note
+    a, b = read_metrics(tmp_path / "ref"), read_metrics(run)
+    same_run(a, b)
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = EventAccumulator(str(run / "tensorboard"))
+    tb.Reload()  # steps logged again after the kill replace the killed process's (TensorBoard purges them)
+    loss = {e.step: e.value for e in tb.Scalars("train/loss")}
+    assert loss == pytest.approx({m["step"]: m["loss"] for m in b if "loss" in m}, rel=1e-6), note
+    state = json.loads((run / "trackers.json").read_text())
+    if "mlflow" in TRACKERS:
+        assert state["mlflow"]["store"] == "mlruns" and len(list((run / "mlruns").glob("*/*/meta.yaml"))) == 1
