@@ -114,7 +114,8 @@ def test_a_record_from_0_4_0_resumes_into_the_folders_own_store(tmp_path):
     before = files(a)
     logged(b, range(1, 2))  # the copy's URI names a/mlruns: its own mlruns/ holds the run, so it logs there
     assert files(a) == before and losses(b) == {0: 0.0, 1: 1.0}
-    assert json.loads((b / STATE_FILE).read_text())["mlflow"] == {"run_id": old["run_id"], "store": "mlruns"}
+    recorded = json.loads((b / STATE_FILE).read_text())["mlflow"]
+    assert recorded == {"run_id": old["run_id"], "store": "mlruns", "folder": str(b)}
 
 
 @needs_mlflow
@@ -131,3 +132,39 @@ def test_mlflows_store_replaced_by_a_link_mid_run_stops_the_run(tmp_path):
         t.log({"step": 1, "loss": 1.0})
     t.close()
     assert files(outside) == before
+
+
+class Made:
+    """A tracker in a store outside the run folder (as W&B's, trackio's): it records what it was asked to continue."""
+
+    resumed: list = []
+
+    def __init__(self, run_dir, config, resume):
+        Made.resumed.append(resume)
+        self.state = {"id": resume["id"] if resume else f"run-{len(Made.resumed)}"}
+
+    def log(self, step, scalars): ...
+    def table(self, step, rows): ...
+    def close(self): ...
+
+
+def test_a_copy_of_a_folder_starts_its_own_run_in_an_outside_store_and_a_moved_one_continues(tmp_path, monkeypatch):
+    from reinforce_ada.training import trackers
+
+    monkeypatch.setitem(trackers.SINKS, "made", Made)
+    Made.resumed = []
+
+    def log(run: Path, step: int) -> None:
+        t = Tracker(run, report_to="made")
+        t.log({"step": step, "loss": 1.0})
+        t.close()
+
+    a = tmp_path / "a"
+    log(a, 0)
+    shutil.copytree(a, tmp_path / "copy")
+    log(tmp_path / "copy", 1)  # a still holds run-1: the copy's steps would land in the original's run
+    a.rename(tmp_path / "moved")
+    log(tmp_path / "moved", 1)  # the folder that made run-1, moved: it continues it
+    assert Made.resumed == [None, None, {"id": "run-1"}]
+    state = json.loads((tmp_path / "copy" / STATE_FILE).read_text())["made"]
+    assert state == {"id": "run-2", "folder": str(tmp_path / "copy")}

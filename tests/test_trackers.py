@@ -76,7 +76,7 @@ def test_a_tracker_gets_tensorboards_names_the_config_once_samples_and_the_same_
         (1, {"train/loss": 0.5, "time/time_step_s": 2.0}),  # numbers only, finite only: what TensorBoard gets
     ]
     assert recorder.tables == [(1, [{"step": 1, "prompt": "1+2=", "reward": 1.0}])]
-    assert json.loads((tmp_path / STATE_FILE).read_text()) == {"recorder": {"id": "run-1"}}
+    assert json.loads((tmp_path / STATE_FILE).read_text()) == {"recorder": {"id": "run-1", "folder": str(tmp_path)}}
     resumed = Tracker(tmp_path, report_to="recorder", config={"run": {"steps": 3}})
     resumed.log({"step": 2, "loss": 0.25})
     assert recorder.made[1] == ({"run": {"steps": 3}}, {"id": "run-1"})  # the sink is told to continue run-1

@@ -9,6 +9,9 @@ tracker writes.
    the environment's) is refused naming the key, before the model loads (`run_dir.open_run_dir`).
 3) Records written before 0.4.1 hold MLflow's store as an absolute `file://` URI: one naming a `mlruns` folder reads
    as this folder's own `mlruns/` when that holds the MLflow run (the folder was copied or moved there).
+4) A tracker run in a store outside the folder (W&B, trackio, an MLflow server) is continued by the folder it was
+   made in, or by that folder moved; a copy of a folder that still holds the run starts a tracker run of its own
+   (`resumable`), rather than log the copy's steps into the original's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -79,6 +83,29 @@ def mlflow_location(run_dir: Path, resume: dict[str, Any] | None, env: str | Non
         f'To continue that MLflow run, set MLFLOW_TRACKING_URI={uri}; to start a new one, remove the "mlflow" '
         f"entry of {STATE_FILE}"
     )
+
+
+def resumable(run_dir: Path, name: str, entry: Any) -> dict[str, Any] | None:
+    """The record tracker `name` continues from (as its sink wrote it), or None for a new tracker run: none is
+    recorded, or this folder is a copy of the one that made the run, which still holds it (module doc, 4; a note
+    says so)."""
+    if not isinstance(entry, dict):
+        return None
+    own = {k: v for k, v in entry.items() if k != "folder"}
+    made_in = entry.get("folder", entry.get("name") if name == "trackio" else None)
+    if (name == "mlflow" and "store" in entry) or not isinstance(made_in, str) or not Path(made_in).is_dir():
+        return own  # its own store (a copy holds a copy of it), a record older than `folder`, or a move
+    if os.path.samefile(made_in, run_dir):
+        return own
+    theirs = read(Path(made_in)).get(name)
+    if not (isinstance(theirs, dict) and {k: v for k, v in theirs.items() if k != "folder"} == own):
+        return own  # that folder holds another run now: this one was moved
+    print(
+        f"note: {run_dir} is a copy of {made_in}, which holds the {name} run this one continued; a new {name} run "
+        "is started for the copy, so that its steps do not land in the original's",
+        file=sys.stderr,
+    )
+    return None
 
 
 def check(run_dir: Path, report_to: Any) -> None:

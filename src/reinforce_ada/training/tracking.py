@@ -96,8 +96,8 @@ class Tracker:
         naming a store outside the folder is refused (`tracker_state`), not a tracker failure."""
         state = tracker_state.read(self.run_dir)
         for name in self._waiting:
-            resume = state.get(name) if isinstance(state.get(name), dict) else None
-            if name == "mlflow":
+            resume = tracker_state.resumable(self.run_dir, name, state.get(name))
+            if name == "mlflow" and resume is not None:
                 tracker_state.check(self.run_dir, name)
             try:
                 sink = SINKS[name](self.folder, self.config, resume)
@@ -107,7 +107,7 @@ class Tracker:
                 _warn(name, "could not start", e)
                 continue
             self.sinks[name] = sink
-            state[name] = sink.state
+            state[name] = {**sink.state, "folder": str(self.run_dir.absolute())}  # a copy of the folder is told apart
         self._waiting = []
         self.folder.write(STATE_FILE, json.dumps(state, indent=1) + "\n")
 
