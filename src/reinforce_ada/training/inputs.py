@@ -10,8 +10,8 @@ on resume: the run trusts its files by content, not by path.
 3) `check` runs before anything is read on resume (`run_dir.check_saved_config`): each recorded input must have its
    recorded digest, at its recorded place or at the new place given for it (`paths.moved_paths`: a moved project).
    Any other file (another dataset with the same ids, another verifier, a prior file edited since) is refused naming
-   the field, the file and what to do. A folder whose `inputs.json` is missing (written before 0.4.1) resumes as
-   before, trusting paths.
+   the field, the file and what to do. A folder whose `inputs.json` is missing (made by an earlier version) resumes
+   as before, trusting paths.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def inputs_of(cfg: Any) -> dict[str, dict[str, Any]]:
 
 
 def read(run_dir: Path) -> dict[str, dict[str, Any]] | None:
-    """The recorded inputs, or None when the folder has no record (a run started before 0.4.1). A record that is
-    not one (hand-edited, damaged) is an error: it would otherwise turn the check off."""
+    """The recorded inputs, or None when the folder has no record (a run started by an earlier version). A record
+    that is not one (hand-edited, damaged) is an error: it would otherwise turn the check off."""
     path = Path(run_dir) / FILE
     if not os.path.lexists(path):
         return None

@@ -7,8 +7,8 @@ tracker writes.
 2) A store outside the folder is only ever the one the environment names now (`MLFLOW_TRACKING_URI`): a record naming
    another (an edited `store` with `..` or an absolute path, a `tracking_uri` that is neither this folder's store nor
    the environment's) is refused naming the key, before the model loads (`run_dir.open_run_dir`).
-3) Records written before 0.4.1 hold MLflow's store as an absolute `file://` URI: one naming a `mlruns` folder reads
-   as this folder's own `mlruns/` when that holds the MLflow run (the folder was copied or moved there).
+3) Records written by earlier versions hold MLflow's store as an absolute `file://` URI: one naming a `mlruns`
+   folder reads as this folder's own `mlruns/` when that holds the MLflow run (the folder was copied or moved there).
 4) A tracker run in a store outside the folder (W&B, trackio, an MLflow server) is continued by the folder it was
    made in, or by that folder moved; a copy of a folder that still holds the run starts a tracker run of its own
    (`resumable`), rather than log the copy's steps into the original's.
@@ -50,7 +50,8 @@ def _inside(rel: Any) -> bool:
 
 
 def _old_own_store(run_dir: Path, uri: str, run_id: Any) -> bool:
-    """A pre-0.4.1 record (`file:///.../mlruns`) of a store this folder holds a copy of: the run is in its mlruns/."""
+    """An earlier version's record (`file:///.../mlruns`) of a store this folder holds a copy of (the run is in its
+    mlruns/)."""
     if Path(unquote(urlparse(uri).path)).name != OWN_STORE:
         return False
     if not isinstance(run_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", run_id):
