@@ -212,7 +212,8 @@ class Folder:
         if now is not None:
             raise FolderChanged(
                 f"{self.path} was replaced while the run went on (it is now {now}); the run stops rather than write "
-                "there. Put the run's own folder back, or start a new run in another folder"
+                "there. Put the run's folder back (or remove what replaced it) and resume, or start a new run in "
+                "another folder"
             )
 
     def _replaced_by(self) -> str | None:
