@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -128,9 +129,12 @@ class Tracker:
     def _new_samples(self, step: int) -> list[dict[str, Any]]:
         """`samples.jsonl`'s rows of `step`: the file is read on from where the last call left it (from the start
         when a resumed run rewrote it shorter); rows of later steps wait for their step."""
-        path = self.run_dir / SAMPLES_FILE
-        if path.exists():
-            with path.open("rb") as fh:
+        try:  # read through the gate too: a link in its place is refused, never followed to another file's rows
+            fd = self.folder.open_file(SAMPLES_FILE, os.O_RDONLY)
+        except FileNotFoundError:
+            fd = None
+        if fd is not None:
+            with os.fdopen(fd, "rb") as fh:
                 if fh.seek(0, 2) < self._samples_at:
                     self._samples_at = 0
                 fh.seek(self._samples_at)
