@@ -180,6 +180,9 @@ class MlflowSink:
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this
         self.guard()
         self.client = MlflowClient(tracking_uri=uri)
+        if self.store is not None and "0" not in self.store.names():  # MLflow's own layout has its experiment 0
+            with contextlib.suppress(AttributeError):  # an MLflow without it: the store works without experiment 0
+                self.client._tracking_client.store._create_default_experiment()
         if resume:
             self.run_id = resume["run_id"]
             self.client.update_run(self.run_id, status="RUNNING")
