@@ -4,7 +4,8 @@ on resume: the run trusts its files by content, not by path.
 1) The inputs are the local paths the config names (`paths.local_paths`): the data file (`task.path`, which also
    holds the prompts' `features`), the held-out file (`task.eval_path`), the prior file (`strategy.prior_file`), a
    verifier's `file.py` (`task.verifier`) and a local model folder (`model.path`). A file's digest is its sha256 and
-   size; a folder's (a model, a saved `datasets` folder) is the sha256 of its files' names, sizes and sha256s.
+   size; a folder's (a model, a saved `datasets` folder) is the sha256 of its files' names, sizes and sha256s. Each
+   is read once per start or resume (about a second per GB; the model's pages are then in the cache it loads from).
 2) `record` writes them when a run starts in the folder (and, once, when an older folder without them is resumed:
    from then on they are checked).
 3) `check` runs before anything is read on resume (`run_dir.check_saved_config`): each recorded input must have its

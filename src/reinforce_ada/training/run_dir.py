@@ -8,9 +8,6 @@
    prepared by someone else could point `checkpoints/` or `config.toml` anywhere), and every write while the run
    goes passes one gate (`training.gate.Folder`: each path walked from the folder's descriptor without following
    links, at each open), so a link made mid-run is refused too.
-8) The run's inputs are trusted by content: their digests are recorded when it starts and compared on resume
-   (`training.inputs`); the trackers' records (`trackers.json`) are checked before anything loads
-   (`training.tracker_state`): a store they name lies inside the folder, or is the one the environment names.
 4) One trainer at a time: `RunLock` holds `fcntl.flock` on `<run>/.lock` for the run's life; a second trainer on
    the folder gets an error naming the folder and the holder's pid.
 5) A folder that cannot be written (read-only file system, permissions) is an error up front, not a TensorBoard
@@ -20,6 +17,9 @@
 7) Which checkpoints the folder holds is its rule too: `checkpoint_dir`, `complete` (written to the end, newest
    first), `latest` and `reached_step` live here; `training.checkpoint` writes, verifies and loads them (it imports
    this module, never the reverse).
+8) The run's inputs are trusted by content: their digests are recorded when it starts and compared on resume
+   (`training.inputs`); the trackers' records (`trackers.json`) are checked before anything loads
+   (`training.tracker_state`): a store they name lies inside the folder, or is the one the environment names.
 """
 
 from __future__ import annotations
