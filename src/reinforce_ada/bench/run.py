@@ -131,6 +131,7 @@ def run_job(job: Job) -> dict[str, Any]:
     rec["eval_samples"] = []
     series: dict[str, list[float]] = {k: [] for k in SERIES}
     rows: list[list[int]] = []  # samples per sequential round, one list per step
+    longest: list[list[int]] = []  # the longest completion of each round, one list per step
     tokens = samples = 0
     eval_s = 0.0
     if job.value_errors:
@@ -167,6 +168,7 @@ def run_job(job: Job) -> dict[str, Any]:
             v = m.get(src)
             series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
         rows.append([int(x) for x in m.get("samples_per_round", [])])
+        longest.append([int(x) for x in m.get("longest_per_round", [])])
         done = job.max_tokens is not None and tokens >= job.max_tokens
         if job.max_tokens is None and step in at:
             last = evaluate(step)
@@ -176,7 +178,7 @@ def run_job(job: Job) -> dict[str, Any]:
                 next_at += job.eval_every_tokens
         if done:
             break
-    rec.update(series, rows_per_round=rows, steps=len(rows))
+    rec.update(series, rows_per_round=rows, longest_per_round=longest, steps=len(rows))
     if job.check_samples:
         sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
         rec["sampled_check"] = {
@@ -252,6 +254,8 @@ def load_average() -> float | None:
 SERIES = {
     "samples_per_step": "samples_generated",
     "tokens_per_step": "tokens_generated",
+    "prompt_tokens_per_step": "prompt_tokens",
+    "prefill_tokens_per_step": "prefill_tokens",
     "rounds": "rounds",
     "max_completion_tokens": "max_completion_tokens",
     "samples_trained": "samples_trained",
