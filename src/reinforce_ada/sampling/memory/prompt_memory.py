@@ -21,7 +21,8 @@
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
    reads the prompt's EMA, else that running mean, else 1. Visits recorded without lengths (or all of length 0)
-   leave both unchanged.
+   leave both unchanged. Beside it, an EMA of the mean length of the visit's correct answers (`correct_tokens`: the
+   relative length cap's yardstick, `sampling.length`).
 6) `forget` < 1 (ours; off by default): `posterior` reads a prompt's counts discounted by forget^(steps since its last
    visit), so a belief formed many steps ago (a prompt that failed early, never revisited by a greedy selection)
    widens back toward its prior as the policy moves on. The stored counts are unchanged; `decay` still discounts
@@ -98,6 +99,8 @@ class PromptMemory:
         """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
         self.token_total = (0.0, 0)
         """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
+        self.correct_tokens: dict[str, float] = {}
+        """prompt id -> EMA of its visits' mean length of correct answers (visits with one; module docstring, 5)."""
 
     def attach(
         self,
@@ -154,6 +157,9 @@ class PromptMemory:
             return
         if tokens:
             self._record_tokens(prompt.id, tokens)
+            right = [t for t, y in zip(tokens, outcomes, strict=True) if y]
+            if right:  # the length of a correct answer: the relative length cap's yardstick (`sampling.length`)
+                self._ema(self.correct_tokens, prompt.id, sum(right) / len(right))
         pid, k, n = prompt.id, sum(outcomes), len(outcomes)
         mass = None if rewards is None else reward_mass(rewards, n)
         if self.prior_decays and pid not in self.tracker.counts:  # SPO: the prior is the first counts
@@ -186,10 +192,14 @@ class PromptMemory:
         total = float(sum(tokens))
         if not (math.isfinite(total) and total > 0):
             return
-        mean = total / len(tokens)
-        old = self.tokens.get(pid)
-        self.tokens[pid] = mean if old is None else (1.0 - LENGTH_EMA) * old + LENGTH_EMA * mean
+        self._ema(self.tokens, pid, total / len(tokens))
         self.token_total = (self.token_total[0] + total, self.token_total[1] + len(tokens))
+
+    @staticmethod
+    def _ema(table: dict[str, float], pid: str, mean: float) -> None:
+        if math.isfinite(mean) and mean > 0:
+            old = table.get(pid)
+            table[pid] = mean if old is None else (1.0 - LENGTH_EMA) * old + LENGTH_EMA * mean
 
     def tokens_per_sample(self, prompt: Prompt) -> float:
         """Expected completion length of one sample of `prompt` (module docstring, 5)."""
@@ -275,6 +285,7 @@ class PromptMemory:
             "pending": [[asdict(p), k, n] for p, k, n in self.pending],
             "predictor": None if self.predictor is None else self.predictor.state_dict(),
             "tokens": dict(self.tokens),
+            **({"correct_tokens": dict(self.correct_tokens)} if self.correct_tokens else {}),
             "token_total": list(self.token_total),
             "levels": self.levels.state_dict(),
             **({"drift": self.drift.state_dict()} if self.drift is not None else {}),
@@ -293,6 +304,7 @@ class PromptMemory:
             self.predictor.load_state_dict(state["predictor"])
         # states saved before completion lengths were remembered have neither key
         self.tokens = {pid: float(v) for pid, v in state.get("tokens", {}).items()}
+        self.correct_tokens = {pid: float(v) for pid, v in state.get("correct_tokens", {}).items()}
         total, count = state.get("token_total", (0.0, 0))
         self.token_total = (float(total), int(count))
         if "levels" in state:  # absent before the level prior
