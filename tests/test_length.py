@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from reinforce_ada.errors import ConfigError
@@ -80,3 +81,22 @@ def test_the_trainer_caps_its_samples_and_counts_cancelled_decode_work(model_dir
     m = tr.train_step()
     tr.close()
     assert isinstance(m["cancelled_tokens"], int) and m["cancelled_tokens"] >= 0  # the engine's own count
+
+
+def test_a_token_budget_prices_each_sample_at_its_prompts_expected_length():
+    """est budget_unit=tokens: a prompt whose answers run 10x longer gets about a tenth of the samples for the same
+    weight, the step spends the sample budget at the batch's mean length, and the rules that price samples refuse it."""
+    from reinforce_ada.sampling.strategies.priced import greedy, proportional
+
+    n = proportional(np.array([1.0, 1.0, 1.0]), np.array([100.0, 10.0, 10.0]), 8 * 3 * 40.0, 1, 64)
+    assert n.tolist() == [3, 32, 32] and float((n * [100, 10, 10]).sum()) <= 8 * 3 * 40.0
+    gains = np.array([[0.5, 0.25], [0.5, 0.25]])
+    assert greedy(gains, np.array([4.0, 1.0]), 4.0 + 1.0 + 1.0 + 1.0, 1).tolist() == [1, 3]  # per token, not per sample
+    prompts = [Prompt("long", "x"), Prompt("short", "y")]
+    s = build_strategy(strategy_config("est", budget_unit="tokens", budget=16, min_samples=1, max_samples=32))
+    s.memory.record(prompts[0], [True, False], tokens=[90, 110])
+    s.memory.record(prompts[1], [True, False], tokens=[9, 11])
+    s.begin(prompts)
+    assert s.alloc["short"] > 4 * s.alloc["long"]
+    with pytest.raises(ConfigError, match="budget_unit='tokens' applies to allocation"):
+        strategy_config("est", budget_unit="tokens", allocation="knapsack")

@@ -67,8 +67,7 @@ class BaselineOptions:
     )  # planned: a baseline decides whether a kept group of n has signal (`simulation.law`)
     scale_std: bool = option(
         True,
-        "divide advantages by the std (GRPO's; off for seq/est, as the official code; leave_one_out and maxrl are "
-        "never scaled)",
+        "divide advantages by the std (GRPO's; off for seq/est, as the official code; never for leave_one_out, maxrl)",
         plan=False,
     )
     correction: str = option(

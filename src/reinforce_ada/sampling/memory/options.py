@@ -41,8 +41,8 @@ class MemoryOptions:
     )
     prior_decays: bool = option(
         False,
-        "the prior is the prompt's first counts and is forgotten with them at `decay` per visit (SPO's rule), instead "
-        "of fixed pseudo-counts beside them (the Ada-EMA and MoPPS rule)",
+        "the prior is the prompt's first counts, forgotten with them at `decay` per visit (SPO's rule), not fixed "
+        "pseudo-counts (Ada-EMA, MoPPS)",
     )
     prior_alpha: float = option(1.0, "pass-rate tracker: Beta prior alpha")
     prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")
