@@ -88,6 +88,13 @@ ARMS["spo-64-oracle"] = "spo:select=none,estimator=oracle | run.batch_size=64"
 # training.experience), or twice per step (two PPO epochs)
 ARMS["spo-64-replay"] = "spo | run.batch_size=64,replay.enabled=true,replay.mode=samples,replay.max_age=1"
 ARMS["spo-64-2ep"] = "spo | run.batch_size=64,optim.epochs=2"
+# an outside one-sample baseline, A*-PO-style (TRL's experimental A2PO): a static value V* = beta log mean exp(r /
+# beta) from an offline pass of 8 samples per prompt (charged), the prompts it never solved dropped, one sample per
+# prompt, A = r - V*; our PPO loss, not A*-PO's regression onto beta_2 log(pi / pi_ref) (stated in docs)
+ARMS["a-star-po-64"] = (
+    "spo:select=none,estimator=prior,batch_normalize=none | run.batch_size=64,prior.samples=8,prior.value=softmax,"
+    "prior.drop=unsolved"
+)
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
@@ -113,8 +120,9 @@ class Arm:
 
 LEARNER_SECTIONS = ("optim", "replay", "run", "prior")
 """The settings an arm may have of its own after `|` (the rest is the benchmark's, the same for every arm)."""
-ARM_FIELDS = {"run": ("batch_size",), "prior": ("samples",)}
-"""Of the `run` section only the prompts per step; `prior.samples`: the prior pass (`bench.run.prior_pass`)."""
+ARM_FIELDS = {"run": ("batch_size",), "prior": ("samples", "value", "drop")}
+"""Of the `run` section only the prompts per step; `prior.samples`: the prior pass (`bench.run.prior_pass`), its
+`prior.value` (mean or softmax) and `prior.drop=unsolved`."""
 
 
 def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
@@ -145,8 +153,13 @@ def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
     if not pairs:
         raise ConfigError(f"arm {name!r}: nothing after '|'; write optim.KEY=VALUE or drop the '|'")
     prior = pairs.pop("prior", {})
-    if prior and (isinstance(prior["samples"], bool) or not isinstance(prior["samples"], int) or prior["samples"] < 1):
-        raise ConfigError(f"arm {name!r}: prior.samples={prior['samples']!r} must be a whole number >= 1")
+    k = prior.get("samples")
+    if prior and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ConfigError(f"arm {name!r}: prior.samples={k!r} must be a whole number >= 1 (the prior pass)")
+    if prior.get("value", "mean") not in ("mean", "softmax"):
+        raise ConfigError(f"arm {name!r}: prior.value={prior['value']!r} must be mean or softmax")
+    if prior.get("drop", "none") not in ("none", "unsolved"):
+        raise ConfigError(f"arm {name!r}: prior.drop={prior['drop']!r} must be none or unsolved")
     apply_overrides(TrainConfig(), pairs, f"arm {name!r}")  # unknown keys and bad values fail here
     if prior:
         pairs["prior"] = prior

@@ -136,10 +136,12 @@ def run_job(job: Job) -> dict[str, Any]:
     eval_s = 0.0
     if job.value_errors:
         tr.probes.append(value_probe(job.max_new_tokens))
-    k0 = int(dict(job.train).get("prior.samples", 0))
+    train = dict(job.train)
+    k0 = int(train.get("prior.samples", 0))
     if k0:  # the arm's prior is measured by sampling: its tokens and samples are charged before step 1
         t0 = time.perf_counter()
-        tokens, samples = prior_pass(tr, k0)
+        how = str(train.get("prior.value", "mean"))
+        tokens, samples = prior_pass(tr, k0, how, train.get("prior.drop") == "unsolved")
         rec["prior"] = {"samples_per_prompt": k0, "tokens": tokens, "samples": samples}
         rec["prior"]["seconds"] = time.perf_counter() - t0  # charged on the CPU axis (`costmodel.prior_seconds`)
 
@@ -228,21 +230,40 @@ def value_probe(max_new_tokens: int) -> Any:
     return probe
 
 
-def prior_pass(tr: Any, samples_per_prompt: int) -> tuple[int, int]:
-    """SPO's offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting
-    policy, scored, their smoothed pass rates (k + 1/2) / (n + 1) made the strategy memory's prior means
-    (`sampling.memory.priors`); returns the (tokens, samples) it generated, which the arm is charged."""
+PRIOR_VALUES = ("mean", "softmax")
+"""How the prior pass turns a prompt's k correct of n into its prior value (`prior_pass`)."""
+A_STAR_BETA = 0.5
+"""A*-PO's beta_1 (TRL's `A2POConfig` default): V* = beta log mean exp(r / beta) over the offline samples."""
+
+
+def prior_pass(tr: Any, samples_per_prompt: int, value: str = "mean", drop_unsolved: bool = False) -> tuple[int, int]:
+    """An offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting policy,
+    scored, made the strategy memory's prior means; returns the (tokens, samples) it generated, which the arm is
+    charged. `value`: "mean" is SPO's smoothed pass rate (k + 1/2) / (n + 1); "softmax" A*-PO's optimal value
+    V* = beta log mean exp(r / beta) (beta = `A_STAR_BETA`, rewards 0/1 by the threshold). `drop_unsolved`:
+    A*-PO's filter, the prompts none of whose samples was correct leave the training pool (at least one stays)."""
     from reinforce_ada.sampling.ledger import score
+    from reinforce_ada.sampling.order import PromptOrder
     from reinforce_ada.types import Request
 
+    if value not in PRIOR_VALUES:
+        raise ValueError(f"prior.value={value!r}; choose one of {list(PRIOR_VALUES)}")
     prompts = {p.id: p for p in tr.train_prompts}
     drawn = tr.engine.generate([Request(p, samples_per_prompt) for p in prompts.values()])
     score(drawn, prompts, tr.verifier)
     correct: dict[str, int] = dict.fromkeys(prompts, 0)
     for s in drawn:
         correct[s.prompt_id] += float(s.reward) > tr.strategy.opts.threshold
-    rates = {pid: (k + 0.5) / (samples_per_prompt + 1) for pid, k in correct.items()}
+    n = samples_per_prompt
+    if value == "softmax":
+        b = A_STAR_BETA
+        rates = {pid: b * float(np.log((k * np.exp(1.0 / b) + (n - k)) / n)) for pid, k in correct.items()}
+    else:
+        rates = {pid: (k + 0.5) / (n + 1) for pid, k in correct.items()}
     tr.strategy.attach(prior_rates=rates)
+    if drop_unsolved and any(correct.values()):
+        tr.train_prompts = [p for p in tr.train_prompts if correct[p.id] > 0]
+        tr.order = PromptOrder(tr.train_prompts, tr.cfg.run.seed)
     return int(sum(s.num_tokens for s in drawn)), len(drawn)
 
 

@@ -13,7 +13,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.checks import at_least, boolean, choice, positive
 from reinforce_ada.sampling.fields import option
 
-ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
+ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle", "prior")
 """Where a pass-rate estimate comes from (`PromptMemory.posterior`): the one list."""
 USES_PREDICTOR = ("predictor", "both")
 """The estimators that read the learned difficulty predictor (and bring its options)."""
@@ -30,7 +30,8 @@ class MemoryOptions:
         "(Beta-prior EMA of its own visits), predictor (learned from prompt features over all prompts) or both (the "
         "predictor is the tracker's prior, strength prior_alpha + prior_beta), level (the running pass rate of the "
         "prompt's difficulty level is that prior) or oracle (the exact pass rate under the current policy, free of "
-        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
+        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only), or prior (the "
+        "prior's mean alone, never updated by visits: A*-PO's static offline value)",
     )
     prior_file: str | None = option(
         None,

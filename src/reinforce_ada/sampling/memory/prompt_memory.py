@@ -12,7 +12,8 @@
    arrive in: the round and streaming drivers draw from the same law;
 4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
    predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), level
-   (the prompt's level's running pass rate as that prior mean), or oracle (an attached
+   (the prompt's level's running pass rate as that prior mean), prior (the prior's mean alone, never updated: a
+   static offline value), or oracle (an attached
    `oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
    on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights). A `prior_file` gives the
    prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`priors`);
@@ -214,6 +215,9 @@ class PromptMemory:
         if self.estimator == "oracle":
             return oracle_prior(self._oracle().rate(prompt))
         t = self.tracker
+        if self.estimator == "prior":  # the prior's mean alone, static (A*-PO's offline value)
+            m = self.prior_mean(prompt)
+            return oracle_prior(t.alpha / (t.alpha + t.beta) if m is None else m)
         n_pos, n_tot = t.counts.get(prompt.id, (0.0, 0.0))
         if self.forget < 1.0 and prompt.id in self.last_seen:  # module docstring, 6
             w = self.forget ** (self.step - self.last_seen[prompt.id])
@@ -248,7 +252,7 @@ class PromptMemory:
         """The prompt's expected reward (module docstring, 7): `estimate` with the reward mass in place of the
         correct count -- the same number under 0/1 rewards and for every prompt not yet visited."""
         t = self.tracker
-        if self.estimator == "oracle" or prompt.id not in t.mass:
+        if self.estimator in ("oracle", "prior") or prompt.id not in t.mass:
             return self.estimate(prompt)
         a, b = self.posterior(prompt)
         n_pos = t.counts[prompt.id][0]
