@@ -253,3 +253,28 @@ def test_a_trainer_step_records_the_whole_bill_and_the_length_model_prices_it(mo
     assert float(gpu_length_seconds(rec, c)[0]) == pytest.approx(want)
     with pytest.raises(ValueError, match="made before bench.run kept this series"):
         gpu_length_seconds({"tokens_per_step": [1]}, c)
+
+
+def test_the_long_answer_axes_read_prompt_tokens_and_the_length_model():
+    from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.costmodel import GpuCost, gpu_length_seconds
+
+    rec = {
+        "key": "r",
+        "steps": 2,
+        "eval_step": [0, 2],
+        "eval_tokens": [40, 140],  # the prior pass's 40 generated tokens charged from step 0
+        "prompt_tokens_per_step": [30, 20],
+        "longest_per_round": [[10], [12, 3]],
+        "tokens_per_step": [60, 40],
+        "prefill_tokens_per_step": [10, 10],
+        "tokens_trained": [50, 30],
+        "prior": {"samples": 8, "tokens": 40, "prompt_tokens": 16, "prefill_tokens": 4, "longest": 9},
+    }
+    assert axis_x(rec, "bill_tokens") == [40 + 16, 140 + 50 + 16]
+    c = GpuCost()
+    steps = gpu_length_seconds(rec, c)
+    prior = c.decode_step_s * 9 + c.row_token_s * 40 + c.prefill_token_s * 4
+    assert axis_x(rec, "gpu_len_s") == pytest.approx([prior, prior + steps.sum()])
+    with pytest.raises(ValueError, match="unknown cost axis 'bill'"):
+        axis_x(rec, "bill")

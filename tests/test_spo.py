@@ -422,7 +422,8 @@ def test_the_prior_pass_softmax_value_and_the_unsolved_filter(tmp_path):
     cfg = train_config(model_dir, tmp_path / "run", spo, generation={"max_new_tokens": 8})
     tr = Trainer(cfg, tensorboard=False)
     before = list(tr.train_prompts)
-    tokens, samples = prior_pass(tr, 4, "softmax", drop_unsolved=True)
+    spent = prior_pass(tr, 4, "softmax", drop_unsolved=True)
+    tokens, samples = spent["tokens"], spent["samples"]
     rates = tr.strategy.memory.prior_rates
     tr.close()
     assert samples == 4 * len(before) and tokens > 0

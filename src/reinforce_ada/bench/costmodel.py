@@ -254,6 +254,15 @@ def prior_seconds(record: Mapping[str, Any], model: str) -> float:
         return 0.0
     if model == "gpu":
         return float(gpu_step_seconds([[samples]], [0], row_scale=ROW_SCALE)[0])
+    if model == "gpu_len":  # one round of the pass's own samples, priced by their lengths; nothing trained
+        c = GpuCost()
+        longest, prefill = prior.get("longest"), prior.get("prefill_tokens")
+        if longest is None or prefill is None:
+            raise UnpricedPrior(
+                f"run record {record.get('key', '?')!r}: its prior pass keeps no lengths (made before bench.run kept "
+                "them), so the length model cannot price it"
+            )
+        return c.round_s + c.decode_step_s * longest + c.row_token_s * prior["tokens"] + c.prefill_token_s * prefill
     if model == "cpu":
         if prior.get("seconds") is None:
             raise UnpricedPrior(
@@ -265,8 +274,6 @@ def prior_seconds(record: Mapping[str, Any], model: str) -> float:
 
 
 CostModel = Callable[[Mapping[str, Any]], np.ndarray]
-MODELS: dict[str, CostModel] = {"cpu": cpu_step_seconds, "gpu": gpu_record_seconds}
-"""Cost models by name; each maps a run record to seconds per step (entry i is step i + 1)."""
 
 
 def cumulative(record: Mapping[str, Any], model: str | CostModel = "cpu") -> list[float]:
@@ -325,3 +332,7 @@ def gpu_length_seconds(record: Mapping[str, Any], cost: GpuCost | None = None) -
         a = _series(f"longest_per_round[{i}]", rounds, unit="round") if len(rounds) else np.zeros(0)
         out[i] += len(a) * c.round_s + c.decode_step_s * float(a.sum())
     return out
+
+
+MODELS: dict[str, CostModel] = {"cpu": cpu_step_seconds, "gpu": gpu_record_seconds, "gpu_len": gpu_length_seconds}
+"""Cost models by name; each maps a run record to seconds per step (entry i is step i + 1)."""

@@ -141,8 +141,9 @@ def run_job(job: Job) -> dict[str, Any]:
     if k0:  # the arm's prior is measured by sampling: its tokens and samples are charged before step 1
         t0 = time.perf_counter()
         how = str(train.get("prior.value", "mean"))
-        tokens, samples = prior_pass(tr, k0, how, train.get("prior.drop") == "unsolved")
-        rec["prior"] = {"samples_per_prompt": k0, "tokens": tokens, "samples": samples}
+        spent = prior_pass(tr, k0, how, train.get("prior.drop") == "unsolved")
+        tokens, samples = spent["tokens"], spent["samples"]
+        rec["prior"] = {"samples_per_prompt": k0, **spent}
         rec["prior"]["seconds"] = time.perf_counter() - t0  # charged on the CPU axis (`costmodel.prior_seconds`)
 
     def evaluate(step: int) -> dict[str, float]:
@@ -236,12 +237,13 @@ A_STAR_BETA = 0.5
 """A*-PO's beta_1 (TRL's `A2POConfig` default): V* = beta log mean exp(r / beta) over the offline samples."""
 
 
-def prior_pass(tr: Any, samples_per_prompt: int, value: str = "mean", drop_unsolved: bool = False) -> tuple[int, int]:
+def prior_pass(tr: Any, samples_per_prompt: int, value: str = "mean", drop_unsolved: bool = False) -> dict[str, int]:
     """An offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting policy,
-    scored, made the strategy memory's prior means; returns the (tokens, samples) it generated, which the arm is
-    charged. `value`: "mean" is SPO's smoothed pass rate (k + 1/2) / (n + 1); "softmax" A*-PO's optimal value
-    V* = beta log mean exp(r / beta) (beta = `A_STAR_BETA`, rewards 0/1 by the threshold). `drop_unsolved`:
-    A*-PO's filter, the prompts none of whose samples was correct leave the training pool (at least one stays)."""
+    scored, made the strategy memory's prior means; returns what it generated, which the arm is charged: `tokens`,
+    `samples`, `prompt_tokens` (each sample's prompt), `prefill_tokens` (each prompt once) and `longest`. `value`:
+    "mean" is SPO's smoothed pass rate (k + 1/2) / (n + 1); "softmax" A*-PO's optimal value V* = beta log mean
+    exp(r / beta) (beta = `A_STAR_BETA`, rewards 0/1 by the threshold). `drop_unsolved`: A*-PO's filter, the prompts
+    none of whose samples was correct leave the training pool (at least one stays)."""
     from reinforce_ada.sampling.ledger import score
     from reinforce_ada.sampling.order import PromptOrder
     from reinforce_ada.types import Request
@@ -264,7 +266,13 @@ def prior_pass(tr: Any, samples_per_prompt: int, value: str = "mean", drop_unsol
     if drop_unsolved and any(correct.values()):
         tr.train_prompts = [p for p in tr.train_prompts if correct[p.id] > 0]
         tr.order = PromptOrder(tr.train_prompts, tr.cfg.run.seed)
-    return int(sum(s.num_tokens for s in drawn)), len(drawn)
+    return {
+        "tokens": int(sum(s.num_tokens for s in drawn)),
+        "samples": len(drawn),
+        "prompt_tokens": int(sum(s.prompt_tokens for s in drawn)),
+        "prefill_tokens": int(sum({s.prompt_id: s.prompt_tokens for s in drawn}.values())),
+        "longest": max((s.num_tokens for s in drawn), default=0),
+    }
 
 
 def load_average() -> float | None:
