@@ -109,13 +109,17 @@ def provenance(study: str, runs: dict[str, dict], results: dict[str, dict]) -> l
 def registered_code(meta: dict[str, Any]) -> str | None:
     """The commit a result's registration names as its code (`code = "..."`), when the result records no commit of
     its own: the registered studies run that commit's package from a worktree of it."""
-    import tomllib
+    from docgen.published import PageDataError
+    from docgen.sources import read_toml
 
     path = (meta.get("preregistration_file") or {}).get("path")
-    try:
-        return tomllib.loads((ROOT / path).read_text()).get("code") if path else None
-    except (OSError, tomllib.TOMLDecodeError):
+    if not path or not (ROOT / path).is_file():
         return None
+    try:
+        code = read_toml(ROOT / path).get("code")
+    except PageDataError:
+        return None
+    return code if isinstance(code, str) else None
 
 
 def study_figures(study: str) -> list[tuple[str, str]]:
