@@ -141,10 +141,9 @@ def checked(value: Any, file: str, path: str = "", strict: bool = True) -> Any:
 
 
 def relative(path: Path) -> str:
-    from docgen.sources import ROOT
-
+    """`path` from the repository's root (as the pages and errors name files), else as given."""
     try:
-        return Path(path).resolve().relative_to(ROOT).as_posix()
+        return Path(path).resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
     except ValueError:
         return str(path)
 

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     with records.explained():  # a records file or summary that is not whole: one line naming it
         if Path(args.out).resolve() == RESULTS.resolve():
             records.seal_all(RESULTS)
-        regenerate(Path(args.out), args.only.split(",") if args.only else None)
+        regenerate(Path(args.out), args.only.split(",") if args.only else None, RECORDS)
     return 0
 
 

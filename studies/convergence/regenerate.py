@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     with records.explained():  # a records file that is not whole: one line naming it
         if Path(args.out).resolve() == RESULTS.resolve():
             records.seal_all(RESULTS)
-        regenerate(Path(args.out))
+        regenerate(Path(args.out), RECORDS)
     return 0
 
 

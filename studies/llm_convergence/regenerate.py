@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     with records.explained():  # a records file or summary that is not whole: one line naming it
         if out.resolve() == RESULTS.resolve():
             records.seal_all(RESULTS)
-        regenerate(out)
+        regenerate(out, RECORDS)
     return 0
 
 
