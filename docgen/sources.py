@@ -52,12 +52,13 @@ def read_records(study: str, registration: str | None = None) -> tuple[dict[str,
     return by_id, {k: checked(v, name, f"result {k}", strict=False) for k, v in results.items()}
 
 
-def records_digest(study: str, registration: str | None = None) -> str | None:
-    """The sha256 the study's records file carries (None: none yet, or written before digests)."""
+def records_digests(study: str) -> list[tuple[str, str | None]]:
+    """Every records file of the study (its later registrations' included), each with the sha256 it carries, checked
+    (None: written before digests, sealed at its next write)."""
     from studies.protocol import records
 
-    path = records_path(study, registration)
-    return records.digest(path) if path.exists() else None
+    files = sorted((STUDIES / study / "results").rglob("records.jsonl.gz"))
+    return [(p.relative_to(STUDIES / study).as_posix(), records.digest(p)) for p in files]
 
 
 def later_registrations(study: str) -> list[str]:
