@@ -162,3 +162,15 @@ def test_a_number_a_page_derives_as_nan_is_not_published(monkeypatch, capsys):
     assert main(["--check"]) == 1
     err = capsys.readouterr().err
     assert "docs/results/zz_demo.md, line" in err and "'nan' is not a number to publish" in err
+
+
+def test_every_figure_cell_checks_its_numbers_wherever_it_comes_from():
+    """`docgen.cells` (every results page, the speed goals, the benchmarks' tables): a value that is true/false or
+    text, or an interval with one end, is an error naming the file and field, not "1.00" or "[0.90, n/a]"."""
+    from docgen.cells import verdict, with_interval
+
+    with pytest.raises(PageDataError, match=r"s.json: field P5.value: True is not a number"):
+        verdict(published.checked({"P5": {"value": True}}, "s.json")["P5"], ">= 1.0")
+    with pytest.raises(PageDataError, match=r"s.json: field P1.t_hi is missing beside t_lo"):
+        with_interval(published.checked({"P1": {"value": 1.0, "t_lo": 0.9}}, "s.json")["P1"])
+    assert with_interval(published.checked({"value": 1.0, "t_lo": 0.9, "t_hi": 1.2}, "s.json")) == "1.00 [0.90, 1.20]"
