@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,6 +148,8 @@ def compare_config(args: argparse.Namespace) -> Any:
         fields["long_arms"] = tuple(split_arms(args.long_arms))
     if args.report_only:
         fields["only_cached"] = True
+    if args.records is not None:
+        records_folder(args.records)
     for name in ("extend_sweep", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
@@ -155,6 +158,20 @@ def compare_config(args: argparse.Namespace) -> Any:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
     return dataclasses.replace(c, compute_arm=headline_arm(c, [a.partition("=")[0].strip() for a in arms], args))
+
+
+def records_folder(path: str) -> None:
+    """`--records` names a folder (finished runs are kept in it, one file each): a file there, a file in its way, or
+    a folder that takes no files is a ConfigError naming the flag, before any run (it was a FileExistsError after
+    the training)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"--records {path}: a file, not a folder; give a folder (each finished run is a file in it)")
+    parent = next((q for q in p.parents if q.exists()), None) if not p.exists() else p
+    if parent is not None and not parent.is_dir():
+        raise ConfigError(f"--records {path}: {parent} is a file, so the folder cannot be made; give another folder")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--records {path}: {parent} takes no new files (no write permission); give another folder")
 
 
 def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:
