@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,10 @@ from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.simulation.plan import MAX_PLAN_SAMPLES, plan, plan_monte_carlo
 from reinforce_ada.simulation.policy import SimConfig
 from reinforce_ada.simulation.simulate import simulate
+from tests.helpers import corpus, corpus_header
 
 GB = 2**30
-CLI = Path(__file__).parent / "adversarial" / "cli"
-CASES = tomllib.loads((CLI / "cases.toml").read_text())
+CASES = corpus("cli")
 
 
 def fails(argv: list[str], capsys) -> str:
@@ -49,9 +48,9 @@ def small_machine(monkeypatch):
 
 
 def test_every_case_has_a_readme_line():
-    readme = (CLI / "README.md").read_text()
+    readme = corpus_header("cli")
     for name, case in CASES.items():
-        assert f"| `{name}` |" in readme, f"tests/adversarial/cli/README.md does not list {name}"
+        assert f"| `{name}` |" in readme, f"tests/adversarial/cli/cases.toml's header does not list {name}"
         assert case["why"] and case["argv"][0] in ("plan", "simulate", "eval", "filter", "compare", "features", "train")
 
 
