@@ -70,10 +70,10 @@ def test_memory_sized_strategy_options_are_refused_up_front(name, options):
 def test_candidates_are_sized_with_the_batch_at_training_config_load(monkeypatch):
     """Candidates x batch prompts are drawn a step: a value each option check lets through can still not fit."""
     from reinforce_ada.sampling.configure import strategy_config
-    from reinforce_ada.training import config as training_config
+    from reinforce_ada.training import bounds
     from reinforce_ada.training.config import RunConfig, TrainConfig
 
-    monkeypatch.setattr(training_config, "physical_memory", lambda: 2**30)
+    monkeypatch.setattr(bounds, "usable_memory", lambda: 2**30)
     strategy = strategy_config("uniform", select="mopps", candidates=1000)
     TrainConfig(strategy=strategy, run=RunConfig(batch_size=8))
     with pytest.raises(ConfigError, match=r"strategy.candidates=1000: .* the largest candidates here is 512"):

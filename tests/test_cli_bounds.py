@@ -41,7 +41,7 @@ def fails(argv: list[str], capsys) -> str:
 @pytest.fixture
 def small_machine(monkeypatch):
     """A machine with 1 GB of memory, so the largest allowed values in the messages are exact."""
-    monkeypatch.setattr(checks, "physical_memory", lambda: GB)
+    monkeypatch.setattr(checks, "usable_memory", lambda: GB)
 
 
 # --- the corpus ----------------------------------------------------------------------------------------------------
