@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import warnings
 from collections import Counter
 from math import comb
@@ -15,6 +16,7 @@ from math import comb
 import numpy as np
 import pytest
 
+from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import Greso, RuleContext, mopps_choose
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
@@ -23,7 +25,7 @@ from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate, knapsack_budget
-from reinforce_ada.sampling.strategies.est import knapsack_value
+from reinforce_ada.sampling.strategies.est import knapsack_value, remainder_allocate
 from reinforce_ada.sampling.strategies.seq import resolve_chance
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.simulation.plan import greso_skip_share, plan, plan_monte_carlo
@@ -505,3 +507,44 @@ def test_simulated_prompt_features_and_empty_steps():
         step = s.memory.step
         s.begin([])
         assert s.done() and s.propose() == [] and s.build() == [] and s.memory.step == step
+
+
+# --- (was tests/test_est_released.py) ---------------------------------------------------------------------------------
+# The authors' released Ada-Est (issue 23 baseline): its allocation rule against a transcription of the released
+# procedure, and the arm spec end to end.
+
+
+def released(p_hat, per_prompt):
+    """The released procedure as its docstring states it: 1 each, the rest by 1/p_hat, floors, largest remainders."""
+    b = len(p_hat)
+    total, rest = per_prompt * b, per_prompt * b - b
+    w = [1 / max(p, 1e-6) for p in p_hat]
+    floats = [rest * x / sum(w) for x in w]
+    n = [1 + math.floor(f) for f in floats]
+    order = sorted(range(b), key=lambda i: -(floats[i] - math.floor(floats[i])))  # stable: ties by index
+    for i in order[: total - sum(n)]:
+        n[i] += 1
+    return n
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_matches_the_released_procedure_without_a_cap(seed):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.9, int(rng.integers(2, 12)))
+    got = remainder_allocate(1 / p, 8 * len(p), 1, 10**6)
+    assert got.tolist() == released(p.tolist(), 8)
+
+
+def test_a_cap_holds_and_the_budget_is_still_spent():
+    n = remainder_allocate(np.array([100.0, 1.0, 1.0]), 24, 1, 10)
+    assert n.tolist()[0] == 10 and n.sum() == 24 and n.max() <= 10
+
+
+def test_the_arm_runs_and_trains_every_sample_without_a_residual_weight():
+    cfg = parse_arm(ARMS["est-released"])
+    prompts = [Prompt(id=f"e{i}", text="") for i in range(8)]
+    policy = SimulatedPolicy(prompts, [0.1, 0.5] * 4, SimConfig(lr=0.0, seed=0))
+    batch = collect(build_strategy(cfg), policy, prompts)
+    assert batch.ledger.samples_generated == 8 * 8  # the default budget: 8 per prompt
+    assert all(g.weight == 1.0 for g in batch.groups)
+    assert sum(len(g.samples) for g in batch.groups) == 64
