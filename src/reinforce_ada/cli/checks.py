@@ -50,18 +50,12 @@ def input_file(flag: str, path: str | Path) -> Path:
 
 
 def read_json_object(flag: str, path: str | Path) -> dict:
-    """A UTF-8 JSON file holding an object (a result file of an earlier run), else a ConfigError naming the flag;
-    its size and encoding checked as every user file's (`userfiles.check_size`, `userfiles.decode`)."""
-    from reinforce_ada.userfiles import check_size, decode
-
+    """A UTF-8 JSON file holding an object (a result file of an earlier run), else a ConfigError naming the flag."""
     p = input_file(flag, path)
     try:
-        check_size(p, flag)
-        text = decode(p)
-    except ConfigError as e:
-        raise ConfigError(str(e) if str(e).startswith(flag) else f"{flag} {e}") from None
-    try:
-        obj = json.loads(text)
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{flag} {p}: not UTF-8 text (byte {e.start}); give a result JSON") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{flag} {p}: not valid JSON ({e.msg}, line {e.lineno}); give a result JSON") from None
     except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
