@@ -53,9 +53,12 @@ def step_draws(cls: Any, options: Any, batch: int) -> float:
     return min(draws, float(budget)) if isinstance(budget, int) and budget > 0 else draws
 
 
-def check_step_draws(cls: Any, options: Any, batch: int, max_new_tokens: int) -> None:
+def check_step_draws(
+    cls: Any, options: Any, batch: int, max_new_tokens: int, batch_flag: str = "run.batch_size"
+) -> None:
     """Refuse a config whose step may draw more samples than this process can hold (module docstring, 1), naming
-    the option that sets the samples per prompt and its largest value that fits with this batch size."""
+    the option that sets the samples per prompt and its largest value that fits with this batch size (`batch_flag`:
+    how the caller spells the batch size; `simulate` passes `--batch-size` and 0 tokens)."""
     from reinforce_ada.evaluation.metrics import sample_bytes
 
     draws = step_draws(cls, options, batch)
@@ -68,9 +71,10 @@ def check_step_draws(cls: Any, options: Any, batch: int, max_new_tokens: int) ->
     name = max(names, key=lambda k: getattr(options, k)) if names else "n"
     value = getattr(options, name, per_prompt)
     fits = int(value * (memory / (batch * each)) / per_prompt) if per_prompt > 0 else 0
+    tokens = f" and generation.max_new_tokens={max_new_tokens}" if max_new_tokens else ""
     raise ConfigError(
-        f"strategy.{name}={value} with run.batch_size={batch} and generation.max_new_tokens={max_new_tokens}: a step "
-        f"may draw up to {draws:.4g} samples ({batch} prompts x {per_prompt:.4g}) of up to {max_new_tokens} tokens, "
-        f"held at once: about {_gib(draws * each)}, more than the {_gib(memory)} this process can get; the largest "
-        f"{name} here is {fits} (or lower run.batch_size or generation.max_new_tokens)"
+        f"strategy.{name}={value} with {batch_flag}={batch}{tokens}: a step may draw up to {draws:.4g} samples "
+        f"({batch} prompts x {per_prompt:.4g}){f' of up to {max_new_tokens} tokens' if tokens else ''}, held at "
+        f"once: about {_gib(draws * each)}, more than the {_gib(memory)} this process can get; the largest {name} "
+        f"here is {fits} (or lower {batch_flag}{' or generation.max_new_tokens' if tokens else ''})"
     )
