@@ -299,10 +299,10 @@ def test_an_output_reaching_the_dataset_through_a_link_is_refused(tmp_path, mode
     assert data.read_text() == '{"prompt": "1+1=", "answer": "2"}\n'
 
 
-def test_the_pool_files_a_compare_reads_are_found():
-    from reinforce_ada.cli import compare
+def test_the_pool_files_a_compare_reads_are_found_and_a_budget_may_read_1e6():
+    from reinforce_ada.cli import checks, compare
 
-    assert doctest.testmod(compare).failed == 0
+    assert doctest.testmod(compare).failed == 0 and doctest.testmod(checks).failed == 0
 
 
 # --- what an option costs ------------------------------------------------------------------------------------------

@@ -31,6 +31,25 @@ def at_least(flag: str, value: int | None, least: int = 1) -> None:
         raise ConfigError(f"{flag} must be >= {least}, got {value}")
 
 
+def whole(text: str) -> int:
+    """An argparse type for a count that may be written as 1e6: a whole number, in digits or in float notation.
+
+    >>> whole("12"), whole("1e6"), whole("2.0e3")
+    (12, 1000000, 2000)
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not math.isfinite(x) or not x.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(x)
+
+
 def finite(flag: str, value: float, *, least: float | None = None, note: str = "") -> None:
     """`value` is a finite number, >= `least` when given (`note` says what the bound means)."""
     if not math.isfinite(value) or (least is not None and value < least):

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reinforce_ada.cli.checks import finite, given, not_an_input, read_lrs
+from reinforce_ada.cli.checks import finite, given, not_an_input, read_lrs, whole
 from reinforce_ada.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
     p.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
     p.add_argument(
         "--token-budget",
-        type=int,
+        type=whole,
         default=None,
         metavar="TOKENS",
         help="run every arm to this many generated tokens (--steps becomes a cap) and report held-out accuracy at "
