@@ -217,3 +217,36 @@ def matched_n(seq_cfg: StrategyConfig, rates: np.ndarray) -> tuple[int, float]:
     rows = plan(seq_cfg, np.clip(np.round(np.asarray(rates, dtype=float), 3), 0.0, 1.0))
     expected = float(np.mean([r.expected_samples for r in rows]))
     return max(1, round(expected)), expected
+
+
+def check_costs(arms: list[Arm], c: Any, max_new_tokens: int) -> None:
+    """What the arms cost under a `CompareConfig` `c`, checked before any pool is built or run trained: each arm's
+    step draws fit this process's memory (`training.bounds.check_step_draws`: `uniform:n=10**12` used to fail in a
+    worker after the sweep), and with `c.token_budget` every arm can reach the budget's tail within `c.steps`
+    (at most steps x prompts x its most samples per prompt x `max_new_tokens` tokens; `bench.equal_tokens`, 1): a
+    budget of 1e30 trained every run and then raised, writing no result. An arm with a prior pass (its tokens depend
+    on the pool) or whose n is matched to a pool is left to the runs."""
+    from reinforce_ada.bench.equal_tokens import WINDOW
+    from reinforce_ada.sampling.strategies import strategy_class
+    from reinforce_ada.training.bounds import check_step_draws, step_draws
+
+    short = {}
+    for arm in arms:
+        cls, batch = strategy_class(arm.cfg.name), int(dict(arm.train).get("run.batch_size", c.batch_size))
+        try:
+            check_step_draws(cls, arm.cfg.options, batch, max_new_tokens)
+        except ConfigError as e:
+            raise ConfigError(f"arm {arm.name!r}: {e}") from None
+        most = c.steps * step_draws(cls, arm.cfg.options, batch) * max_new_tokens
+        if c.token_budget and arm.name != MATCHED and not dict(arm.train).get("prior.samples"):
+            if most < (1 - WINDOW) * c.token_budget:
+                short[arm.name] = most
+    if short:
+        arm, most = min(short.items(), key=lambda kv: kv[1])
+        raise ConfigError(
+            f"--token-budget {c.token_budget}: {len(short)} arm(s) ({', '.join(list(short)[:4])}"
+            f"{', ...' if len(short) > 4 else ''}) cannot reach its last "
+            f"{WINDOW:.0%} within --steps {c.steps}: {arm} generates at most {most:,.0f} tokens a run ({c.steps} steps "
+            f"of up to {max_new_tokens} tokens a sample); lower --token-budget to {int(most / (1 - WINDOW)):,} or "
+            "less, or raise --steps"
+        )
