@@ -13,6 +13,9 @@
   markers), filled from the studies' pages, the benchmarks' results (`docgen.benchmarks`) and the package's layout
   (`docgen.architecture`: docs/architecture.md's folder map).
 - `docgen.figures`: the figures the studies' pages draw, and the allocator diagram, from data.
+- `docgen.published`: the one door every published value comes through (numbers finite and bounded, a missing field
+  named with its file, text safe for Markdown and HTML), and `docgen.schema`: the shape a page declares for what it
+  publishes (a summary figure with its value or pools, a claim with its pools), checked before it is written.
 
 `python -m docgen` writes the committed ones; `python -m docgen --check` says which differ (`tests/test_docs.py`
 fails on any). `python -m docgen reference --out DIR` writes the reference pages to DIR for reading without the site.

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from docgen import architecture, benchmarks, blocks, figures, metrics_page, reference, results, strategies
+from docgen.published import PageDataError, unpublishable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,6 +30,11 @@ def generated() -> dict[str, str]:
     out = results.pages(pages)
     out["docs/metrics.md"] = metrics_page.page()  # every logged key, defined beside the code that writes it
     filled = blocks.by_name(pages, {**benchmarks.blocks(), "architecture": architecture.architecture()})
+    for path, text in out.items():
+        if path != "docs/metrics.md":  # its prose says where a metric is nan; a results page publishes none
+            unpublishable(path, text.splitlines())
+    for name, lines in filled.items():
+        unpublishable(f"the generated block {name!r}", lines)
     for path, to_docs in blocks.hand_pages(ROOT).items():
         out[path] = blocks.fill((ROOT / path).read_text(), filled, to_docs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -44,6 +50,16 @@ def stale() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from studies.protocol.records import StudyFileError
+
+    try:
+        return _main(argv)
+    except (PageDataError, StudyFileError) as e:  # a file a page publishes from that is not what its study writes
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(prog="python -m docgen", description=__doc__.splitlines()[0])
     ap.add_argument("what", nargs="?", choices=["all", "reference"], default="all")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a committed file is stale")

@@ -1,14 +1,28 @@
 """How the results pages write a number: two decimals, an interval, a goal read from its registration's words, and
-the verdict of a figure against its goal (`verdict`: where the interval lies, not only the point)."""
+the verdict of a figure against its goal (`verdict`: where the interval lies, not only the point). A figure's value
+and interval ends that are not numbers (text, true/false, NaN) are an error naming the file and the field
+(`number`), never "1.00" or "nan"."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from docgen.published import PageDataError, number_ok, where
+
 
 def f2(x: float | None) -> str:
+    if x is not None and not number_ok(x):
+        raise PageDataError(f"{x!r} is not a number to publish")
     return "n/a" if x is None else f"{x:.2f}"
+
+
+def number(e: dict[str, Any], key: str) -> float | None:
+    """`e[key]` when it is a number or absent/null; else a `PageDataError` naming the file and field (`e`'s origin)."""
+    x = e.get(key)
+    if x is None or number_ok(x):
+        return x
+    raise PageDataError(f"{where(getattr(e, 'origin', ('a result', '')), key)}: {x!r} is not a number to publish")
 
 
 def interval(e: dict[str, Any]) -> tuple[float | None, float | None, str]:
@@ -16,16 +30,17 @@ def interval(e: dict[str, Any]) -> tuple[float | None, float | None, str]:
     bootstrap one; none over a single seed (a bootstrap of one value is that value, not an interval)."""
     if isinstance(e.get("per_seed"), list) and len(e["per_seed"]) < 2:
         return None, None, ""
-    if e.get("t_lo") is not None:
-        return e["t_lo"], e["t_hi"], "t"
-    if e.get("lo") is not None:
-        return e["lo"], e["hi"], "bootstrap"
+    for lo, hi, kind in (("t_lo", "t_hi", "t"), ("lo", "hi", "bootstrap")):
+        if number(e, lo) is not None:
+            if number(e, hi) is None:  # one end of an interval is no interval
+                raise PageDataError(f"{where(getattr(e, 'origin', ('a result', '')), hi)} is missing beside {lo}")
+            return e[lo], e[hi], kind
     return None, None, ""
 
 
 def with_interval(e: dict[str, Any]) -> str:
     lo, hi, _ = interval(e)
-    v = e.get("value")
+    v = number(e, "value")
     if v is None:
         return "n/a"
     return f"{f2(v)} [{f2(lo)}, {f2(hi)}]" if lo is not None else f2(v)
@@ -46,7 +61,7 @@ def threshold(goal: str | None, pool: str | None = None) -> tuple[str, float] | 
 def verdict(e: dict[str, Any], goal: str | None, pool: str | None = None) -> str:
     """Met / missed against the goal's threshold, saying where the interval lies (never more than the data say)."""
     t = threshold(goal, pool)
-    v = e.get("value")
+    v = number(e, "value")
     if t is None or v is None:
         return "reported (no goal)" if v is not None else "undefined"
     op, g = t

@@ -137,7 +137,7 @@ def memory_sources() -> list[Source]:
 
 def learner_sources() -> list[Source]:
     from reinforce_ada.bench import run as bench_run
-    from reinforce_ada.engines import ray_state
+    from reinforce_ada.engines import continuous, ray_state
     from reinforce_ada.training import context, experience, replay, samples_log, trainer
     from reinforce_ada.training.drift import Drift
 
@@ -152,6 +152,7 @@ def learner_sources() -> list[Source]:
         _source("learner", "Replay", "With `[replay] enabled = true`.", replay.METRICS, replay),
         _source("learner", "Experience replay", "With `[replay] mode = samples`.", experience.METRICS, experience),
         _source("learner", "Ray rollout workers", "With `[rollout] workers > 0`.", ray_state.STEP_METRICS, ray_state),
+        _source("learner", "Continuous batching", "With a streaming engine.", continuous.METRICS, continuous),
         _source("learner", "The benchmark's value probe", probe, bench_run.PROBE_METRICS, bench_run),
     ]
 

@@ -13,18 +13,37 @@ from __future__ import annotations
 
 import importlib
 
+from docgen import sources
 from docgen.cells import cell, code, verdict, with_interval
 from docgen.page import GENERATED as _GENERATED
 from docgen.page import Page
+from docgen.published import PageDataError
 from docgen.sources import ROOT, STUDIES, read_json
 
 GENERATED = _GENERATED.format(source="docgen/results.py")
 
 
 def study_pages() -> list[Page]:
-    """Every study's page (`studies/<name>/page.py`: `page() -> Page`), in their `order`."""
-    pages = [importlib.import_module(f"studies.{p.parent.name}.page").page() for p in STUDIES.glob("*/page.py")]
-    return sorted(pages, key=lambda p: p.order)
+    """Every study's page (`studies/<name>/page.py`: `page() -> Page`), in their `order`. A page that cannot be
+    built from its files is a `PageDataError` naming them: the field where the reader knows it
+    (`docgen.published`), else the files the page read and what went wrong."""
+    return sorted(map(study_page, sorted(p.parent.name for p in STUDIES.glob("*/page.py"))), key=lambda p: p.order)
+
+
+def study_page(name: str) -> Page:
+    from studies.protocol.records import StudyFileError
+
+    sources.reading.clear()
+    try:
+        return importlib.import_module(f"studies.{name}.page").page()
+    except (PageDataError, StudyFileError):
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        files = ", ".join(dict.fromkeys(sources.reading)) or "no file"
+        raise PageDataError(
+            f"studies/{name}/page.py cannot build its page from {files}: a field of another type or shape than the "
+            f"study writes ({type(e).__name__}: {e}); regenerate the study's results or restore them from git"
+        ) from e
 
 
 def index_page(pages: list[Page]) -> str:

@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from docgen import schema
 from docgen.cells import cell, f2, threshold, verdict, with_interval
 from docgen.page import Page, provenance, study_figures
 from docgen.sources import ROOT, STUDIES, cpu_hours, later_registrations, read_json, read_records
+
+
+def read_summary(study: str, registration: str | None = None) -> dict[str, Any]:
+    """A study's summary.json (a later registration's with `registration`), its figures checked (`schema.summary`):
+    a figure without its value or pools, or one of a type the study does not write, is an error naming the field."""
+    summary = read_json(STUDIES / study / "results" / (registration or "") / "summary.json")
+    schema.summary(summary)
+    return summary
 
 
 def unfinished(*entries: dict[str, Any]) -> bool:
@@ -77,14 +86,12 @@ def summary_page(study: str, title: str, order: int, headline: tuple[str, ...] =
     """The page of a study with a `summary.json` of registered figures: its verdict reads the figures `headline`
     names (the first decides its colour), then every figure with its interval, goal and verdict; a later
     registration's own `results/<name>/summary.json` joins as figures `K[name]`."""
-    summary = read_json(STUDIES / study / "results" / "summary.json")
+    summary = read_summary(study)
     runs, results = read_records(study)
     page = Page(study, title, order, figures=study_figures(study), provenance=provenance(study, runs, results))
     page.cost = cpu_hours(runs)
     for name in later_registrations(study):  # its own folder: figures `K[name]`, its runs in the provenance
-        summary |= {
-            f"{k}[{name}]": e for k, e in read_json(STUDIES / study / "results" / name / "summary.json").items()
-        }
+        summary |= {f"{k}[{name}]": e for k, e in read_summary(study, name).items()}
         later_runs, later_results = read_records(study, name)
         page.provenance += provenance(study, later_runs, later_results)
         page.cost = tuple(a + b for a, b in zip(page.cost, cpu_hours(later_runs), strict=True))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -114,3 +115,42 @@ def bench_job(pool: Any, model_dir: Any, run_dir: Any, arm: str, strategy: Any, 
         run_dir=str(run_dir),
         **{**base, **fields},
     )
+
+
+ADVERSARIAL = Path(__file__).parent / "adversarial"
+"""The hostile-input corpus: one `cases.toml` per family (code, configs, data, templates, cli, answers), its README
+as the header and one table per case."""
+
+
+def corpus(family: str) -> dict[str, dict[str, Any]]:
+    """`tests/adversarial/<family>/cases.toml`: case name -> its table."""
+    import tomllib
+
+    return tomllib.loads((ADVERSARIAL / family / "cases.toml").read_text(encoding="utf-8"))
+
+
+def corpus_header(family: str) -> str:
+    """The family's README: the comment lines above its first table."""
+    lines = (ADVERSARIAL / family / "cases.toml").read_text(encoding="utf-8").split("\n")
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("["))
+    return "\n".join(ln.removeprefix("#").removeprefix(" ") for ln in lines[:first] if ln.startswith("#"))
+
+
+def corpus_bytes(case: dict[str, Any]) -> bytes:
+    """A corpus file's exact bytes (the family's header, "How the files are kept"): `base64`, else `text` with each
+    `repeat` mark expanded, as UTF-8."""
+    import base64
+
+    if "base64" in case:
+        return base64.b64decode(case["base64"])
+    text = case["text"]
+    for mark, unit, count in case.get("repeat", []):
+        text = text.replace(mark, unit * count)
+    return text.encode("utf-8")
+
+
+def corpus_file(family: str, name: str, folder: Any, as_name: str | None = None) -> Any:
+    """Write case `name` of `family` into `folder` (as `as_name`, default its own name) and return its path."""
+    path = Path(folder) / (as_name or name)
+    path.write_bytes(corpus_bytes(corpus(family)[name]))
+    return path

@@ -138,4 +138,4 @@ def test_every_feature_of_the_package_is_declared_beside_its_code():
         for value, cls in table.items():
             where = Path(cls.__module__.replace(".", "/")).name
             assert cls.__module__.startswith("reinforce_ada.sampling."), (switch, value, cls)
-            assert where in {"iw", "value", "mopps", "greso", "priority", "forgetting", "predictor"}, (switch, value)
+            assert where in {"iw", "value", "mopps", "greso", "priority", "forgetting", "predictor", "length"}, (switch, value)

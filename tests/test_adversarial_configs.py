@@ -1,31 +1,35 @@
-"""Every config in tests/adversarial/configs/ is refused with a ConfigError naming what is wrong (its `# expect:`)."""
+"""Every config in tests/adversarial/configs/cases.toml is refused with a ConfigError naming what is wrong (its
+`# expect:`); each is written into a scratch folder under its own name and loaded from there."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from reinforce_ada.cli import main
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training.config import load_toml
+from tests.helpers import corpus, corpus_file
 
-CASES = sorted((Path(__file__).parent / "adversarial" / "configs").glob("*.toml"))
+CONFIGS = corpus("configs")
+CASES = sorted(CONFIGS)
 
 
-def expected(path: Path) -> str:
-    first = path.read_text().splitlines()[0]
-    assert first.startswith("# expect: "), f"{path.name}: the first line must be '# expect: REGEX'"
+def expected(name: str) -> str:
+    first = CONFIGS[name]["text"].splitlines()[0]
+    assert first.startswith("# expect: "), f"{name}: the first line must be '# expect: REGEX'"
     return first.removeprefix("# expect: ")
 
 
 def test_the_corpus_is_there():
     assert len(CASES) >= 20
+    assert all(name.endswith(".toml") and set(CONFIGS[name]) == {"text"} for name in CASES)
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_bad_config_is_a_clear_error(path):
+@pytest.mark.parametrize("name", CASES, ids=[n.removesuffix(".toml") for n in CASES])
+def test_bad_config_is_a_clear_error(name, tmp_path):
+    path = corpus_file("configs", name, tmp_path)
     with pytest.raises(ConfigError) as e:
         cfg = load_toml(path)
         # some checks need the built task (the verifier is imported only then)
@@ -33,15 +37,16 @@ def test_bad_config_is_a_clear_error(path):
 
         if cfg.task.verifier:
             verifiers.build(cfg.task.verifier)
-    assert re.search(expected(path), str(e.value)), str(e.value)
+    assert re.search(expected(name), str(e.value)), str(e.value)
 
 
-@pytest.mark.parametrize("path", CASES[:3], ids=[p.stem for p in CASES[:3]])
-def test_the_cli_says_it_in_one_line(path, capsys):
+@pytest.mark.parametrize("name", CASES[:3], ids=[n.removesuffix(".toml") for n in CASES[:3]])
+def test_the_cli_says_it_in_one_line(name, capsys, tmp_path):
+    path = corpus_file("configs", name, tmp_path)
     with pytest.raises(SystemExit) as e:
         main(["train", "--config", str(path), "--steps", "1"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "Traceback" not in err and re.search(expected(path), err)
+    assert e.value.code == 2 and "Traceback" not in err and re.search(expected(name), err)
 
 
 @pytest.mark.parametrize(
@@ -65,10 +70,10 @@ def test_memory_sized_strategy_options_are_refused_up_front(name, options):
 def test_candidates_are_sized_with_the_batch_at_training_config_load(monkeypatch):
     """Candidates x batch prompts are drawn a step: a value each option check lets through can still not fit."""
     from reinforce_ada.sampling.configure import strategy_config
-    from reinforce_ada.training import config as training_config
+    from reinforce_ada.training import bounds
     from reinforce_ada.training.config import RunConfig, TrainConfig
 
-    monkeypatch.setattr(training_config, "physical_memory", lambda: 2**30)
+    monkeypatch.setattr(bounds, "usable_memory", lambda: 2**30)
     strategy = strategy_config("uniform", select="mopps", candidates=1000)
     TrainConfig(strategy=strategy, run=RunConfig(batch_size=8))
     with pytest.raises(ConfigError, match=r"strategy.candidates=1000: .* the largest candidates here is 512"):

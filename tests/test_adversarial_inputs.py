@@ -1,9 +1,10 @@
 """Adversarial inputs for the two input paths that read untrusted files (issue 14 items 8 and 9).
 
-Every file in `tests/adversarial/data/` is loaded with `tasks.files.load_prompts`, and every template in
-`tests/adversarial/templates/` is generated from with `gsm_symbolic.generate`; each folder's `cases.toml` states the
-exact outcome (the ConfigError's message, or what loads), so a new corpus file is a new case and must come with its
-expectation. The template cases also check that no case took more than a few MB or a few seconds.
+Every file of `tests/adversarial/data/cases.toml` is written into a scratch folder and loaded with
+`tasks.files.load_prompts`, and every template of `tests/adversarial/templates/cases.toml` is generated from with
+`gsm_symbolic.generate`; each file's table states the exact outcome (the ConfigError's message, or what loads), so a
+new corpus file is a new case and comes with its expectation. The template cases also check that no case took more
+than a few MB or a few seconds.
 """
 
 from __future__ import annotations
@@ -13,40 +14,36 @@ import csv
 import json
 import os
 import re
-import shutil
 import threading
 import time
-import tomllib
 import tracemalloc
 import warnings
-from pathlib import Path
 
 import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import gsm_symbolic, template_lang
 from reinforce_ada.tasks.files import MAX_PROMPT_CHARS, load_prompts
+from tests.helpers import corpus, corpus_bytes, corpus_file, corpus_header
 
-ROOT = Path(__file__).parent / "adversarial"
-DATA = ROOT / "data"
-TEMPLATES = ROOT / "templates"
-NOT_CASES = {"README.md", "cases.toml"}
-
-
-def _corpus(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name not in NOT_CASES)
+DATA = "data"
+TEMPLATES = "templates"
 
 
-def _cases(folder: Path) -> dict:
-    return tomllib.loads((folder / "cases.toml").read_text())
+def _corpus(family: str) -> list[str]:
+    return sorted(corpus(family))
 
 
-@pytest.mark.parametrize("folder", [DATA, TEMPLATES], ids=["data", "templates"])
-def test_every_corpus_file_has_an_expectation_and_a_readme_entry(folder):
-    cases, readme = _cases(folder), (folder / "README.md").read_text()
-    assert sorted(cases) == _corpus(folder)
+def _cases(family: str) -> dict:
+    return corpus(family)
+
+
+@pytest.mark.parametrize("family", [DATA, TEMPLATES])
+def test_every_corpus_file_has_an_expectation_and_a_readme_entry(family):
+    cases, readme = _cases(family), corpus_header(family)
+    assert cases and all(("text" in case) != ("base64" in case) for case in cases.values())  # each holds its file
     for name, case in cases.items():
-        assert f"`{name}`" in readme, f"{folder.name}/README.md does not explain {name}"
+        assert f"`{name}`" in readme, f"{family}/cases.toml's header does not explain {name}"
         assert case["why"]
         assert ("error" in case) != ("answers" in case or "instances" in case), name
 
@@ -55,9 +52,9 @@ def test_every_corpus_file_has_an_expectation_and_a_readme_entry(folder):
 
 
 @pytest.mark.parametrize("name", _corpus(DATA))
-def test_data_case(name):
+def test_data_case(name, tmp_path):
     case = _cases(DATA)[name]
-    path = DATA / name
+    path = corpus_file(DATA, name, tmp_path)
     if name.endswith(".parquet"):
         pytest.importorskip("pyarrow")
     keys = {"features_key": case["features_key"]} if "features_key" in case else {}
@@ -80,8 +77,8 @@ def test_data_case(name):
         assert ours == []
 
 
-def test_max_prompt_chars_is_a_parameter():
-    path = DATA / "answer_numbers.jsonl"  # prompts "q0".."q5": two characters each
+def test_max_prompt_chars_is_a_parameter(tmp_path):
+    path = corpus_file(DATA, "answer_numbers.jsonl", tmp_path)  # prompts "q0".."q5": two characters each
     assert len(load_prompts(path, max_prompt_chars=2)) == 6
     with pytest.raises(ConfigError, match=r"row 1, column 'prompt': the prompt has 2 characters; the limit is 1"):
         load_prompts(path, max_prompt_chars=1)
@@ -112,9 +109,9 @@ def test_a_fifo_is_refused_without_opening_it(tmp_path):
     assert f"dataset file {fifo} is not a regular file" in str(outcome[0])
 
 
-def test_csv_field_size_limit_is_restored():
+def test_csv_field_size_limit_is_restored(tmp_path):
     before = csv.field_size_limit()
-    load_prompts(DATA / "csv_huge_field.csv")
+    load_prompts(corpus_file(DATA, "csv_huge_field.csv", tmp_path))
     assert csv.field_size_limit() == before
 
 
@@ -130,7 +127,7 @@ def test_template_case(name, tmp_path):
     case = _cases(TEMPLATES)[name]
     sym = tmp_path / "symbolic"
     sym.mkdir()
-    shutil.copy(TEMPLATES / name, sym / "0000.toml")
+    corpus_file(TEMPLATES, name, sym, as_name="0000.toml")
     (tmp_path / "replacements.json").write_text(json.dumps(REPLACEMENTS))
     start = time.perf_counter()
     tracemalloc.start()
@@ -179,8 +176,8 @@ def test_a_template_that_never_yields_is_named_and_the_others_kept(tmp_path):
     ones is named in a warning (a real template can be so), none yielding anything is an error (the corpus case)."""
     sym = tmp_path / "symbolic"
     sym.mkdir()
-    shutil.copy(TEMPLATES / "repetition.toml", sym / "0000.toml")
-    good = (TEMPLATES / "repetition.toml").read_text().replace("- s = 'a' * 10**9\n", "")
+    corpus_file(TEMPLATES, "repetition.toml", sym, as_name="0000.toml")
+    good = corpus_bytes(_cases(TEMPLATES)["repetition.toml"]).decode().replace("- s = 'a' * 10**9\n", "")
     (sym / "0001.toml").write_text(good.replace("id_shuffled = 14", "id_shuffled = 15"))
     (tmp_path / "replacements.json").write_text(json.dumps(REPLACEMENTS))
     with pytest.warns(UserWarning, match=r"GSM-Symbolic templates \[\d+\] produced no instance"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import warnings
 from collections import Counter
 from math import comb
@@ -15,6 +16,7 @@ from math import comb
 import numpy as np
 import pytest
 
+from reinforce_ada.bench.arms import ARMS
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.admission import Greso, RuleContext, mopps_choose
 from reinforce_ada.sampling.configure import parse_arm, strategy_config
@@ -23,7 +25,7 @@ from reinforce_ada.sampling.options import Options, make_options
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
 from reinforce_ada.sampling.strategies import build_strategy, knapsack_allocate, knapsack_budget
-from reinforce_ada.sampling.strategies.est import knapsack_value
+from reinforce_ada.sampling.strategies.est import knapsack_value, remainder_allocate
 from reinforce_ada.sampling.strategies.seq import resolve_chance
 from reinforce_ada.sampling.streaming import collect_streaming
 from reinforce_ada.simulation.plan import greso_skip_share, plan, plan_monte_carlo
@@ -505,3 +507,115 @@ def test_simulated_prompt_features_and_empty_steps():
         step = s.memory.step
         s.begin([])
         assert s.done() and s.propose() == [] and s.build() == [] and s.memory.step == step
+
+
+# --- (was tests/test_est_released.py) ---------------------------------------------------------------------------------
+# The authors' released Ada-Est (issue 23 baseline): its allocation rule against a transcription of the released
+# procedure, and the arm spec end to end.
+
+
+def released(p_hat, per_prompt):
+    """The released procedure as its docstring states it: 1 each, the rest by 1/p_hat, floors, largest remainders."""
+    b = len(p_hat)
+    total, rest = per_prompt * b, per_prompt * b - b
+    w = [1 / max(p, 1e-6) for p in p_hat]
+    floats = [rest * x / sum(w) for x in w]
+    n = [1 + math.floor(f) for f in floats]
+    order = sorted(range(b), key=lambda i: -(floats[i] - math.floor(floats[i])))  # stable: ties by index
+    for i in order[: total - sum(n)]:
+        n[i] += 1
+    return n
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_matches_the_released_procedure_without_a_cap(seed):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.9, int(rng.integers(2, 12)))
+    got = remainder_allocate(1 / p, 8 * len(p), 1, 10**6)
+    assert got.tolist() == released(p.tolist(), 8)
+
+
+def test_a_cap_holds_and_the_budget_is_still_spent():
+    n = remainder_allocate(np.array([100.0, 1.0, 1.0]), 24, 1, 10)
+    assert n.tolist()[0] == 10 and n.sum() == 24 and n.max() <= 10
+
+
+def test_the_arm_runs_and_trains_every_sample_without_a_residual_weight():
+    cfg = parse_arm(ARMS["est-released"])
+    prompts = [Prompt(id=f"e{i}", text="") for i in range(8)]
+    policy = SimulatedPolicy(prompts, [0.1, 0.5] * 4, SimConfig(lr=0.0, seed=0))
+    batch = collect(build_strategy(cfg), policy, prompts)
+    assert batch.ledger.samples_generated == 8 * 8  # the default budget: 8 per prompt
+    assert all(g.weight == 1.0 for g in batch.groups)
+    assert sum(len(g.samples) for g in batch.groups) == 64
+
+
+# --- (was tests/test_knapsack_reference.py) ---------------------------------------------------------------------------
+# Knapsack RL's released code vs its paper: both allocations and both pass-rate estimates, each against a brute
+# force of its own definition (issue 21, item 6).
+
+
+def brute(p, budget, lo, hi, value):
+    """Exhaustive search over allocations summing to the budget (the DP's feasible set)."""
+    best = -1.0
+    for n in itertools.product(range(lo, hi + 1), repeat=len(p)):
+        if sum(n) != budget:
+            continue
+        if value == "total":
+            v = sum(knapsack_value(pi, ni) for pi, ni in zip(p, n, strict=True))
+        else:  # the released DP: nothing beyond lo scores 0, k more score value(p, lo + k)
+            v = sum(knapsack_value(pi, ni) if ni > lo else 0.0 for pi, ni in zip(p, n, strict=True))
+        best = max(best, v)
+    return best
+
+
+def score(p, n, lo, value):
+    if value == "total":
+        return sum(knapsack_value(pi, ni) for pi, ni in zip(p, n, strict=True))
+    return sum(knapsack_value(pi, ni) if ni > lo else 0.0 for pi, ni in zip(p, n, strict=True))
+
+
+@pytest.mark.parametrize("value", ["total", "reference"])
+def test_greedy_reaches_the_brute_force_optimum_of_each_objective(value):
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        b = int(rng.integers(2, 4))
+        p = rng.uniform(0.02, 0.98, b).round(2)
+        lo, hi = 2, int(rng.integers(3, 7))
+        budget = int(rng.integers(lo * b, hi * b + 1))
+        n = knapsack_allocate(p, budget, lo, hi, value)
+        assert n.sum() == budget and (n >= lo).all() and (n <= hi).all()
+        assert score(p, n, lo, value) == pytest.approx(brute(p, budget, lo, hi, value), abs=1e-12)
+
+
+def test_the_two_objectives_allocate_differently_on_some_cases():
+    rng = np.random.default_rng(1)
+    differ = 0
+    for _ in range(200):
+        p = rng.uniform(0.02, 0.98, 3).round(2)
+        a = knapsack_allocate(p, 12, 2, 6, "total")
+        b = knapsack_allocate(p, 12, 2, 6, "reference")
+        differ += int((a != b).any())
+    assert 0 < differ < 200
+
+
+def test_last_visit_estimate_uses_the_whole_latest_visit():
+    mem = PromptMemory(make_options(Options, history=16))
+    x = Prompt(id="x", text="")
+    mem.record(x, [True] * 16 + [False] * 16)  # a 16-of-32 visit, the correct ones first
+    assert mem.recent_rate("x") == 0.0  # the paper's "last 16 rewards"
+    assert mem.recent_rate("x", rule="last_visit") == 0.5
+    mem.record(x, [True] * 4)  # a small visit: both fall back to the last 16 outcomes
+    assert mem.recent_rate("x", rule="last_visit") == mem.recent_rate("x") == 4 / 16
+    twin = PromptMemory(make_options(Options, history=16))
+    twin.load_state_dict(mem.state_dict())
+    assert twin.last_visit == mem.last_visit
+
+
+def test_options_reach_the_strategy_and_bad_values_name_the_field():
+    s = build_strategy(strategy_config(name="knapsack", knapsack_value="reference", knapsack_estimate="last_visit"))
+    assert s.cfg.options.knapsack_value == "reference"
+    with pytest.raises(ConfigError, match="knapsack_value"):
+        strategy_config(knapsack_value="dp")
+    with pytest.raises(ConfigError, match="knapsack_estimate"):
+        strategy_config(knapsack_estimate="ema")

@@ -215,3 +215,66 @@ def test_doctests():
     from reinforce_ada.bench import costmodel
 
     assert doctest.testmod(costmodel).attempted >= 3 and doctest.testmod(costmodel).failed == 0
+
+
+def test_a_trainer_step_records_the_whole_bill_and_the_length_model_prices_it(model_dir, tmp_path):
+    """Generated tokens, prompt tokens (each sample its prompt; each distinct prompt once for a prefix cache) and the
+    longest completion of each round reach the metrics, and `gpu_length_seconds` prices a step from them."""
+    from reinforce_ada.bench.costmodel import GpuCost, gpu_length_seconds
+    from reinforce_ada.training.trainer import Trainer
+    from tests.helpers import train_config
+
+    tr = Trainer(
+        train_config(model_dir, tmp_path / "run", {"name": "seq", "samples_per_round": 2, "n": 2}), tensorboard=False
+    )
+    m = tr.train_step()
+    seen = []
+    for pid, pool in tr.strategy.pools.items():  # each prompt's samples and its prompt's length
+        seen.append(
+            (len(pool), len(tr.tokenizer(tr.strategy.prompts[pid].text, add_special_tokens=False)["input_ids"]))
+        )
+    tr.close()
+    assert m["prompt_tokens"] == sum(k * n for k, n in seen) and m["prefill_tokens"] == sum(n for _, n in seen)
+    assert len(m["longest_per_round"]) == m["rounds"] and max(m["longest_per_round"]) == m["max_completion_tokens"]
+    rec = {
+        "longest_per_round": [m["longest_per_round"]],
+        "tokens_per_step": [m["tokens_generated"]],
+        "prefill_tokens_per_step": [m["prefill_tokens"]],
+        "tokens_trained": [m["tokens_trained"]],
+    }
+    c = GpuCost()
+    want = (
+        c.step_s
+        + c.prefill_token_s * m["prefill_tokens"]
+        + c.row_token_s * m["tokens_generated"]
+        + c.learner_token_s * m["tokens_trained"]
+        + c.decode_step_s * sum(m["longest_per_round"])
+    )
+    assert float(gpu_length_seconds(rec, c)[0]) == pytest.approx(want)
+    with pytest.raises(ValueError, match="made before bench.run kept this series"):
+        gpu_length_seconds({"tokens_per_step": [1]}, c)
+
+
+def test_the_long_answer_axes_read_prompt_tokens_and_the_length_model():
+    from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.costmodel import GpuCost, gpu_length_seconds
+
+    rec = {
+        "key": "r",
+        "steps": 2,
+        "eval_step": [0, 2],
+        "eval_tokens": [40, 140],  # the prior pass's 40 generated tokens charged from step 0
+        "prompt_tokens_per_step": [30, 20],
+        "longest_per_round": [[10], [12, 3]],
+        "tokens_per_step": [60, 40],
+        "prefill_tokens_per_step": [10, 10],
+        "tokens_trained": [50, 30],
+        "prior": {"samples": 8, "tokens": 40, "prompt_tokens": 16, "prefill_tokens": 4, "longest": 9},
+    }
+    assert axis_x(rec, "bill_tokens") == [40 + 16, 140 + 50 + 16]
+    c = GpuCost()
+    steps = gpu_length_seconds(rec, c)
+    prior = c.decode_step_s * 9 + c.row_token_s * 40 + c.prefill_token_s * 4
+    assert axis_x(rec, "gpu_len_s") == pytest.approx([prior, prior + steps.sum()])
+    with pytest.raises(ValueError, match="unknown cost axis 'bill'"):
+        axis_x(rec, "bill")

@@ -61,6 +61,8 @@ def check_contract(name, streaming, tiny_llama, char_tokenizer, model_dir) -> No
         r.prompt.id: len(char_tokenizer(r.prompt.text, add_special_tokens=False)["input_ids"]) for r in REQUESTS
     }
     assert all(s.prompt_tokens == prompt_len[s.prompt_id] for s in samples), name  # the bill's input side
+    capped = engine.generate([Request(Prompt("a", "<bos>1+2="), 4, max_tokens=1)])  # a request's own cap
+    assert all(s.num_tokens <= 1 and (s.num_tokens < 1 or s.finish_reason in ("length", "eos")) for s in capped), name
     # reseed: the same seed draws the same samples; state_dict / load_state_dict resume the stream
     engine.reseed(7)
     first = _tokens(engine.generate(REQUESTS))

@@ -146,7 +146,7 @@ def test_attention_memory_is_checked_per_batch(monkeypatch):
     from reinforce_ada.types import Prompt
 
     model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=None, num_attention_heads=4))
-    monkeypatch.setattr(features, "physical_memory", lambda: 2**30)
+    monkeypatch.setattr(features, "usable_memory", lambda: 2**30)
     prompts = [Prompt(id=str(i), text="x", answer="1") for i in range(8)]
     ids = [[1] * 10_000] * 8  # 4 heads x 10^8 scores x 4 bytes = 1.6 GB per row
     with pytest.raises(ConfigError, match=r"prompt '0' has 10000 tokens: a batch of 8 needs about 11.9 GiB.*shorten"):

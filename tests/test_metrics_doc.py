@@ -159,11 +159,13 @@ def trainer_run(model_dir, tmp_path_factory):
 
 
 def trainer_defs(strategy: PoolStrategy) -> dict[str, str]:
+    from reinforce_ada.engines import continuous
     from reinforce_ada.evaluation import metrics as evaluation
-    from reinforce_ada.training import context, replay, samples_log, trainer
+    from reinforce_ada.training import context, experience, replay, samples_log, trainer
     from reinforce_ada.training.drift import Drift
 
     own = trainer.METRICS | Drift.METRICS | samples_log.METRICS | context.METRICS | replay.METRICS
+    own |= experience.METRICS | continuous.METRICS
     return sampling_defs(strategy) | own | evaluation.METRICS
 
 

@@ -141,7 +141,7 @@ def test_plan_cli_file_totals(tmp_path, capsys):
     bad.write_text('{"p": 0.1}\n{"q": 2}\n')
     with pytest.raises(SystemExit) as e:
         main(["plan", "--pass-rates-file", str(bad)])
-    assert e.value.code == 2 and "bad.jsonl:2" in capsys.readouterr().err
+    assert e.value.code == 2 and "bad.jsonl: row 2 has no 'p' or 'pass_rate'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

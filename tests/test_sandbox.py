@@ -1,4 +1,4 @@
-"""The code sandbox against model-written attacks (the corpus in tests/adversarial/code/, see its README.md).
+"""The code sandbox against model-written attacks (the corpus in tests/adversarial/code/cases.toml, see its header).
 
 Every sample is a completion for `add(a, b)` that returns the right sum only if its attack worked, so a score of 1
 means an escape. Each runs through the `code` verifier in every sandbox tool this machine has (bubblewrap, unshare),
@@ -27,9 +27,10 @@ import pytest
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks import sandbox as sb
 from reinforce_ada.tasks.code import CodeTest, make_code_verifier
+from tests.helpers import corpus
 
-CORPUS = Path(__file__).parent / "adversarial" / "code"
-CASES = sorted(p.stem for p in CORPUS.glob("*.txt"))
+CORPUS = {name.removesuffix(".txt"): case["text"] for name, case in corpus("code").items()}
+CASES = sorted(CORPUS)
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = sb.Limits(wall_s=2.0, cpu_s=1, memory_mb=256, processes=8, file_mb=0.5, tmp_mb=8)
 BOUND_S = LIMITS.wall_s + 4.0
@@ -151,7 +152,7 @@ def attacks():
                 "UNIX_SOCKET": str(outside / "s"),
                 "TEST_PID": str(os.getpid()),
             }
-            text = (CORPUS / f"{case}.txt").read_text()
+            text = CORPUS[case]
             for key, value in values.items():
                 text = text.replace(f"@@{key}@@", value)
             assert "@@" not in text, f"{case}: unknown placeholder"
@@ -203,7 +204,7 @@ def test_the_attack_samples_would_score_one_without_a_sandbox():
     with tempfile.TemporaryDirectory() as d:
         canary = Path(d) / "canary.txt"
         canary.write_text("s3cret")
-        text = (CORPUS / "read_canary.txt").read_text().replace("@@CANARY_READ@@", str(canary))
+        text = CORPUS["read_canary"].replace("@@CANARY_READ@@", str(canary))
         space: dict = {}
         exec(compile(text.replace("@@SECRET@@", "s3cret"), "read_canary.py", "exec"), space)  # our own sample
     assert space["add"](2, 3) == 5
@@ -213,7 +214,7 @@ def test_the_attack_samples_would_score_one_without_a_sandbox():
 @pytest.mark.parametrize("case", REWARD_HACKS)
 def test_reward_hacks_fool_a_naive_harness(case):
     """The reward hacks are live: run as code + tests with exit status 0 as the verdict (in the sandbox), they pass."""
-    text = (CORPUS / f"{case}.txt").read_text()
+    text = CORPUS[case]
     result = sb.sandbox(TOOLS[0]).run(text + "\n" + PROBLEM.tests, b"", LIMITS)
     assert result.returncode == 0, result.output[-2000:]
 

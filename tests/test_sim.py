@@ -112,3 +112,19 @@ def test_simulate_says_what_it_is_for_and_that_it_does_not_pick_a_strategy(tmp_p
     assert main([*argv, "--pool-size", "8", "--out", str(tmp_path / "s")]) == 0
     assert "reinforce-ada compare" in capsys.readouterr().err
     assert "NOT a predictor of which allocator wins" in sim.__doc__
+
+
+# --- (was tests/test_outputs_kept.py) ---------------------------------------------------------------------------------
+# Default outputs never overwrite an earlier run's (issue 25: `simulate` overwrote runs/simulate.*).
+
+
+def test_simulate_default_output_moves_to_a_free_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["simulate", "--strategies", "uniform", "--steps", "2", "--seeds", "1", "--pool-size", "64"]
+    assert main([*argv, "--batch-size", "8"]) == 0
+    first = (tmp_path / "runs/simulate.json").read_bytes()
+    assert main([*argv, "--batch-size", "4"]) == 0
+    assert (tmp_path / "runs/simulate.json").read_bytes() == first  # kept
+    assert (tmp_path / "runs/simulate-1.json").exists() and "runs/simulate-1.json" in capsys.readouterr().out
+    assert main([*argv, "--batch-size", "4", "--out", "runs/simulate"]) == 0  # named explicitly: replaced
+    assert (tmp_path / "runs/simulate.json").read_bytes() != first

@@ -385,3 +385,49 @@ def test_a_second_sample_only_where_the_tracker_is_unsure():
     assert collect(off, policy, prompts).ledger.samples_generated == 8 and "second_samples" not in off.metrics()
     with pytest.raises(ConfigError, match=r"second_sample_sd=0.7 is out of range; it must be in \[0, 0.5\)"):
         strategy_config("uniform", second_sample_sd=0.7)
+
+
+def test_an_a_star_po_style_arm_keeps_a_static_offline_value_and_drops_what_it_never_solved(
+    model_dir, tmp_path, tiny_llama, char_tokenizer
+):
+    """`a-star-po-64`: 8 offline samples per prompt (charged), V* = beta log mean exp(r / beta), the prompts none of
+    whose samples was correct dropped, one sample per prompt and A = r - V*, never updated by visits
+    (estimator=prior)."""
+    from reinforce_ada.bench.arms import resolve_arms
+    from reinforce_ada.bench.run import A_STAR_BETA, run_job
+    from reinforce_ada.bench.testbed import build_pool, parse_pool
+    from tests.helpers import bench_job
+
+    m = PromptMemory(strategy_config("spo", estimator="prior").options)
+    m.attach(prior_rates={"a": 0.3})
+    a = Prompt("a", "a")
+    m.record(a, [True, True, True], rewards=[1.0, 1.0, 1.0])
+    assert m.value(a) == pytest.approx(0.3, abs=1e-5) and m.estimate(Prompt("b", "b")) == pytest.approx(0.5)
+    (_, arm), _ = resolve_arms(["grpo-n4", "a-star-po-64"])
+    pool = build_pool(parse_pool("p=arithmetic:weights=1/1/1/0/0/0/0,size=24"), tiny_llama, char_tokenizer, tmp_path)
+    job = bench_job(pool, model_dir, tmp_path / "run", arm.name, arm.cfg, train=arm.train, steps=1, batch_size=4)
+    rec = run_job(job)
+    assert rec["prior"]["samples"] == 8 * 24 and rec["eval_tokens"][0] == rec["prior"]["tokens"]  # charged
+    k = 8  # every prompt solved 8 times out of 8 gets V* = 1; none: 0 (dropped)
+    assert A_STAR_BETA * math.log((k * math.exp(1 / A_STAR_BETA)) / k) == pytest.approx(1.0)
+
+
+def test_the_prior_pass_softmax_value_and_the_unsolved_filter(tmp_path):
+    from reinforce_ada.bench.run import A_STAR_BETA, prior_pass
+    from reinforce_ada.training.trainer import Trainer
+    from reinforce_ada.training.warm_start import SHIPPED_DIR
+
+    model_dir = SHIPPED_DIR  # the warm start solves some prompts and not others: both sides of the filter
+    spo = {"name": "spo", "estimator": "prior", "select": "none"}
+    cfg = train_config(model_dir, tmp_path / "run", spo, generation={"max_new_tokens": 8})
+    tr = Trainer(cfg, tensorboard=False)
+    before = list(tr.train_prompts)
+    spent = prior_pass(tr, 4, "softmax", drop_unsolved=True)
+    tokens, samples = spent["tokens"], spent["samples"]
+    rates = tr.strategy.memory.prior_rates
+    tr.close()
+    assert samples == 4 * len(before) and tokens > 0
+    soft = {round(A_STAR_BETA * math.log((k * math.exp(1 / A_STAR_BETA) + 4 - k) / 4), 9) for k in range(5)}
+    assert {round(v, 9) for v in rates.values()} <= soft
+    kept = {p.id for p in tr.train_prompts}
+    assert kept == {p.id for p in before if rates[p.id] > 0} and len(kept) < len(before)  # never solved: dropped

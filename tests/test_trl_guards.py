@@ -54,7 +54,7 @@ def test_a_wrong_type_or_non_finite_option_fails_at_config_time(tmp_path, opts, 
 
 def test_well_typed_options_still_pass(tmp_path):
     cfg = config(tmp_path, k_pos=2, threshold=0, max_samples=np.int64(16), reward_weights=[1, 0.5])
-    assert cfg.strategy_config().k_pos == 2 and cfg.max_verifier_error_share == 0.5
+    assert cfg.strategy_config().options.k_pos == 2 and cfg.max_verifier_error_share == 0.5
 
 
 # -- rewards ----------------------------------------------------------------------------------------------------------

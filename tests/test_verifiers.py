@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +18,9 @@ from reinforce_ada.tasks import answers, verifiers
 from reinforce_ada.tasks.code import CodeTest
 from reinforce_ada.tasks.verifiers import extract_answer
 from reinforce_ada.types import Prompt, Sample
+from tests.helpers import corpus
 
 HUGE = 1_000_000
-ADVERSARIAL = Path(__file__).parent / "adversarial"
 
 
 def test_doctests():
@@ -215,7 +214,7 @@ def test_unguarded_script_gets_a_clear_error(tmp_path):
     assert "if __name__ == '__main__':" in out.stderr
 
 
-HACKS = [json.loads(line) for line in (ADVERSARIAL / "answers" / "math_reward_hacks.jsonl").read_text().splitlines()]
+HACKS = [json.loads(line) for line in corpus("answers")["jsonl"].splitlines()]
 
 
 @pytest.mark.slow

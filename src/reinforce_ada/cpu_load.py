@@ -1,5 +1,6 @@
 """Is this CPU oversubscribed? One warning, with the setting to change, instead of silently slow steps. And how much
-physical memory the machine has (`physical_memory`: the bound every up-front memory check compares with).
+memory this process can get (`usable_memory`: the bound every up-front memory check compares with; `physical_memory`
+is the machine's total, one of its terms).
 
 Under contention the minute-long warm start took 35 minutes and RL steps went from 0.09 s to 6 s with
 nothing on screen. torch's intra-op threads spin and wait for each other, so a run with T threads on a machine whose
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 _warned = False
 
@@ -110,9 +112,9 @@ def usable_memory() -> int:
         ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
     ):
         try:
-            raw = open(limit_file).read().strip()
+            raw = Path(limit_file).read_text().strip()
             if raw != "max" and int(raw) < 2**60:
-                limits.append(max(0, int(raw) - int(open(used_file).read().strip())))
+                limits.append(max(0, int(raw) - int(Path(used_file).read_text().strip())))
             break
         except (OSError, ValueError):  # deliberate: no cgroup limit (or another cgroup version)
             continue

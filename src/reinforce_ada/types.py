@@ -31,6 +31,9 @@ class Request:
 
     prompt: Prompt
     k: int
+    max_tokens: int | None = None
+    """This request's own cap on a completion (a length lever, `sampling.length`), below the engine's
+    `max_new_tokens`; None: the engine's. A completion stopped by it ends with finish_reason "length"."""
 
 
 @dataclass

@@ -1,13 +1,15 @@
 """The one reader of user files: rows of JSONL, a JSON array, CSV, Parquet or a saved `datasets` folder.
 
-Every file a user gives -- prompts (`tasks.files`), pass-rate priors (`sampling.memory.priors`), features, answers --
-is read here, so the same rules hold everywhere, and an error names the file, the row and the value:
+Every file of rows a user gives -- prompts and their features and answers (`tasks.files`, `tasks.code`, `eval` and
+`filter` datasets), pass-rate priors (`sampling.memory.priors`), `plan --pass-rates-file` (`cli.plan`) -- is read
+here, so the same rules hold everywhere, and an error names the file, the row and the value:
 1) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened; so
    is a file too big for the memory this process can get (`MEMORY_PER_BYTE` x its size against
    `cpu_load.usable_memory`: free memory and the process's own limits), and a text file holding NUL bytes;
 2) text is UTF-8 (a leading byte-order mark is dropped); invalid bytes are an error naming the line;
 3) JSONL: one JSON object per non-blank line, lines ending at "\n" only (U+2028 and U+0085 are valid inside a JSON
-   string; `str.splitlines` would break there); a `.json` file may instead be one JSON array of objects; a value
+   string; `str.splitlines` would break there); a `.json` file may instead be one JSON array of objects (a caller
+   that takes bare values, `bare="p"`, reads a row that is a bare JSON value `v` as `{"p": v}`); a value
    nested too deeply for Python's parser is an error naming the row; `NaN` and `Infinity` (which Python's parser
    accepts) are read as numbers here and refused by the value rules below;
 4) CSV: a header line; a row with more fields than the header is an error; fields have no length limit of their own
@@ -103,14 +105,23 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per non-blank line; the row number is the line number."""
+def _row(row: Any, path: Path, i: int, bare: str | None) -> dict[str, Any]:
+    """A parsed row as a dict: an object, or a bare value under the key `bare` (when the caller takes them)."""
+    if bare is not None and not isinstance(row, dict | list):
+        return {bare: row}
+    if not isinstance(row, dict):
+        raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
+    return row
+
+
+def _read_jsonl(path: Path, bare: str | None = None) -> list[dict[str, Any]]:
+    """One JSON object (or bare value, module docstring 3) per non-blank line; the row number is the line number."""
     rows = []
     # lines end at "\n" only: str.splitlines also breaks at U+2028, U+0085 and other characters that JSON allows raw
     # inside a string, so a valid row holding one was refused as invalid JSON
     text = decode(path)
     if path.suffix == ".json" and text.lstrip().startswith("["):  # rule 3: one JSON array of objects
-        return _read_json_array(path, text)
+        return _read_json_array(path, text, bare)
     for i, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -120,20 +131,19 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             raise ConfigError(f"{path}: row {i} is not valid JSON, not a JSON object ({e.msg})") from None
         except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
             raise ConfigError(f"{path}: row {i} is nested too deeply to read as JSON") from None
-        if not isinstance(row, dict):
-            raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
-        rows.append(row)
+        rows.append(_row(row, path, i, bare))
     return rows
 
 
 MEMORY_PER_BYTE = 12
 """Memory reading a row file takes per byte of it (the bytes, the decoded text, its lines and the rows' Python
-objects: about 10x for JSONL rows of short prompts); a file needing more than physical memory is refused up front."""
+objects: about 10x for JSONL rows of short prompts); a file needing more than the memory this process can get is
+refused up front."""
 
 
 def check_size(path: Path, what: str = "dataset file") -> None:
-    """Refuse, before reading, a file too big for this machine's memory, and a text file that starts with NUL bytes
-    (a binary or sparse file: a 2 GB sparse file used to end in a MemoryError after minutes)."""
+    """Refuse, before reading, a file too big for the memory this process can get, and a text file that starts with
+    NUL bytes (a binary or sparse file: a 2 GB sparse file used to end in a MemoryError after minutes)."""
     size = path.stat().st_size
     memory = usable_memory()
     if size * MEMORY_PER_BYTE > memory:
@@ -149,9 +159,12 @@ def check_size(path: Path, what: str = "dataset file") -> None:
             raise ConfigError(f"{what} {path}: byte {nul} is a NUL byte; a binary or sparse file, not UTF-8 text")
 
 
-def read_rows(path: Path, what: str = "dataset file", suffixes: tuple[str, ...] = SUFFIXES) -> list[dict[str, Any]]:
+def read_rows(
+    path: Path, what: str = "dataset file", suffixes: tuple[str, ...] = SUFFIXES, bare: str | None = None
+) -> list[dict[str, Any]]:
     """Every row of the file (module docstring, 1-4); `what` names the file in errors, `suffixes` the kinds this
-    reader's caller takes (a folder is a saved `datasets` folder, when ".parquet" is among them)."""
+    reader's caller takes (a folder is a saved `datasets` folder, when ".parquet" is among them), `bare` the key a
+    bare JSON value is read under (None: every row must be an object)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{what} {path} does not exist")
@@ -161,27 +174,27 @@ def read_rows(path: Path, what: str = "dataset file", suffixes: tuple[str, ...] 
         raise ConfigError(f"{what} {path} is not a regular file (a FIFO, socket or device); give a file")
     if path.suffix not in suffixes:
         listed = [x for x in suffixes if x != ".json"] if ".jsonl" in suffixes and ".parquet" in suffixes else suffixes
-        kinds = ", ".join(listed) + (" or a folder written by `datasets`" if ".parquet" in suffixes else "")
+        if ".parquet" in suffixes:
+            kinds = ", ".join(listed) + " or a folder written by `datasets`"
+        else:
+            kinds = f"{', '.join(listed[:-1])} or {listed[-1]}" if len(listed) > 1 else listed[0]
         raise ConfigError(f"{what} {path} must be {kinds}")
     check_size(path, what)
     if path.suffix == ".parquet":
         return _read_parquet(path)
     if path.suffix == ".csv":
         return _read_csv(path)
-    return _read_jsonl(path)
+    return _read_jsonl(path, bare)
 
 
-def _read_json_array(path: Path, text: str) -> list[dict[str, Any]]:
+def _read_json_array(path: Path, text: str, bare: str | None = None) -> list[dict[str, Any]]:
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not a JSON array of rows ({e.msg} at line {e.lineno})") from None
     except RecursionError:  # deliberate: Python's JSON parser recurses once per nesting level
         raise ConfigError(f"{path}: nested too deeply to read as JSON") from None
-    for i, row in enumerate(rows, start=1):
-        if not isinstance(row, dict):
-            raise ConfigError(f"{path}: row {i} must be a JSON object, got {type(row).__name__}")
-    return rows
+    return [_row(row, path, i, bare) for i, row in enumerate(rows, start=1)]
 
 
 def _where(path: Path, row: int, key: str) -> str:

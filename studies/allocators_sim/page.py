@@ -5,14 +5,34 @@ from __future__ import annotations
 
 from docgen.cells import f2
 from docgen.page import Page, provenance, study_figures
+from docgen.schema import NUMBER, OPT_NUMBER, check
 from docgen.sources import STUDIES, cpu_hours, read_json, read_records
 
 TITLE = "Strategies and allocators on the simulated policy"
+ARMS = {
+    "*": {
+        "spec?": str,
+        "summary": {
+            "per_seed": [
+                {k: OPT_NUMBER for k in ("samples_to_target_vs_ref", "steps_to_target_vs_ref", "final_pass_rate")}
+            ]
+        },
+    }
+}
+RESULT = {
+    "target_pass_rate": NUMBER,
+    "pool": {"size": NUMBER, "mean_pass_rate": NUMBER},
+    "settings": {"steps": NUMBER, "seeds": NUMBER, "batch_size": NUMBER, "reference?": str},
+    "arms": ARMS,
+    "probe?": ARMS,
+}
+"""What the page publishes of `allocators_sim.json` (`docgen.schema`)."""
 
 
 def page() -> Page:
     study = "allocators_sim"
     res = read_json(STUDIES / study / "results" / "allocators_sim.json")
+    check(res, RESULT)
     runs, results = read_records(study)
     page = Page(study, TITLE, 3, figures=study_figures(study), provenance=provenance(study, runs, results))
     page.cost = cpu_hours(runs)

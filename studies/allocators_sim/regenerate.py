@@ -90,7 +90,11 @@ def regenerate(out: Path = RESULTS, records_file: Path = RECORDS) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m studies.allocators_sim.regenerate", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(RESULTS), help="where the results go (default: the committed results/)")
-    regenerate(Path(ap.parse_args(argv).out))
+    out = Path(ap.parse_args(argv).out)
+    with records.explained():  # a records file that is not whole: one line naming it
+        if out.resolve() == RESULTS.resolve():
+            records.seal_all(RESULTS)
+        regenerate(out, RECORDS)
     return 0
 
 

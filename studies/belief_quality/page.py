@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from docgen.cells import f2
 from docgen.page import Page, provenance, study_figures
+from docgen.schema import NUMBER, check
 from docgen.sources import STUDIES, cpu_hours, read_json, read_records
 
 TITLE = "What a belief knows before a prompt's first sample"
+RESULT = {"date?": str, "pools": {"*": {"beliefs": {"uniform": {"signal": [NUMBER]}, "*": {"signal?": [NUMBER]}}}}}
+"""What the page publishes of `belief_quality.json` (`docgen.schema`): every pool's beliefs, uniform's included."""
 
 
 def page() -> Page:
     study = "belief_quality"
     res = read_json(STUDIES / study / "results" / "belief_quality.json")
+    check(res, RESULT)
     runs, results = read_records(study)
     page = Page(study, TITLE, 4, figures=study_figures(study), provenance=provenance(study, runs, results))
     page.cost = cpu_hours(runs)

@@ -13,14 +13,18 @@ from typing import Any
 from docgen.blocks import relink
 from docgen.cells import code, f2, with_interval
 from docgen.page import Page
+from docgen.schema import ESTIMATE, check
 from docgen.sources import STUDIES, read_json
-from docgen.summary import summary_page
+from docgen.summary import read_summary, summary_page
 from studies.compute_to_target.page_figure import draw_tokens, tokens_data
 
 RESULTS = STUDIES / "compute_to_target" / "results"
 POOLS = ("hard", "small", "default", "mixed")
 """The pools, in the order the study registered them."""
 FIGURE = "docs/results/img/compute_to_target_tokens"
+AXES = {"tokens": {"best_uniform": str}, "steps": {"best_uniform": str}, "*": dict}
+TABLE = {"table": {"*": {"tokens?": ESTIMATE, "steps?": ESTIMATE}}, "axes": AXES}
+"""What the pages publish of a pool's compute table (`by_pool.<pool>.compute`; `docgen.schema`)."""
 
 
 def page() -> Page:
@@ -51,7 +55,9 @@ def pool_table(pool: str) -> dict[str, dict[str, Any]] | None:
     path = RESULTS / f"compute_to_target_{pool}.json"
     if not path.exists():
         return None
-    return read_json(path)["by_pool"][pool]["compute"]
+    res = read_json(path)
+    check(res, {"by_pool": {pool: {"compute": TABLE}}, "arms?": {"*": str}})
+    return res["by_pool"][pool]["compute"]
 
 
 def arms_table() -> list[str]:
@@ -81,13 +87,13 @@ def arms_table() -> list[str]:
 def pays_rows() -> list[dict[str, Any]]:
     """Per pool: the best uniform arm, MoPPS (the best deployable adaptive arm), Ada-Seq-balanced and the oracle
     ceiling (C0), each as tokens to target against the best uniform arm."""
-    summary = read_json(RESULTS / "summary.json")
+    summary = read_summary("compute_to_target")
     rows = []
     for pool in POOLS:
         t = pool_table(pool)
         if not t:
             continue
-        c0 = summary.get("C0", {}).get("pools", {}).get(pool, {})
+        c0 = summary["C0"]["pools"][pool]  # the oracle's ceiling on every pool with a table: missing is an error
         rows.append(
             {
                 "pool": pool,
@@ -115,7 +121,7 @@ def pays_table(link: str = "results/index.md") -> list[str]:
     lo = min(r["mopps"]["value"] for r in rows)
     hi = max(r["mopps"]["value"] for r in rows)
     seq_hi = max(r["seq"]["value"] for r in rows)
-    llm = read_json(STUDIES / "llm_convergence" / "results" / "summary.json").get("L1", {})
+    llm = read_summary("llm_convergence")["L1"]
     return lines + [
         "",
         f"Tokens to reach the same held-out accuracy, relative to the best uniform GRPO (above 1 = fewer tokens; 90% "
@@ -129,7 +135,7 @@ def pays_table(link: str = "results/index.md") -> list[str]:
 def per_step() -> str:
     """The one wording of Ada-Seq-balanced's per-step gain, naming the arm each factor compares it with: GRPO-n4
     (the convergence study's registered P1) and the best uniform arm per step on every pool of this study."""
-    p1 = read_json(STUDIES / "convergence" / "results" / "summary.json")["P1"]
+    p1 = read_summary("convergence")["P1"]
     tables = [t for t in map(pool_table, POOLS) if t]
     steps = [t["table"]["seq-bal"]["steps"]["value"] for t in tables]
     best = sorted({t["axes"]["steps"]["best_uniform"] for t in tables})

@@ -29,7 +29,7 @@ from studies.protocol import records
 from studies.protocol.compare_results import rebuild, shape
 from studies.protocol.headlines import summary_entries
 from studies.protocol.prereg import first_quoted
-from studies.protocol.summary import merge_pools, stamped, write_summary
+from studies.protocol.summary import merge_pools, read_summary, stamped, write_summary
 
 
 def regenerate_one(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Path) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def refresh(name: str, summary: bool, out: Path = RESULTS) -> None:
     print(f"wrote {out / name}.json and .png", flush=True)
     if summary and results[name].get("summary") is not None:
         path = out / "summary.json"
-        old = json.loads(path.read_text()) if path.exists() else {}
+        old = read_summary(path)
         write_summary(path, merge_pools(old, summary_of(results[name], res)[2]))
         print(f"updated {path}")
 
@@ -128,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(RESULTS), help="where the results go (default: the committed results/)")
     ap.add_argument("--only", default=None, help="comma-separated result names (a first run before its re-run)")
     args = ap.parse_args(argv)
-    regenerate(Path(args.out), args.only.split(",") if args.only else None)
+    with records.explained():  # a records file or summary that is not whole: one line naming it
+        if Path(args.out).resolve() == RESULTS.resolve():
+            records.seal_all(RESULTS)
+        regenerate(Path(args.out), args.only.split(",") if args.only else None, RECORDS)
     return 0
 
 

@@ -4,17 +4,34 @@ and result (`page_tables.result_section`), the verdict, and the SPO headline blo
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from docgen.cells import cell, code, f2, verdict
 from docgen.page import Page, provenance, study_figures
-from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records
+from docgen.schema import ESTIMATE, NUMBER, check
+from docgen.sources import ROOT, STUDIES, cpu_hours, read_json, read_records, read_toml
 from studies.fewer_samples.page_tables import diff_cell, factor_cell, main_runs, result_section
 
 TITLE = "Fewer samples per prompt (SPO)"
 RESULT = STUDIES / "fewer_samples" / "results" / "fewer_samples.json"
+OPT_TEXT = (str, type(None))
+SHAPE = {
+    "date?": str,
+    "partial?": (str, bool, type(None)),
+    "claims": {
+        "*": {"verdict?": OPT_TEXT, "goal?": OPT_TEXT, "arm?": OPT_TEXT, "axis?": OPT_TEXT, "by_pool": {"*": dict}}
+    },
+    "by_pool": {
+        "*": {
+            "complete?": bool,
+            "compute": {"table": {"*": {"tokens?": ESTIMATE, "lr?": (NUMBER, type(None))}}, "axes": {"*": dict}},
+            "equal_tokens": {"best_uniform": str, "budget_tokens": NUMBER, "arms": {"*": dict}},
+        }
+    },
+}
+"""What the page publishes of a result (`docgen.schema`): every claim with its pools (a claim without them is an
+error, never a verdict with no rows), every pool's tables."""
 
 
 def page() -> Page:
@@ -30,7 +47,7 @@ def page() -> Page:
     page.body = body
     inst = reg.get("instrument", {})
     main = _main_runs(inst)
-    later = [(f, tomllib.loads(f.read_text())) for f in sorted(regs.glob("*.toml")) if f.name != "preregistration.toml"]
+    later = [(f, read_toml(f)) for f in sorted(regs.glob("*.toml")) if f.name != "preregistration.toml"]
     if not result.exists():
         runs, _ = read_records(study)
         phases = [r.get("phase") for r in runs.values()]
@@ -42,6 +59,7 @@ def page() -> Page:
         page.updated = ""
         return page
     res = read_json(result)
+    check(res, SHAPE)
     runs, results = read_records(study)
     page.provenance = provenance(study, runs, results)
     page.cost = cpu_hours(runs)
@@ -69,6 +87,7 @@ def page() -> Page:
             page.verdict += f" `{name}`: registered, no result yet."
             continue
         later_res = read_json(later_result)
+        check(later_res, SHAPE)
         page.body += result_section(later_res, planned, level="###")
         page.provenance += provenance(study, runs, results)
         h, n, timed = cpu_hours(runs)
@@ -83,7 +102,7 @@ def _registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[
     """A registration of the study: its content, where its result goes and its section (file, date,
     code, pools, seeds, budget, claims with goals, arms)."""
     text = path.read_text()
-    reg = tomllib.loads(text)
+    reg = read_toml(path)
     name = reg.get("name")
     result = STUDIES / "fewer_samples" / "results" / (f"{name}/{name}.json" if name else "fewer_samples.json")
     written = re.search(r"Written (\d{4}-\d{2}-\d{2})", text)
@@ -140,6 +159,7 @@ def headline(link: str, arm: str = "spo-64") -> list[str]:
     if not RESULT.exists():
         return [f"No result yet: the registered runs are in progress ([the study]({link}))."]
     res = read_json(RESULT)
+    check(res, SHAPE)
     rows = [
         f"| pool | best uniform arm (tokens) | `{arm}` tokens factor [90% t] | seeds | `{arm}` accuracy at the budget "
         "minus the best uniform arm's [90%] |",
@@ -186,7 +206,7 @@ def by_strategy() -> dict[str, list[str]]:
     if not RESULT.exists():
         return {}
     res = read_json(RESULT)
-    reg = tomllib.loads((STUDIES / "fewer_samples" / "registrations" / "preregistration.toml").read_text())
+    reg = read_toml(STUDIES / "fewer_samples" / "registrations" / "preregistration.toml")
     specs = dict(a.split("=", 1) for a in reg.get("instrument", {}).get("arms", []))
     pools = res.get("by_pool", {})
     refs = ", ".join(f"`{f['compute']['axes']['tokens']['best_uniform']}` on `{p}`" for p, f in pools.items())

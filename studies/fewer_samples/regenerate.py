@@ -105,8 +105,17 @@ def main(argv: list[str]) -> int:
         raise SystemExit(
             f"{RECORDS} does not exist: the study has no recorded runs yet (python -m studies.fewer_samples.run)"
         )
-    places = [(RECORDS, Path(args.out))]
-    places += [(RESULTS / name / RECORDS.name, Path(args.out) / name) for name in later_registrations(RESULTS)]
+    with records.explained():  # a records file that is not whole: one line naming it
+        if Path(args.out).resolve() == RESULTS.resolve():
+            records.seal_all(RESULTS)
+        return _regenerate(Path(args.out))
+
+
+def _regenerate(out_root: Path) -> int:
+    from studies.protocol import records
+
+    places = [(RECORDS, out_root)]
+    places += [(RESULTS / name / RECORDS.name, out_root / name) for name in later_registrations(RESULTS)]
     for records_file, out in places:
         runs, results = records.read(records_file)
         for ctx in results.values():

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from docgen.cells import f2, verdict, with_interval
 from docgen.page import Page
+from docgen.schema import ESTIMATE, NUMBER, check
 from docgen.sources import STUDIES, read_json
 from docgen.summary import summary_page
 
 SPO = STUDIES / "llm_convergence" / "results" / "llm_spo" / "llm_spo.json"
+HEADLINE = {**ESTIMATE, "value": (NUMBER, type(None)), "arm": str, "reference": str, "goal": str}
+SPO_RESULT = {
+    "headline": {"L1": HEADLINE, "L2": {**ESTIMATE, "value": (NUMBER, type(None))}},
+    "analysis": {"table": {"*": {"final_accuracy": NUMBER, "no_signal_share?": NUMBER, "steps?": ESTIMATE}}},
+    "instrument": {"seeds": [NUMBER], "steps": NUMBER, "batch_size": NUMBER, "arm_specs?": {"*": dict}},
+}
+"""What the `spo-smollm2` block publishes of `llm_spo.json` (`docgen.schema`)."""
 
 
 def page() -> Page:
@@ -21,6 +29,7 @@ def spo_on_smollm2() -> list[str]:
     """The registered SPO arm against GRPO-n4 on SmolLM2: L1 and L2 with their verdict, the final accuracies, the
     no-signal share and the per-step factor (`results/llm_spo/llm_spo.json`)."""
     res = read_json(SPO)
+    check(res, SPO_RESULT)
     l1, l2 = res["headline"]["L1"], res["headline"]["L2"]
     arm, ref = l1["arm"], l1["reference"]
     table, inst = res["analysis"]["table"], res["instrument"]

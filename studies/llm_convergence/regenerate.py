@@ -62,10 +62,10 @@ def write_llm(ctx: dict[str, Any], runs: dict[str, dict[str, Any]], out: Path, s
     if analysis:
         plot(res, out / f"{ctx['name']}.png")
     if summary:
-        from studies.protocol.summary import stamped, write_summary
+        from studies.protocol.summary import read_summary, stamped, write_summary
 
         path = out / "summary.json"
-        old = json.loads(path.read_text()) if path.exists() else {}
+        old = read_summary(path)
         stamp = ctx.get("summary", {"command": meta["command"], "date": meta["date"]})
         write_summary(path, {**old, **json.loads(json.dumps(_clean(stamped(head, **stamp))))})
     return res
@@ -126,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m studies.llm_convergence.regenerate", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--out", default=str(RESULTS), help="where the results go (default: the committed results/)")
-    regenerate(Path(ap.parse_args(argv).out))
+    out = Path(ap.parse_args(argv).out)
+    with records.explained():  # a records file or summary that is not whole: one line naming it
+        if out.resolve() == RESULTS.resolve():
+            records.seal_all(RESULTS)
+        regenerate(out, RECORDS)
     return 0
 
 

@@ -257,13 +257,22 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m studies.protocol.jobrunner REQUEST.json", file=sys.stderr)
         return 2
-    fields = json.loads(Path(argv[0]).read_text())
-    req = Request(**{f.name: fields[f.name] for f in dataclasses.fields(Request) if f.name in fields})
+    try:
+        fields = json.loads(Path(argv[0]).read_text())
+        req = Request(**{f.name: fields[f.name] for f in dataclasses.fields(Request) if f.name in fields})
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
+        print(f"error: request {argv[0]}: not a readable request ({e}); start the session again", file=sys.stderr)
+        return 2
+    from reinforce_ada.errors import ConfigError  # the package's, whichever commit runs the jobs
+
     try:
         plan_and_run(req, lambda m: print(m, flush=True))
     except StudyChanged as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return CHANGED
+    except ConfigError as e:  # e.g. a raw record it cannot read: the message names it and what to do
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 

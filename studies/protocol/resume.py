@@ -14,13 +14,15 @@ records file (`protocol.records`) is the only state a session leaves.
    empty, runs only what is missing, and its lr choice reads the recorded sweep runs' curves.
 3) The context lists the finished runs per phase in the plan's order (the order `bench.compare.run_compare` returns
    them in), so the same finished runs give the same result whether their raw records are at hand or not.
+4) A records file that is not whole (`records.read`), a raw record that is not readable or fails its digest
+   (`bench.jobs._read_record`) or a plan that is not JSON stops the session with one line naming the file and what
+   to do, before anything runs (the records file) or with the runner stopped (`session`); nothing is overwritten.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import gzip
 import json
 import os
 import signal
@@ -161,6 +163,22 @@ def _plan(places: Places) -> dict[str, Any] | None:
         return json.loads(places.plan.read_text())
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise records.RecordsError(
+            f"plan {places.plan}: not readable JSON ({e}); it is scratch: delete it and start the session again"
+        ) from None
+
+
+def _raw(path: Path) -> dict[str, Any]:
+    """A finished run's raw record, read as the package reads it (its digest checked); a damaged one is a
+    `RecordsError` naming it."""
+    from reinforce_ada.bench.jobs import _read_record
+    from reinforce_ada.errors import ConfigError
+
+    try:
+        return _read_record(path)
+    except ConfigError as e:
+        raise records.RecordsError(f"{e} (the next session runs its job again)") from None
 
 
 def session(
@@ -175,7 +193,23 @@ def session(
 ) -> dict[str, Any]:
     """Plan the study with `package`, run what is missing (`run`; only `run_pools`' jobs when given), record every
     finished run as it finishes; returns the result's context. A plan that disagrees with the records raises
-    `StudyChanged`, naming the pool and arm, before anything runs."""
+    `StudyChanged`, naming the pool and arm, before anything runs; a records file, raw record or plan that cannot be
+    read is a `SystemExit` with one line naming it (module docstring, 4)."""
+    try:
+        return _session(study, places, package, run, run_pools, poll_s, launch)
+    except records.RecordsError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def _session(
+    study: Study,
+    places: Places,
+    package: Path,
+    run: bool,
+    run_pools: list[str] | None,
+    poll_s: float,
+    launch: Callable[[Request, Places], Runner],
+) -> dict[str, Any]:
     places.plan.unlink(missing_ok=True)  # a plan of an earlier session is no plan of this one
     proc = launch(request(study, places, package, run, run_pools), places)
     try:
@@ -206,8 +240,7 @@ def checkpoint(study: Study, places: Places, plan: dict[str, Any]) -> dict[str, 
     for e in (e for phase in PHASES for e in plan[phase]):
         f = places.raw / f"{e['id']}.json.gz"
         if e["id"] not in runs and f.exists():
-            with gzip.open(f, "rt") as fh:
-                fresh[e["id"]] = study.compact(json.load(fh), e["id"])
+            fresh[e["id"]] = study.compact(_raw(f), e["id"])
     have = runs.keys() | fresh.keys()
     ids = {phase: [e["id"] for e in plan[phase] if e["id"] in have] for phase in PHASES}
     if prev is not None and not plan["final"]:  # the plan does not reach every phase yet: its recorded runs stay

@@ -11,6 +11,39 @@ import json
 from pathlib import Path
 from typing import Any
 
+from studies.protocol.records import StudyFileError
+
+
+class SummaryError(StudyFileError):
+    """A summary.json that is not a JSON object of figure entries (truncated, cut, not UTF-8, NaN or Infinity in it):
+    the message names the file and what to do."""
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """A study's summary.json ({} when there is none yet); one that cannot be read is a `SummaryError` naming it."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return {}
+    fix = f"restore it from git (`git checkout -- {path}`); the study's regenerate rewrites it from the records"
+
+    def no_constant(name: str) -> Any:
+        raise SummaryError(f"summary {path}: holds {name}, not a number; {fix}")
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SummaryError(f"summary {path}: cannot be read as UTF-8 text ({e}); {fix}") from None
+    try:
+        obj = json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as e:
+        why = "empty" if not text.strip() else f"not whole JSON ({e.msg}, line {e.lineno})"
+        raise SummaryError(f"summary {path}: {why}; {fix}") from None
+    except RecursionError:
+        raise SummaryError(f"summary {path}: nested too deeply to be a summary; {fix}") from None
+    if not isinstance(obj, dict) or not all(isinstance(e, dict) for e in obj.values()):
+        raise SummaryError(f"summary {path}: not an object of figure entries (each an object); {fix}")
+    return obj
+
 
 def write_summary(path: Path, entries: dict[str, dict[str, Any]]) -> None:
     """Write the entries (keys sorted), atomically."""

@@ -88,6 +88,13 @@ ARMS["spo-64-oracle"] = "spo:select=none,estimator=oracle | run.batch_size=64"
 # training.experience), or twice per step (two PPO epochs)
 ARMS["spo-64-replay"] = "spo | run.batch_size=64,replay.enabled=true,replay.mode=samples,replay.max_age=1"
 ARMS["spo-64-2ep"] = "spo | run.batch_size=64,optim.epochs=2"
+# an outside one-sample baseline, A*-PO-style (TRL's experimental A2PO): a static value V* = beta log mean exp(r /
+# beta) from an offline pass of 8 samples per prompt (charged), the prompts it never solved dropped, one sample per
+# prompt, A = r - V*; our PPO loss, not A*-PO's regression onto beta_2 log(pi / pi_ref) (stated in docs)
+ARMS["a-star-po-64"] = (
+    "spo:select=none,estimator=prior,batch_normalize=none | run.batch_size=64,prior.samples=8,prior.value=softmax,"
+    "prior.drop=unsolved"
+)
 PER_PROMPT_BUDGET = {"oracle-alloc": 4, "oracle-both": 4, "alloc": 4}
 """Arms whose step budget is `budget = this x batch_size` (Est's own default is 8 per prompt): the oracle
 allocations spend GRPO-n4's samples, so they are compared with it at equal cost."""
@@ -113,8 +120,9 @@ class Arm:
 
 LEARNER_SECTIONS = ("optim", "replay", "run", "prior")
 """The settings an arm may have of its own after `|` (the rest is the benchmark's, the same for every arm)."""
-ARM_FIELDS = {"run": ("batch_size",), "prior": ("samples",)}
-"""Of the `run` section only the prompts per step; `prior.samples`: the prior pass (`bench.run.prior_pass`)."""
+ARM_FIELDS = {"run": ("batch_size",), "prior": ("samples", "value", "drop")}
+"""Of the `run` section only the prompts per step; `prior.samples`: the prior pass (`bench.run.prior_pass`), its
+`prior.value` (mean or softmax) and `prior.drop=unsolved`."""
 
 
 def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
@@ -145,8 +153,13 @@ def parse_train(text: str, name: str) -> tuple[tuple[str, Any], ...]:
     if not pairs:
         raise ConfigError(f"arm {name!r}: nothing after '|'; write optim.KEY=VALUE or drop the '|'")
     prior = pairs.pop("prior", {})
-    if prior and (isinstance(prior["samples"], bool) or not isinstance(prior["samples"], int) or prior["samples"] < 1):
-        raise ConfigError(f"arm {name!r}: prior.samples={prior['samples']!r} must be a whole number >= 1")
+    k = prior.get("samples")
+    if prior and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ConfigError(f"arm {name!r}: prior.samples={k!r} must be a whole number >= 1 (the prior pass)")
+    if prior.get("value", "mean") not in ("mean", "softmax"):
+        raise ConfigError(f"arm {name!r}: prior.value={prior['value']!r} must be mean or softmax")
+    if prior.get("drop", "none") not in ("none", "unsolved"):
+        raise ConfigError(f"arm {name!r}: prior.drop={prior['drop']!r} must be none or unsolved")
     apply_overrides(TrainConfig(), pairs, f"arm {name!r}")  # unknown keys and bad values fail here
     if prior:
         pairs["prior"] = prior
@@ -204,3 +217,36 @@ def matched_n(seq_cfg: StrategyConfig, rates: np.ndarray) -> tuple[int, float]:
     rows = plan(seq_cfg, np.clip(np.round(np.asarray(rates, dtype=float), 3), 0.0, 1.0))
     expected = float(np.mean([r.expected_samples for r in rows]))
     return max(1, round(expected)), expected
+
+
+def check_costs(arms: list[Arm], c: Any, max_new_tokens: int) -> None:
+    """What the arms cost under a `CompareConfig` `c`, checked before any pool is built or run trained: each arm's
+    step draws fit this process's memory (`training.bounds.check_step_draws`: `uniform:n=10**12` used to fail in a
+    worker after the sweep), and with `c.token_budget` every arm can reach the budget's tail within `c.steps`
+    (at most steps x prompts x its most samples per prompt x `max_new_tokens` tokens; `bench.equal_tokens`, 1): a
+    budget of 1e30 trained every run and then raised, writing no result. An arm with a prior pass (its tokens depend
+    on the pool) or whose n is matched to a pool is left to the runs."""
+    from reinforce_ada.bench.equal_tokens import WINDOW
+    from reinforce_ada.sampling.strategies import strategy_class
+    from reinforce_ada.training.bounds import check_step_draws, step_draws
+
+    short = {}
+    for arm in arms:
+        cls, batch = strategy_class(arm.cfg.name), int(dict(arm.train).get("run.batch_size", c.batch_size))
+        try:
+            check_step_draws(cls, arm.cfg.options, batch, max_new_tokens)
+        except ConfigError as e:
+            raise ConfigError(f"arm {arm.name!r}: {e}") from None
+        most = c.steps * step_draws(cls, arm.cfg.options, batch) * max_new_tokens
+        if c.token_budget and arm.name != MATCHED and not dict(arm.train).get("prior.samples"):
+            if most < (1 - WINDOW) * c.token_budget:
+                short[arm.name] = most
+    if short:
+        arm, most = min(short.items(), key=lambda kv: kv[1])
+        raise ConfigError(
+            f"--token-budget {c.token_budget}: {len(short)} arm(s) ({', '.join(list(short)[:4])}"
+            f"{', ...' if len(short) > 4 else ''}) cannot reach its last "
+            f"{WINDOW:.0%} within --steps {c.steps}: {arm} generates at most {most:,.0f} tokens a run ({c.steps} steps "
+            f"of up to {max_new_tokens} tokens a sample); lower --token-budget to {int(most / (1 - WINDOW)):,} or "
+            "less, or raise --steps"
+        )

@@ -39,6 +39,7 @@ from reinforce_ada.bench.arms import (
     REFERENCE,
     UNIFORM,
     Arm,
+    check_costs,
     matched_n,
     resolve_arms,
 )
@@ -234,6 +235,7 @@ def run_compare(
 
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
+    check_costs(arms, c, Job.max_new_tokens)  # before any pool is built or run trained
     fingerprint = code_fingerprint(c.fingerprint_of)
     schema = record_schema(c.fingerprint_of) if c.fingerprint_of else None
     cache = Path(c.records) if c.records else Path(c.run_root) / "records"
@@ -327,8 +329,11 @@ def run_compare(
         summ = analysis.summarize_pool(recs, REFERENCE, MATCHED if MATCHED in spec_of else None, c.steps)
         sw = [r for r in sweep if r["pool"] == p.spec.name]
         summ["compute"] = compute.summarize(recs, sw, c.uniform, c.oracles)
-        if c.token_budget:
-            summ["equal_tokens"] = equal_tokens.table(recs, c.uniform, c.token_budget)
+        if c.token_budget:  # runs short of the budget (checked up front) are reported, not a raw error
+            try:
+                summ["equal_tokens"] = equal_tokens.table(recs, c.uniform, c.token_budget)
+            except ValueError as e:
+                summ["equal_tokens"] = {"error": str(e)}
         results["by_pool"][p.spec.name] = summ
     if not results["by_pool"]:
         raise ConfigError(f"nothing to report yet: {results['missing']} (records in {cache})")

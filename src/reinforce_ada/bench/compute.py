@@ -36,6 +36,10 @@ from reinforce_ada.bench.costmodel import UnpricedPrior
 from reinforce_ada.bench.curves import bootstrap, geo_mean, isotonic, paired_factor, scale_factor, to_target
 
 AXES = ("steps", "tokens", "cpu_s", "gpu_s")
+LENGTH_AXES = ("bill_tokens", "gpu_len_s")
+"""Axes where answers are long (asked for by name; not in the default `AXES`, so older studies read as before):
+`bill_tokens`, prompt + generated tokens (each sample pays its prompt, the prior pass's included), and `gpu_len_s`,
+the steps priced from the samples' own lengths (`costmodel.gpu_length_seconds`)."""
 TARGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """Per-target levels: fractions of the best uniform arm's median fitted gain, its whole reachable range (fixed in
 advance)."""
@@ -61,10 +65,23 @@ def axis_x(record: dict[str, Any], axis: str, *, steps_only: bool = False) -> li
             x = cumulative(record, axis[:3])
         prior = 0.0 if steps_only else prior_seconds(record, axis[:3])
         return [v + prior for v in x]
+    if axis == "bill_tokens":  # the generated tokens (eval_tokens) plus every sample's prompt tokens
+        from reinforce_ada.bench.costmodel import cumulative
+
+        prompt = cumulative(record, lambda r: np.asarray(r["prompt_tokens_per_step"], dtype=float))
+        prior = (record.get("prior") or {}).get("prompt_tokens", 0)
+        return [float(t) + p + prior for t, p in zip(record["eval_tokens"], prompt, strict=True)]
+    if axis == "gpu_len_s":
+        from reinforce_ada.bench.costmodel import cumulative, prior_seconds
+
+        prior = 0.0 if steps_only else prior_seconds(record, "gpu_len")
+        return [v + prior for v in cumulative(record, "gpu_len")]
     if axis == "process_s" and "process_s" in record:  # the real-model study's per-step process CPU time
         total = np.concatenate([[0.0], np.cumsum([v or 0.0 for v in record["process_s"]])])
         return [float(total[s]) for s in record["eval_step"]]
-    raise ValueError(f"unknown cost axis {axis!r}; choose one of {[*AXES, 'process_s']} (process_s: records with it)")
+    raise ValueError(
+        f"unknown cost axis {axis!r}; choose one of {[*AXES, *LENGTH_AXES, 'process_s']} (process_s: records with it)"
+    )
 
 
 def _curve(record: dict[str, Any], axis: str) -> tuple[np.ndarray, np.ndarray]:

@@ -92,9 +92,20 @@ class GpuCost:
     round_s: float = 0.0
     """Assumed: a round's own overhead beside its decode (launch, scoring round trip). Table 3 cannot tell it from
     `decode_step_s` while every round's straggler reaches the cap, so it is folded in there."""
+    prefill_token_s: float = 9.766e-6
+    """Assumed: `prefill_s` over the paper's 512 prompts of about 200 tokens: seconds per prefilled prompt token,
+    what `gpu_length_seconds` charges for each distinct prompt a step samples."""
 
     def __post_init__(self) -> None:
-        for name in ("decode_step_s", "row_token_s", "step_s", "learner_token_s", "prefill_s", "round_s"):
+        for name in (
+            "decode_step_s",
+            "row_token_s",
+            "step_s",
+            "learner_token_s",
+            "prefill_s",
+            "round_s",
+            "prefill_token_s",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise ValueError(f"GpuCost.{name} must be a finite number >= 0, got {v!r}")
@@ -204,7 +215,8 @@ def gpu_step_seconds(
 
 def _steps(record: Mapping[str, Any], key: str) -> Any:
     if key not in record:
-        made = "; it was made before bench.run kept this series, so rerun it" if key in GPU_SERIES else ""
+        late = (*GPU_SERIES, "longest_per_round", "prefill_tokens_per_step")
+        made = "; it was made before bench.run kept this series, so rerun it" if key in late else ""
         raise ValueError(f"run record {record.get('key', '?')!r} has no per-step series {key!r}{made}")
     return record[key]
 
@@ -242,6 +254,15 @@ def prior_seconds(record: Mapping[str, Any], model: str) -> float:
         return 0.0
     if model == "gpu":
         return float(gpu_step_seconds([[samples]], [0], row_scale=ROW_SCALE)[0])
+    if model == "gpu_len":  # one round of the pass's own samples, priced by their lengths; nothing trained
+        c = GpuCost()
+        longest, prefill = prior.get("longest"), prior.get("prefill_tokens")
+        if longest is None or prefill is None:
+            raise UnpricedPrior(
+                f"run record {record.get('key', '?')!r}: its prior pass keeps no lengths (made before bench.run kept "
+                "them), so the length model cannot price it"
+            )
+        return c.round_s + c.decode_step_s * longest + c.row_token_s * prior["tokens"] + c.prefill_token_s * prefill
     if model == "cpu":
         if prior.get("seconds") is None:
             raise UnpricedPrior(
@@ -253,8 +274,6 @@ def prior_seconds(record: Mapping[str, Any], model: str) -> float:
 
 
 CostModel = Callable[[Mapping[str, Any]], np.ndarray]
-MODELS: dict[str, CostModel] = {"cpu": cpu_step_seconds, "gpu": gpu_record_seconds}
-"""Cost models by name; each maps a run record to seconds per step (entry i is step i + 1)."""
 
 
 def cumulative(record: Mapping[str, Any], model: str | CostModel = "cpu") -> list[float]:
@@ -275,3 +294,45 @@ def cumulative(record: Mapping[str, Any], model: str | CostModel = "cpu") -> lis
             raise ValueError(f"eval_step[{j}] is {s!r}: evaluation steps must be integers in 0..{len(per_step)}")
         out.append(float(total[s]))
     return out
+
+
+LENGTH_SERIES = ("longest_per_round", "tokens_per_step", "prefill_tokens_per_step", "tokens_trained")
+"""The record's per-step series `gpu_length_seconds` reads (`bench.run`): each round's longest completion, the
+step's generated tokens, its distinct prompts' tokens and its trained completion tokens."""
+
+
+def gpu_length_seconds(record: Mapping[str, Any], cost: GpuCost | None = None) -> np.ndarray:
+    """Seconds per step of a run record priced from its samples' own lengths (issue: where the tokens are), with the
+    GPU model's constants: a round decodes for as many steps as its longest completion, every generated token costs
+    `row_token_s`, every distinct prompt's tokens are prefilled once (`prefill_token_s`), every trained token costs
+    `learner_token_s`, and the step pays `step_s`:
+
+        step = step_s + prefill_token_s x prefill + sum_r (round_s + decode_step_s x longest_r)
+               + row_token_s x generated + learner_token_s x trained
+
+    Where it departs from `gpu_record_seconds`: nothing is assumed of the lengths (no lognormal, no cap, no row
+    scaling: the record is priced as it ran, at its own rows); rows beyond `slots` are not queued (a testbed step is
+    far below it); a round's tokens are not split out, so `row_token_s` is charged on the step's total.
+
+    >>> rec = {"longest_per_round": [[10, 4]], "tokens_per_step": [100], "prefill_tokens_per_step": [50],
+    ...        "tokens_trained": [80]}
+    >>> c = GpuCost(step_s=1.0, decode_step_s=0.1, row_token_s=0.01, learner_token_s=0.001, prefill_token_s=0.002)
+    >>> round(float(gpu_length_seconds(rec, c)[0]), 4)  # 1 + 0.1 + 1.4 + 1.0 + 0.08
+    3.58
+    """
+    c = cost or GpuCost()
+    longest, generated, prefill, trained = (_steps(record, k) for k in LENGTH_SERIES)
+    g = _series("tokens_per_step", generated)
+    p = _series("prefill_tokens_per_step", prefill, len(g))
+    t = _series("tokens_trained", trained, len(g))
+    if len(longest) != len(g):
+        raise ValueError(f"longest_per_round has {len(longest)} steps but tokens_per_step has {len(g)}")
+    out = c.step_s + c.prefill_token_s * p + c.row_token_s * g + c.learner_token_s * t
+    for i, rounds in enumerate(longest):
+        a = _series(f"longest_per_round[{i}]", rounds, unit="round") if len(rounds) else np.zeros(0)
+        out[i] += len(a) * c.round_s + c.decode_step_s * float(a.sum())
+    return out
+
+
+MODELS: dict[str, CostModel] = {"cpu": cpu_step_seconds, "gpu": gpu_record_seconds, "gpu_len": gpu_length_seconds}
+"""Cost models by name; each maps a run record to seconds per step (entry i is step i + 1)."""

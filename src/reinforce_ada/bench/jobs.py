@@ -67,9 +67,13 @@ def record_schema(package: str | Path) -> dict[str, Any]:
         "except ImportError:  # 0.3: one flat StrategyConfig of every strategy's fields\n"
         "    from reinforce_ada.sampling.config import StrategyConfig; s, a = dataclasses.asdict(StrategyConfig()), 1\n"
         "    per = None\n"
+        "try:  # 0.5: a switch's value brings its feature's options\n"
+        "    from reinforce_ada.sampling.options import FEATURES as F\n"
+        "    feat = {w: {v: [f.name for f in dataclasses.fields(c)] for v, c in t.items()} for w, t in F.items()}\n"
+        "except ImportError:\n"
+        "    feat = {}\n"
         "print(json.dumps({'job': [f.name for f in dataclasses.fields(Job)], 'strategy': s, 'all_fields': a, "
-        "'strategies': per}, "
-        "default=str))"
+        "'strategies': per, 'features': feat}, default=str))"
     )
     src = Path(package).resolve().parent
     out = subprocess.run(
@@ -116,6 +120,8 @@ def _record_path(
             theirs_opts = (schema["strategies"] or {}).get(job.strategy.name)
             if theirs_opts is None:
                 return None  # the other copy has no such strategy
+            on = [n for sw, t in schema.get("features", {}).items() for n in t.get(str(strat.get(sw)), [])]
+            theirs_opts = {**theirs_opts, **{n: strat[n] for n in on if n in strat}}  # the features this job turns on
             ours = strategy_config(job.strategy.name).to_dict()
             if any(k not in theirs_opts and (k not in ours or strat[k] != ours[k]) for k in strat):
                 return None  # an option the other copy does not have is set: it could not have run this job

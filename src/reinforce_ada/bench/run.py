@@ -131,15 +131,19 @@ def run_job(job: Job) -> dict[str, Any]:
     rec["eval_samples"] = []
     series: dict[str, list[float]] = {k: [] for k in SERIES}
     rows: list[list[int]] = []  # samples per sequential round, one list per step
+    longest: list[list[int]] = []  # the longest completion of each round, one list per step
     tokens = samples = 0
     eval_s = 0.0
     if job.value_errors:
         tr.probes.append(value_probe(job.max_new_tokens))
-    k0 = int(dict(job.train).get("prior.samples", 0))
+    train = dict(job.train)
+    k0 = int(train.get("prior.samples", 0))
     if k0:  # the arm's prior is measured by sampling: its tokens and samples are charged before step 1
         t0 = time.perf_counter()
-        tokens, samples = prior_pass(tr, k0)
-        rec["prior"] = {"samples_per_prompt": k0, "tokens": tokens, "samples": samples}
+        how = str(train.get("prior.value", "mean"))
+        spent = prior_pass(tr, k0, how, train.get("prior.drop") == "unsolved")
+        tokens, samples = spent["tokens"], spent["samples"]
+        rec["prior"] = {"samples_per_prompt": k0, **spent}
         rec["prior"]["seconds"] = time.perf_counter() - t0  # charged on the CPU axis (`costmodel.prior_seconds`)
 
     def evaluate(step: int) -> dict[str, float]:
@@ -167,6 +171,7 @@ def run_job(job: Job) -> dict[str, Any]:
             v = m.get(src)
             series[k].append(float(v) if isinstance(v, int | float) and np.isfinite(v) else float("nan"))
         rows.append([int(x) for x in m.get("samples_per_round", [])])
+        longest.append([int(x) for x in m.get("longest_per_round", [])])
         done = job.max_tokens is not None and tokens >= job.max_tokens
         if job.max_tokens is None and step in at:
             last = evaluate(step)
@@ -176,7 +181,7 @@ def run_job(job: Job) -> dict[str, Any]:
                 next_at += job.eval_every_tokens
         if done:
             break
-    rec.update(series, rows_per_round=rows, steps=len(rows))
+    rec.update(series, rows_per_round=rows, longest_per_round=longest, steps=len(rows))
     if job.check_samples:
         sampled = tr.evaluate()  # the trainer's sampled Ave@k on the same held-out prompts
         rec["sampled_check"] = {
@@ -226,22 +231,48 @@ def value_probe(max_new_tokens: int) -> Any:
     return probe
 
 
-def prior_pass(tr: Any, samples_per_prompt: int) -> tuple[int, int]:
-    """SPO's offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting
-    policy, scored, their smoothed pass rates (k + 1/2) / (n + 1) made the strategy memory's prior means
-    (`sampling.memory.priors`); returns the (tokens, samples) it generated, which the arm is charged."""
+PRIOR_VALUES = ("mean", "softmax")
+"""How the prior pass turns a prompt's k correct of n into its prior value (`prior_pass`)."""
+A_STAR_BETA = 0.5
+"""A*-PO's beta_1 (TRL's `A2POConfig` default): V* = beta log mean exp(r / beta) over the offline samples."""
+
+
+def prior_pass(tr: Any, samples_per_prompt: int, value: str = "mean", drop_unsolved: bool = False) -> dict[str, int]:
+    """An offline prior, measured: `samples_per_prompt` samples of every training prompt from the starting policy,
+    scored, made the strategy memory's prior means; returns what it generated, which the arm is charged: `tokens`,
+    `samples`, `prompt_tokens` (each sample's prompt), `prefill_tokens` (each prompt once) and `longest`. `value`:
+    "mean" is SPO's smoothed pass rate (k + 1/2) / (n + 1); "softmax" A*-PO's optimal value V* = beta log mean
+    exp(r / beta) (beta = `A_STAR_BETA`, rewards 0/1 by the threshold). `drop_unsolved`: A*-PO's filter, the prompts
+    none of whose samples was correct leave the training pool (at least one stays)."""
     from reinforce_ada.sampling.ledger import score
+    from reinforce_ada.sampling.order import PromptOrder
     from reinforce_ada.types import Request
 
+    if value not in PRIOR_VALUES:
+        raise ValueError(f"prior.value={value!r}; choose one of {list(PRIOR_VALUES)}")
     prompts = {p.id: p for p in tr.train_prompts}
     drawn = tr.engine.generate([Request(p, samples_per_prompt) for p in prompts.values()])
     score(drawn, prompts, tr.verifier)
     correct: dict[str, int] = dict.fromkeys(prompts, 0)
     for s in drawn:
         correct[s.prompt_id] += float(s.reward) > tr.strategy.opts.threshold
-    rates = {pid: (k + 0.5) / (samples_per_prompt + 1) for pid, k in correct.items()}
+    n = samples_per_prompt
+    if value == "softmax":
+        b = A_STAR_BETA
+        rates = {pid: b * float(np.log((k * np.exp(1.0 / b) + (n - k)) / n)) for pid, k in correct.items()}
+    else:
+        rates = {pid: (k + 0.5) / (n + 1) for pid, k in correct.items()}
     tr.strategy.attach(prior_rates=rates)
-    return int(sum(s.num_tokens for s in drawn)), len(drawn)
+    if drop_unsolved and any(correct.values()):
+        tr.train_prompts = [p for p in tr.train_prompts if correct[p.id] > 0]
+        tr.order = PromptOrder(tr.train_prompts, tr.cfg.run.seed)
+    return {
+        "tokens": int(sum(s.num_tokens for s in drawn)),
+        "samples": len(drawn),
+        "prompt_tokens": int(sum(s.prompt_tokens for s in drawn)),
+        "prefill_tokens": int(sum({s.prompt_id: s.prompt_tokens for s in drawn}.values())),
+        "longest": max((s.num_tokens for s in drawn), default=0),
+    }
 
 
 def load_average() -> float | None:
@@ -252,6 +283,8 @@ def load_average() -> float | None:
 SERIES = {
     "samples_per_step": "samples_generated",
     "tokens_per_step": "tokens_generated",
+    "prompt_tokens_per_step": "prompt_tokens",
+    "prefill_tokens_per_step": "prefill_tokens",
     "rounds": "rounds",
     "max_completion_tokens": "max_completion_tokens",
     "samples_trained": "samples_trained",

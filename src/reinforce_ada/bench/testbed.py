@@ -134,6 +134,11 @@ def parse_pool(spec: str) -> PoolSpec:
             check_bounds(*band)
     if p.size < 1 or p.filter_samples < 0:
         raise ConfigError(f"pool {spec!r}: size must be >= 1 and filter_samples >= 0 (0: exact rates)")
+    if p.source == "reasoning_gym":  # generated one by one when the pool is built: bounded before any run
+        from reinforce_ada.tasks.reasoning import MAX_GENERATED
+
+        if (p.candidates or p.size) > MAX_GENERATED:
+            raise ConfigError(f"pool {spec!r}: at most {MAX_GENERATED:,} reasoning-gym prompts (generated one by one)")
     return p
 
 

@@ -5,8 +5,9 @@ Each failure is a `ConfigError` naming the flag, the value given and what would 
 status 2 and one line). They run first so that an hour of sampling does not end in a traceback at the final write,
 and a request too big for the machine is refused before anything is allocated.
 
-Memory estimates are upper bounds on what the command must hold at once, compared with the machine's physical
-memory (`physical_memory`): a request whose estimate exceeds it is refused with the largest value that fits.
+Memory estimates are upper bounds on what the command must hold at once, compared with the memory this process can
+get (`usable_memory`: free memory, the process's own limits and its cgroup's, not the machine's total): a request
+whose estimate exceeds it is refused with the largest value that fits.
 """
 
 from __future__ import annotations
@@ -28,6 +29,25 @@ def at_least(flag: str, value: int | None, least: int = 1) -> None:
     """`value` (None: not given) is a whole number >= `least`."""
     if value is not None and value < least:
         raise ConfigError(f"{flag} must be >= {least}, got {value}")
+
+
+def whole(text: str) -> int:
+    """An argparse type for a count that may be written as 1e6: a whole number, in digits or in float notation.
+
+    >>> whole("12"), whole("1e6"), whole("2.0e3")
+    (12, 1000000, 2000)
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not math.isfinite(x) or not x.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(x)
 
 
 def finite(flag: str, value: float, *, least: float | None = None, note: str = "") -> None:
@@ -77,14 +97,31 @@ def read_lrs(path: str | Path) -> dict[str, float]:
     return out
 
 
-def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",)) -> Path:
+def given(args: argparse.Namespace, *names: str) -> None:
+    """Each flag of `names` either left out or given a value: `--rates ""` was read as not given and ignored (and
+    `--arms ""` as every arm), so the user never learned the flag did nothing."""
+    for name in names:
+        value = getattr(args, name, None)
+        for v in value if isinstance(value, list) else [value]:  # a repeatable flag: each time it is given
+            if isinstance(v, str) and not v.strip():
+                raise ConfigError(f"--{name.replace('_', '-')} {v!r}: give a value, or leave the flag out")
+
+
+def output_file(
+    flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",), inputs: dict[str, Any] | None = None
+) -> Path:
     """A path the command can write at the end: not a folder, and in a folder that exists or can be made and
     accepts new files (probed by creating and removing a temporary file). Missing parent folders are made when the
     command writes (not here, so a command that fails first leaves nothing behind). `suffixes`: the command writes
-    `path.with_suffix(s)` for each (`""`: the path itself)."""
+    `path.with_suffix(s)` for each (`""`: the path itself). `inputs`: {flag: path} of the files the command reads;
+    an output that is one of them (`os.path.samefile`: another spelling, a link or a hard link counts) is refused,
+    since writing it destroys what is read (`filter --out` naming its `--dataset` left the file with 0 rows)."""
+    if not str(path).strip():
+        raise ConfigError(f"{flag} {str(path)!r}: give a file path")
     out = Path(path)
     for s in suffixes:
         target = out.with_suffix(s) if s else out
+        not_an_input(flag, path, target, inputs or {})
         if target.is_dir():
             raise ConfigError(f"{flag} {path}: {target} is a folder; give a file path")
         if target.exists() and not target.is_file():
@@ -104,6 +141,20 @@ def output_file(flag: str, path: str | Path, *, suffixes: tuple[str, ...] = ("",
             f"{flag} {path}: cannot write in {existing} ({e.strerror or e}); give a path in a writable folder"
         ) from None
     return out
+
+
+def not_an_input(flag: str, given_as: str | Path, target: Path, inputs: dict[str, Any]) -> None:
+    """Refuse writing `target` (for `flag given_as`) when it is the same file as one of `inputs` ({flag: path})."""
+    for in_flag, source in inputs.items():
+        try:
+            same = source is not None and os.path.samefile(target, source)
+        except (OSError, ValueError):  # deliberate: either does not exist (yet), so they cannot be one file
+            same = False
+        if same:
+            raise ConfigError(
+                f"{flag} {given_as}: {target} is the {in_flag} file {source}, which the command reads; writing it "
+                "would overwrite the input: give another path"
+            )
 
 
 def check_sampling_flags(args: argparse.Namespace) -> None:
@@ -144,11 +195,11 @@ def check_generation_memory(
     """`eval`/`filter`: the samples of the largest benchmark are held at once (`evaluation.metrics.sample_bytes`
     each) and the engine caches keys and values for up to `batch_size` sequences of `max_new_tokens` new tokens
     (`kv_bytes_per_token`). Refuses --samples, then --max-new-tokens (`given`: whether the user set it), past
-    physical memory, with the largest value that fits (--samples 10**9 was once a MemoryError, --max-new-tokens
-    10**9 a 3 TB allocation, both after the model had loaded)."""
+    the memory this process can get, with the largest value that fits (--samples 10**9 was once a MemoryError,
+    --max-new-tokens 10**9 a 3 TB allocation, both after the model had loaded)."""
     from reinforce_ada.evaluation.metrics import sample_bytes
 
-    limit, kv = physical_memory(), kv_bytes_per_token(folder)
+    limit, kv = usable_memory(), kv_bytes_per_token(folder)
 
     def need(k: int, tokens: int) -> int:
         return prompts * k * sample_bytes(tokens) + min(batch_size, prompts * k) * kv * tokens
@@ -166,7 +217,7 @@ def check_generation_memory(
         n = largest(lambda k: need(k, 1) <= limit)
         raise ConfigError(
             f"--samples {samples}: {prompts} prompts x {samples} samples would need about {_size(need(samples, 1))} "
-            f"of memory at once, more than this machine's {_size(limit)}; the largest --samples here is {n}"
+            f"of memory at once, more than the {_size(limit)} this process can get; the largest --samples here is {n}"
         )
     if need(samples, max_new_tokens) > limit:
         n = largest(lambda t: need(samples, t) <= limit)
@@ -174,7 +225,7 @@ def check_generation_memory(
             f"--max-new-tokens {max_new_tokens}{'' if given else ' (the default)'}: {prompts} prompts x {samples} "
             f"samples of up to {max_new_tokens} new tokens (and the cache of {min(batch_size, prompts * samples)} "
             f"sequences decoded together) would need about {_size(need(samples, max_new_tokens))} of memory, more "
-            f"than this machine's {_size(limit)}; the largest --max-new-tokens here is {n}"
+            f"than the {_size(limit)} this process can get; the largest --max-new-tokens here is {n}"
         )
 
 
@@ -209,20 +260,21 @@ def check_monte_carlo(reps: int, rates: int, max_samples: int) -> None:
         fits_in_memory("--monte-carlo", reps, rates * max_samples * MC_BYTES_PER_SAMPLE, f"{reps} reps x {rates} rates")
 
 
-def physical_memory() -> int:
-    """Bytes of physical memory on this machine (the bound the memory estimates are compared with)."""
-    return cpu_load.physical_memory()
+def usable_memory() -> int:
+    """Bytes of memory this process can get (`cpu_load.usable_memory`: the bound the memory estimates are compared
+    with; tests replace it to pretend a smaller machine)."""
+    return cpu_load.usable_memory()
 
 
 def fits_in_memory(flag: str, value: int, per_unit: float, what: str) -> None:
-    """Refuse `value` units of `per_unit` bytes each when they would not fit in physical memory; the message names
+    """Refuse `value` units of `per_unit` bytes each when they would not fit in usable memory; the message names
     `flag`, the estimate and the largest value that fits. `what` describes the request, for the message."""
-    limit = physical_memory()
+    limit = usable_memory()
     if value * per_unit > limit:
         largest = int(limit // per_unit)
         raise ConfigError(
-            f"{flag} {value}: {what} would need about {_size(value * per_unit)} of memory at once, more than this "
-            f"machine's {_size(limit)}; the largest {flag} here is {largest}"
+            f"{flag} {value}: {what} would need about {_size(value * per_unit)} of memory at once, more than the "
+            f"{_size(limit)} this process can get; the largest {flag} here is {largest}"
         )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reinforce_ada.cli.checks import finite, read_lrs
+from reinforce_ada.cli.checks import finite, given, not_an_input, read_lrs, whole
 from reinforce_ada.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
     p.add_argument("--steps", type=int, default=None, help="RL steps per run (default 200; GRPO-n4 runs 2x)")
     p.add_argument(
         "--token-budget",
-        type=int,
+        type=whole,
         default=None,
         metavar="TOKENS",
         help="run every arm to this many generated tokens (--steps becomes a cap) and report held-out accuracy at "
@@ -114,7 +115,13 @@ def compare_config(args: argparse.Namespace) -> Any:
     from reinforce_ada.bench.arms import ARMS, split_arms
     from reinforce_ada.bench.compare import QUICK, CompareConfig
 
+    given(args, "out", "records", "lrs_from", "arms", "long_arms", "compute_arm", "lrs", "pool")
+    if args.eval_points is not None and args.token_budget is None:  # read only with a budget: it did nothing
+        raise ConfigError(f"--eval-points {args.eval_points} is read only with --token-budget; give both or neither")
     out = args.out or ("runs/compare-quick/convergence" if args.quick else "runs/compare/convergence")
+    for suffix in (".json", ".png"):  # the result must not overwrite a file the comparison reads
+        reads = {"--lrs-from": args.lrs_from, **{f"--pool {p}": f for p in args.pool or () for f in pool_files(p)}}
+        not_an_input("--out", out, Path(out).with_suffix(suffix), reads)
     fixed = read_lrs(args.lrs_from) if args.lrs_from else {}
     for item in args.lr:
         arm, eq, lr = item.partition("=")
@@ -147,6 +154,8 @@ def compare_config(args: argparse.Namespace) -> Any:
         fields["long_arms"] = tuple(split_arms(args.long_arms))
     if args.report_only:
         fields["only_cached"] = True
+    if args.records is not None:
+        records_folder(args.records)
     for name in ("extend_sweep", "records"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
@@ -154,7 +163,34 @@ def compare_config(args: argparse.Namespace) -> Any:
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
+    from reinforce_ada.bench.arms import check_costs, resolve_arms
+    from reinforce_ada.bench.run import Job
+
+    check_costs(resolve_arms(list(c.arms))[0], c, Job.max_new_tokens)  # n x batch x tokens, the budget: up front
     return dataclasses.replace(c, compute_arm=headline_arm(c, [a.partition("=")[0].strip() for a in arms], args))
+
+
+def records_folder(path: str) -> None:
+    """`--records` names a folder (finished runs are kept in it, one file each): a file there, a file in its way, or
+    a folder that takes no files is a ConfigError naming the flag, before any run (it was a FileExistsError after
+    the training)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"--records {path}: a file, not a folder; give a folder (each finished run is a file in it)")
+    parent = next((q for q in p.parents if q.exists()), None) if not p.exists() else p
+    if parent is not None and not parent.is_dir():
+        raise ConfigError(f"--records {path}: {parent} is a file, so the folder cannot be made; give another folder")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--records {path}: {parent} takes no new files (no write permission); give another folder")
+
+
+def pool_files(spec: str) -> list[str]:
+    """The files a `--pool` spec reads (`NAME=file:path=FILE[,eval=FILE]`).
+
+    >>> pool_files("mine=file:path=data/a.jsonl,eval=data/b.jsonl,filter=0-0.5"), pool_files("hard")
+    (['data/a.jsonl', 'data/b.jsonl'], [])
+    """
+    return [v for k, _, v in (kv.partition("=") for kv in spec.partition(":")[2].split(",")) if k in ("path", "eval")]
 
 
 def headline_arm(c: Any, names: list[str], args: argparse.Namespace) -> str:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.cli.checks import check_generation_memory, check_sampling_flags, output_file
+from reinforce_ada.cli.checks import check_generation_memory, check_sampling_flags, given, output_file
 from reinforce_ada.cli.flags import Chosen, verifier_names
 from reinforce_ada.engines.registry import ENGINES
 from reinforce_ada.errors import ConfigError
@@ -188,8 +188,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     names = [parse_spec(s)[0] for s in args.dataset]
     if len(set(names)) != len(names):
         raise ConfigError(f"--dataset names must be unique, got {names}")
-    out_json = output_file("--out", args.out) if args.out else None  # checked now: sampling can take hours
-    out_md = output_file("--markdown", args.markdown) if args.markdown else None
+    given(args, "out", "markdown")
+    reads = {f"--dataset {s}": parse_spec(s)[1] for s in args.dataset}  # no output may be a benchmark file it reads
+    out_json = output_file("--out", args.out, inputs=reads) if args.out is not None else None  # sampling takes hours
+    out_md = output_file("--markdown", args.markdown, inputs=reads) if args.markdown is not None else None
     e = eval_setup(args, args.dataset)
     benches = benchmarks(args, e)
     results: dict[str, Any] = {}

@@ -76,7 +76,7 @@ def cmd_features(args: argparse.Namespace) -> int:
             f"--dataset {args.dataset}: a built-in benchmark is a held-out split, not training data; give a prompt "
             "file (.jsonl, .csv, .parquet) to add features to"
         )
-    out = output_file("--out", args.out)
+    out = output_file("--out", args.out, inputs={"--dataset": parse_spec(args.dataset)[1]})
     folder = model_folder_for(args.checkpoint, args.model)
     run_cfg = run_config(folder)
     cfg = run_cfg or TrainConfig()

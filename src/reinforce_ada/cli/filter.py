@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reinforce_ada.cli.checks import output_file
+from reinforce_ada.cli.checks import given, output_file
 from reinforce_ada.cli.evaluate import add_model_flags, eval_setup
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.tasks.registry import benchmark_names
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
 
 
 def cmd_filter(args: argparse.Namespace) -> int:
-    from reinforce_ada.evaluation.datasets import apply_template
+    from reinforce_ada.evaluation.datasets import apply_template, parse_spec
     from reinforce_ada.evaluation.filter import (
         buckets,
         check_bounds,
@@ -59,10 +59,12 @@ def cmd_filter(args: argparse.Namespace) -> int:
     from reinforce_ada.tasks import verifiers
 
     check_bounds(args.lo, args.hi)
-    out = output_file("--out", args.out)  # checked now: sampling can take hours
-    png = Path(args.plot) if args.plot else out.with_suffix(".png")
-    output_file("--plot" if args.plot else "--out", png)
-    every = output_file("--rates", args.rates) if args.rates else None
+    given(args, "dataset", "out", "plot", "rates")
+    reads = {"--dataset": parse_spec(args.dataset)[1]}  # no output may be the file it filters
+    out = output_file("--out", args.out, inputs=reads)  # checked now: sampling can take hours
+    png = Path(args.plot) if args.plot is not None else out.with_suffix(".png")
+    output_file("--plot" if args.plot is not None else "--out", png, inputs=reads)
+    every = output_file("--rates", args.rates, inputs=reads) if args.rates is not None else None
     if every is not None and every.suffix not in (".jsonl", ".json"):  # it is read back by suffix (`sampling.memory`)
         raise ConfigError(f"--rates {args.rates}: it writes JSON Lines; name it .jsonl")
     if every is not None and every.resolve() in (out.resolve(), png.resolve()):

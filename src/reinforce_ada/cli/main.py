@@ -21,7 +21,7 @@ from reinforce_ada.cli import compare, evaluate, features, models, plan, samples
 from reinforce_ada.cli import filter as filter_
 from reinforce_ada.cli.flags import strategy_in
 from reinforce_ada.cli.help import Parser
-from reinforce_ada.cli.plugins import load_plugins, split_plugins
+from reinforce_ada.cli.plugins import PluginInterrupted, load_plugins, split_plugins
 from reinforce_ada.errors import ConfigError
 
 COMMANDS = (plan, simulate, train, evaluate, filter_, compare, features, samples, models)
@@ -81,20 +81,30 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"reinforce-ada: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # one line, not a traceback through importlib
+        what = f"--plugin {e.spec}" if isinstance(e, PluginInterrupted) else "the strategy plugins"
+        print(f"reinforce-ada: interrupted while importing {what}; the command did not run", file=sys.stderr)
+        return 130
     previous, warnings.formatwarning = warnings.formatwarning, one_line_warning
     try:
-        return _run(argv)
+        return _run(argv, plugins)
     finally:
         warnings.formatwarning = previous  # the command's, not the calling program's
 
 
-def _run(argv: list[str]) -> int:
+def _run(argv: list[str], plugins: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parse(parser, argv)
     try:
         return args.fn(args)
     except ConfigError as e:
         parser.exit(2, f"reinforce-ada {args.command}: error: {e}\n")
+    except SystemExit as e:  # commands return their status: this came from code they ran (a plugin's, a callback's)
+        if e.code not in (0, None):
+            raise
+        who = f"code it ran (--plugin {', '.join(plugins)})" if plugins else "code it ran"
+        why = f"{who} called sys.exit({e.code}) before it finished; a plugin must raise an error, not exit"
+        parser.exit(1, f"reinforce-ada {args.command}: error: the command did not complete: {why}\n")
     except KeyboardInterrupt:
         print(f"\nreinforce-ada {args.command}: interrupted", file=sys.stderr)
         return 130

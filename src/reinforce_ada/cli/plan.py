@@ -4,8 +4,6 @@ or by Monte Carlo (`simulation.plan`), for the strategy the flags describe."""
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from pathlib import Path
@@ -17,6 +15,8 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.configure import user_set
 from reinforce_ada.sampling.options import option_specs
 from reinforce_ada.sampling.strategies import strategy_class
+
+FLAG = "--pass-rates-file"
 
 
 def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
@@ -33,37 +33,31 @@ def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
     p.set_defaults(fn=cmd_plan)
 
 
-def read_rates_file(path: Path) -> list[float]:
-    """JSONL (objects with key `p` or `pass_rate`, or bare numbers) or CSV (column `p` or `pass_rate`)."""
-    input_file("--pass-rates-file", path)
-    from reinforce_ada.tasks.files import check_size
+RATE_KEYS = ("p", "pass_rate")
 
-    check_size(path, "--pass-rates-file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"--pass-rates-file {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+
+def read_rates_file(path: Path) -> list[float]:
+    """`--pass-rates-file`: JSONL rows (objects with key `p` or `pass_rate`, or bare numbers), a JSON array of them, or
+    CSV (column `p` or `pass_rate`; other columns, as `filter --rates` writes, are ignored), read by the one reader of
+    user files (`userfiles.read_rows`: encodings, line separators, size, NUL bytes); each rate is a finite number in
+    [0, 1], never a boolean (`userfiles.share`). Every error names the file, the row and the value."""
+    from reinforce_ada.userfiles import read_rows, share
+
+    input_file(FLAG, path)
     rates: list[float] = []
-    if path.suffix == ".csv":
-        try:
-            rows = list(csv.DictReader(io.StringIO(text, newline="")))
-        except csv.Error as e:
-            raise ConfigError(f"--pass-rates-file {path}: not a readable CSV file ({e})") from None
-        for i, row in enumerate(rows, start=2):
-            key = "p" if "p" in row else "pass_rate"
-            try:
-                rates.append(float(row[key]))
-            except (KeyError, TypeError, ValueError):
-                raise ConfigError(f"{path}:{i}: needs a numeric 'p' or 'pass_rate' column, got {row}") from None
-        return rates
-    for i, line in enumerate(text.split("\n"), start=1):  # "\n" only: U+2028 inside a string is valid JSON
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            rates.append(float(obj if isinstance(obj, int | float) else obj.get("p", obj.get("pass_rate"))))
-        except (json.JSONDecodeError, TypeError, ValueError, AttributeError, RecursionError):
-            raise ConfigError(f"{path}:{i}: expected a number or an object with key 'p' or 'pass_rate'") from None
+    try:
+        for i, row in enumerate(read_rows(path, what=FLAG, suffixes=(".jsonl", ".json", ".csv"), bare="p"), 1):
+            keys = [k for k in RATE_KEYS if k in row]
+            if not keys:
+                raise ConfigError(f"{path}: row {i} has no 'p' or 'pass_rate' (it has {sorted(map(str, row))})")
+            values = {share(row[k], path, i, k) for k in keys}
+            if len(values) > 1:  # both given and different: which one was meant is not ours to guess
+                raise ConfigError(f"{path}: row {i} gives p={row['p']!r} and pass_rate={row['pass_rate']!r}")
+            rates.append(values.pop())
+    except ConfigError as e:  # the reader names the file, the row and the value; the flag is said once, first
+        raise ConfigError(str(e) if str(e).startswith(FLAG) else f"{FLAG} {e}") from None
+    if not rates:
+        raise ConfigError(f"{FLAG} {path}: no pass rates in the file")
     return rates
 
 

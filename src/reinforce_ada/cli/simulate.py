@@ -12,7 +12,8 @@ import sys
 from reinforce_ada.cli.checks import check_simulate_flags, free_stem, output_file
 from reinforce_ada.cli.flags import Chosen, add_strategy_flags, strategy_from_args
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.sampling.configure import arm_label
+from reinforce_ada.sampling.configure import arm_label, parse_arm
+from reinforce_ada.sampling.strategies import strategy_class
 
 
 def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
@@ -49,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction, strategy: Chosen) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from reinforce_ada.simulation.policy import SimConfig
     from reinforce_ada.simulation.simulate import NOT_A_PREDICTOR, simulate, write_results
+    from reinforce_ada.training.bounds import check_step_draws
 
     base = strategy_from_args(args)
     specs = args.strategies
@@ -60,6 +62,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if not arms:
         raise ConfigError(f"--strategies {specs!r} names no arm; give e.g. 'uniform,seq,est'")
     check_simulate_flags(args, len(arms))
+    for arm in arms:  # each arm's step draws fit memory (`training.bounds`): uniform:n=10**12 was a MemoryError
+        cfg = parse_arm(arm, base)
+        try:
+            check_step_draws(strategy_class(cfg.name), cfg.options, args.batch_size, 0, batch_flag="--batch-size")
+        except ConfigError as e:
+            raise ConfigError(f"--strategies arm {arm.strip()!r}: {e}") from None
     out = output_file("--out", args.out or free_stem("runs/simulate"), suffixes=(".json", ".png"))  # before the run
     res = simulate(
         arms,

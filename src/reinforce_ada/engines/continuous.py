@@ -18,6 +18,9 @@ How the running rows' KV caches are laid out and how a decode step runs is the s
 queued rows), `_step` (one decode step: `_sample_rows`, then the forward) and `_clear_batch`.
 `HFStreamEngine` (engines/hf_stream.py) uses HF's forward on any causal LM; `SlotEngine` (engines/slots.py) a static
 slot buffer and a fused decode step for Llama-family models.
+4) A request's own `max_tokens` caps its rows below `max_new_tokens` (a length lever, `sampling.length`); tokens
+   decoded for rows cancelled in flight are counted and reported per step (`step_metrics`: `cancelled_tokens`, the
+   decode work of an early abort that no sample carries).
 Limits: full-attention KV caches only (no sliding-window or linear-attention layers); one device; the queue is FIFO.
 """
 
@@ -38,6 +41,12 @@ from reinforce_ada.models.forward import left_pad, model_forward, position_ids_f
 from reinforce_ada.sampling.over_stream import generate_over_stream
 from reinforce_ada.types import Request, Sample
 
+METRICS: dict[str, str] = {
+    "cancelled_tokens": "Only with a continuous-batching engine (streaming): tokens decoded this step for samples "
+    "cancelled in flight when their prompt stopped first: decode work the bill pays that no sample carries.",
+}
+"""The keys `step_metrics` adds to a training line (docs/metrics.md)."""
+
 
 @dataclass
 class _Row:
@@ -45,6 +54,8 @@ class _Row:
     prompt_id: str
     text: str
     ids: list[int]
+    max_tokens: int = 1 << 30
+    """The row's own cap (its request's `max_tokens`), below the engine's `max_new_tokens`."""
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     dead: bool = False
@@ -74,7 +85,7 @@ class ContinuousEngine(HFEngine):
     subclasses supply the batch layout.
     """
 
-    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(streaming=True, prompt_cache=True, step_metrics=True)
 
     @classmethod
     def build(cls, spec: EngineSpec, *, model: Any, tokenizer: Any, model_path: str = "") -> ContinuousEngine:
@@ -112,6 +123,7 @@ class ContinuousEngine(HFEngine):
         """Prompts prefilled so far (a prompt prefilled twice counts twice): the prompt cache's misses."""
         self.wasted_tokens = 0
         """Tokens decoded for rows later cancelled."""
+        self._wasted_reported = 0
         self._ids_of: dict[str, list[int]] = {}
         self.weights_version = 0
         """Bumped by `sync_weights`: the prompt cache holds KV for this version only."""
@@ -143,7 +155,8 @@ class ContinuousEngine(HFEngine):
         tickets = []
         for r in requests:
             for _ in range(r.k):
-                self.queue.append(_Row(self.next_ticket, r.prompt.id, r.prompt.text, ids_of[r.prompt.text]))
+                cap = self.max_new_tokens if r.max_tokens is None else min(r.max_tokens, self.max_new_tokens)
+                self.queue.append(_Row(self.next_ticket, r.prompt.id, r.prompt.text, ids_of[r.prompt.text], cap))
                 self.refs[r.prompt.text] += 1
                 tickets.append(self.next_ticket)
                 self.next_ticket += 1
@@ -201,6 +214,12 @@ class ContinuousEngine(HFEngine):
     def clear_prompt_cache(self) -> None:
         self.prompt_kv.clear()
 
+    def step_metrics(self) -> dict[str, Any]:
+        """This step's `cancelled_tokens` (then reset): tokens decoded for rows cancelled in flight."""
+        out = {"cancelled_tokens": self.wasted_tokens - self._wasted_reported}
+        self._wasted_reported = self.wasted_tokens
+        return out
+
     # -- the batch layout (subclasses) ---------------------------------------------------------------------------
     def _maybe_admit(self) -> None:
         """Move queued rows into the running batch, if the layout wants them now."""
@@ -236,7 +255,7 @@ class ContinuousEngine(HFEngine):
                 finished.append((row, "eos"))
             elif self.stop:
                 check_stop.append(row)
-            elif len(row.tokens) >= self.max_new_tokens:
+            elif len(row.tokens) >= row.max_tokens:
                 finished.append((row, "length"))
         if check_stop:
             tails = self.tokenizer.batch_decode(
@@ -245,7 +264,7 @@ class ContinuousEngine(HFEngine):
             for row, tail in zip(check_stop, tails, strict=True):
                 if any(s in tail for s in self.stop):
                     finished.append((row, "stop"))
-                elif len(row.tokens) >= self.max_new_tokens:
+                elif len(row.tokens) >= row.max_tokens:
                     finished.append((row, "length"))
         out = []
         for row, why in finished:

@@ -218,7 +218,8 @@ class HFEngine:
         with self._inference():
             for lo in range(0, len(rows), self.batch_size):
                 chunk = rows[lo : lo + self.batch_size]
-                ids, logps, reasons = self._decode([ids_of[r.prompt.text] for r, _ in chunk])
+                caps = [self.max_new_tokens if r.max_tokens is None else r.max_tokens for r, _ in chunk]
+                ids, logps, reasons = self._decode([ids_of[r.prompt.text] for r, _ in chunk], caps)
                 texts = self.tokenizer.batch_decode(ids, skip_special_tokens=True)
                 for (r, j), i, lp, why, text in zip(chunk, ids, logps, reasons, texts, strict=True):
                     text = self._cut_at_stop(text) if why == "stop" else text
@@ -265,9 +266,16 @@ class HFEngine:
             kv.batch_select_indices(sel_B)  # fan each distinct prompt's cache out to its k rows
         return logits_U1V[sel_B, -1], mask_UP[sel_B], kv
 
-    def _decode(self, prompts: list[list[int]]) -> tuple[list[list[int]], list[list[float]], list[str]]:
-        """Decode one micro-batch; return per-row lists `(token_ids, logprobs, finish_reasons)`."""
-        dev, B, N = self.device, len(prompts), self.max_new_tokens
+    def _decode(
+        self, prompts: list[list[int]], caps: list[int] | None = None
+    ) -> tuple[list[list[int]], list[list[float]], list[str]]:
+        """Decode one micro-batch; return per-row lists `(token_ids, logprobs, finish_reasons)`. `caps`: each row's
+        own cap (a request's `max_tokens`), at most `max_new_tokens`."""
+        dev, B = self.device, len(prompts)
+        cap_B = torch.tensor(
+            [min(c, self.max_new_tokens) for c in caps] if caps else [self.max_new_tokens] * B, device=dev
+        )
+        N = int(cap_B.max()) if B else self.max_new_tokens
         logits_RV, mask_RL, kv = self._prefill(prompts)
         next_pos_R = mask_RL.sum(dim=-1)
         # R indexes the rows still in the batch; live_R maps them back to the micro-batch row b
@@ -286,7 +294,8 @@ class HFEngine:
             tokens_BN[rows, step], logp_BN[rows, step] = tok_R[running_R], lp_R[running_R]
             eos_R = torch.isin(tok_R, eos_E) & running_R
             stop_R = self._stop_hits(tokens_BN, live_R, running_R & ~eos_R, step)
-            code_R = torch.where(eos_R, 1, torch.where(stop_R, 2, 3 if step == N - 1 else 0))
+            capped_R = cap_B[live_R] <= step + 1  # the row's own cap reached
+            code_R = torch.where(eos_R, 1, torch.where(stop_R, 2, torch.where(capped_R, 3, 0)))
             ended_R = running_R & (code_R > 0)
             finish_B[live_R[ended_R]] = code_R[ended_R]
             length_B[live_R[ended_R]] = step + 1

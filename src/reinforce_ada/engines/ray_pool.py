@@ -122,9 +122,9 @@ class RayRolloutPool:
             reqs: list[Request] = []
             for r, _ in part:  # consecutive samples of a prompt make one request of k > 1
                 if reqs and reqs[-1].prompt is r.prompt:
-                    reqs[-1] = Request(r.prompt, reqs[-1].k + 1)
+                    reqs[-1] = Request(r.prompt, reqs[-1].k + 1, r.max_tokens)
                 else:
-                    reqs.append(Request(r.prompt, 1))
+                    reqs.append(Request(r.prompt, 1, r.max_tokens))
             seed = chunk_seed(self.seed, self.version, self.next_chunk)
             c = Chunk(self.next_chunk, reqs, [t for _, t in part], [r.prompt.id for r, _ in part], seed, self.version)
             self.next_chunk += 1

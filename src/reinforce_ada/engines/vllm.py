@@ -147,7 +147,10 @@ class VLLMEngine:
             for _ in range(r.k):
                 t = self.next_ticket
                 self.next_ticket += 1
-                params = self.vllm.SamplingParams(n=1, seed=self.seed * MIX + t, **self.params)
+                own = dict(self.params)
+                if r.max_tokens is not None:  # the request's own cap (a length lever), below max_new_tokens
+                    own["max_tokens"] = min(r.max_tokens, own["max_tokens"])
+                params = self.vllm.SamplingParams(n=1, seed=self.seed * MIX + t, **own)
                 self.engine.add_request(str(t), TokensPrompt(prompt_token_ids=ids), params)
                 self.running[str(t)] = (t, r.prompt.id)
                 tickets.append(t)

@@ -118,6 +118,8 @@ def load_dataset(
     check_spec(spec)
     if spec in DATASETS:
         prompts, verifier = DATASETS[spec](task)
+        if not prompts:  # a task registered by a plugin may hold none: say so, not an empty table
+            raise ConfigError(f"--dataset {arg}: the benchmark {spec!r} has no prompts")
         rows = [{"id": p.id, prompt_key: p.text, answer_key: p.answer, "level": p.level} for p in prompts]
     else:
         keys = {"prompt_key": prompt_key, "answer_key": answer_key, "features_key": features_key}

@@ -60,6 +60,7 @@ from reinforce_ada.integrations.trl_memory import VisitLog, share_visits
 from reinforce_ada.integrations.trl_state import load_into, read_state, write_state
 from reinforce_ada.sampling.advantages import batch_normalize
 from reinforce_ada.sampling.ledger import step_advantages
+from reinforce_ada.sampling.length import refuse_length_cap
 from reinforce_ada.sampling.memory import refuse_drift, refuse_oracle
 from reinforce_ada.sampling.order import PromptOrder
 from reinforce_ada.sampling.rounds import collect
@@ -143,6 +144,7 @@ class AdaGRPOTrainer(GRPOTrainer):
             raise ConfigError(f"AdaGRPOTrainer needs args=AdaGRPOConfig(...), got {type(config).__name__}")
         refuse_oracle(config.estimator, "AdaGRPOTrainer")
         refuse_drift(config.forgetting, "AdaGRPOTrainer")
+        refuse_length_cap(config.length_cap, "AdaGRPOTrainer")
         refuse_replay(config.replay, "AdaGRPOTrainer")  # no behaviour-log-prob store or IS hook in TRL's loss (yet)
         check_trl()
         check_columns(kwargs.get("train_dataset", args[3] if len(args) > 3 else None))

@@ -42,6 +42,7 @@ from reinforce_ada.errors import ConfigError  # noqa: E402
 from reinforce_ada.sampling.config import StrategyConfig  # noqa: E402
 from reinforce_ada.sampling.configure import changed_options  # noqa: E402
 from reinforce_ada.sampling.ledger import Ledger, StepBatch, finish  # noqa: E402
+from reinforce_ada.sampling.length import refuse_length_cap  # noqa: E402
 from reinforce_ada.sampling.memory import refuse_drift, refuse_oracle  # noqa: E402
 from reinforce_ada.sampling.strategies import build_strategy  # noqa: E402
 from reinforce_ada.types import Prompt, Request, Sample  # noqa: E402
@@ -117,6 +118,7 @@ class StepDriver:
     ):
         refuse_oracle(cfg.options.estimator, "the verl plugin", option="ada.estimator")
         refuse_drift(cfg.options.forgetting, "the verl plugin", option="ada.forgetting")
+        refuse_length_cap(cfg.options.length_cap, "the verl plugin", option="ada.length_cap")
         self.cfg = cfg
         self.strategy = build_strategy(cfg)
         self.fetch_batch, self.dispatch, self.new_uid = fetch_batch, dispatch, new_uid

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from reinforce_ada.cpu_load import physical_memory
+from reinforce_ada.cpu_load import usable_memory
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.forward import model_forward, position_ids_from_mask
 from reinforce_ada.types import Prompt
@@ -73,8 +73,8 @@ ATTENTION_BYTES = 4
 
 def check_lengths(model: Any, prompts: Sequence[Prompt], ids: Sequence[Sequence[int]], batch_size: int) -> None:
     """Refuse, before the first forward, a prompt longer than the model's context (`max_position_embeddings`) and a
-    batch whose attention scores would not fit in physical memory (a 30,000-character prompt used to end in a
-    MemoryError after minutes), naming the prompt, its tokens and what to change."""
+    batch whose attention scores would not fit in the memory this process can get (a 30,000-character prompt used to
+    end in a MemoryError after minutes), naming the prompt, its tokens and what to change."""
     if not ids:
         return
     longest = max(range(len(ids)), key=lambda i: len(ids[i]))
@@ -87,14 +87,14 @@ def check_lengths(model: Any, prompts: Sequence[Prompt], ids: Sequence[Sequence[
         )
     heads = getattr(getattr(model, "config", None), "num_attention_heads", None) or 1
     per_row = heads * n * n * ATTENTION_BYTES
-    memory = physical_memory()
+    memory = usable_memory()
     if min(batch_size, len(ids)) * per_row > memory:
         fits = memory // per_row
         fix = f"--batch-size {fits}" if fits >= 1 else "drop or shorten it"
         raise ConfigError(
             f"prompt {prompts[longest].id!r} has {n} tokens: a batch of {min(batch_size, len(ids))} needs about "
-            f"{min(batch_size, len(ids)) * per_row / 2**30:.1f} GiB of attention scores, more than this machine's "
-            f"{memory / 2**30:.1f} GiB; {fix}"
+            f"{min(batch_size, len(ids)) * per_row / 2**30:.1f} GiB of attention scores, more than the "
+            f"{memory / 2**30:.1f} GiB this process can get; {fix}"
         )
 
 

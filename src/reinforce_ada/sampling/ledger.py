@@ -36,10 +36,18 @@ class Ledger:
     """Completions the engine returned this step (cancelled ones never return; replayed answers are not counted)."""
     tokens_generated: int = 0
     """Completion tokens of those samples (prompt tokens not counted): the sampling bill."""
+    prompt_tokens: int = 0
+    """Prompt tokens of those samples, each sample counting its prompt once (an API's input bill; 0 where the
+    engine does not know prompt lengths: the simulator); tokens_generated + prompt_tokens is the whole bill."""
+    prefill_tokens: int = 0
+    """Prompt tokens of the step's distinct sampled prompts, each once: what an engine that caches a prompt's prefix
+    prefills (0 where the engine does not know prompt lengths)."""
     max_completion_tokens: int = 0
-    """The longest completion that came back this step (in tokens), kept in a run's records; the GPU cost model
-    (`bench.costmodel`) prices rounds from an assumed length law instead. Samples cancelled in flight never come
-    back, so they are not seen."""
+    """The longest completion that came back this step (in tokens), kept in a run's records. Samples cancelled in
+    flight never come back, so they are not seen."""
+    longest_per_round: list[int] = field(default_factory=list)
+    """A list: the longest completion (tokens) that reached a pool in each round: a round's decode steps, which the
+    GPU cost model prices from the samples' own lengths (`bench.costmodel.gpu_length_seconds`)."""
     samples_trained: int = 0
     """Samples the learner trained on, after downsampling and dropping (replayed answers included)."""
     tokens_trained: int = 0
@@ -157,6 +165,16 @@ def rows_per_round(strategy: PoolStrategy, rounds: int) -> list[int]:
     return out
 
 
+def longest_per_round(strategy: PoolStrategy, rounds: int) -> list[int]:
+    """The longest completion in the strategy's pools per round 0..rounds-1 (0 for a round with none)."""
+    out = [0] * rounds
+    for pool in strategy.pools.values():
+        for s in pool:
+            r = min(s.round, rounds - 1)
+            out[r] = max(out[r], completion_tokens(s))
+    return out
+
+
 def completion_tokens(s: Sample) -> int:
     """A sample's completion length: the engine's count, else its token ids."""
     return s.num_tokens or len(s.token_ids)
@@ -168,6 +186,7 @@ def fill_ledger(ledger: Ledger, strategy: PoolStrategy, groups: Sequence[Group],
     ledger.rounds = m.pop("rounds")
     ledger.active_prompts_per_round = m.pop("active_prompts_per_round")
     ledger.samples_per_round = rows_per_round(strategy, ledger.rounds)
+    ledger.longest_per_round = longest_per_round(strategy, ledger.rounds)
     ledger.unresolved_prompts = m.pop("unresolved_prompts", 0)
     ledger.dropped_prompts = m.pop("dropped_prompts", 0)
     ledger.extra = m

@@ -11,7 +11,8 @@
 3) A knob exists only where its feature is on. `FEATURES` maps a switch option and its value to the options that
    feature brings (`sampling.fields.FeatureOptions`, declared beside the feature's code): `select=NAME` the admission
    rule's (registered with the rule, `sampling.admission.registry`), `forgetting=drift` the drift discount's,
-   `estimator=predictor|both` the predictor's. `options_class(cls, values)` is a strategy's options class joined with
+   `estimator=predictor|both` the predictor's, `length_cap=absolute|relative` the cap's (`sampling.length`).
+   `options_class(cls, values)` is a strategy's options class joined with
    the feature classes its values turn on (built once per combination), `make_options(cls, **values)` an instance of
    it; `Options.replace` rebuilds the class when a switch changes. Options whose switches do not match their class
    are refused, naming the feature (an iw option without `select=iw` is an error, not a silent no-op).
@@ -36,6 +37,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import ADVANTAGES, BATCH_NORMS, CORRECTIONS
 from reinforce_ada.sampling.checks import at_least, boolean, choice, of_type, positive
 from reinforce_ada.sampling.fields import FeatureOptions, option, same_as
+from reinforce_ada.sampling.length import LENGTH_CAPS, AbsoluteCapOptions, RelativeCapOptions
 from reinforce_ada.sampling.memory.forgetting import DriftOptions
 from reinforce_ada.sampling.memory.options import ESTIMATORS, MemoryOptions, resolved_evict
 from reinforce_ada.sampling.memory.predictor import PredictorOptions
@@ -65,8 +67,7 @@ class BaselineOptions:
     )  # planned: a baseline decides whether a kept group of n has signal (`simulation.law`)
     scale_std: bool = option(
         True,
-        "divide advantages by the std (GRPO's; off for seq/est, as the official code; leave_one_out and maxrl are "
-        "never scaled)",
+        "divide advantages by the std (GRPO's; off for seq/est, as the official code; never for leave_one_out, maxrl)",
         plan=False,
     )
     correction: str = option(
@@ -110,7 +111,21 @@ class AdmissionOptions:
 
 
 @dataclass(frozen=True)
-class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
+class LengthOptions:
+    """How long a sample may run (`sampling.length`): a lever where answers are long and their length varies."""
+
+    length_cap: str = option(
+        "none",
+        "a per-sample cap on a completion, a capped sample scored as wrong: none, absolute (cap_tokens) or relative "
+        "(cap_ratio x the prompt's running mean length of its correct answers)",
+    )
+
+    def check_length(self) -> None:
+        choice("length_cap", self.length_cap, LENGTH_CAPS)
+
+
+@dataclass(frozen=True)
+class Options(BaselineOptions, MemoryOptions, AdmissionOptions, LengthOptions):
     """The options every strategy has (module docstring, 1); a strategy's own options subclass this."""
 
     features: ClassVar[tuple[type[FeatureOptions], ...]] = ()
@@ -134,6 +149,7 @@ class Options(BaselineOptions, MemoryOptions, AdmissionOptions):
         self.check_baseline()
         self.check_memory()
         self.check_admission()
+        self.check_length()
         wanted = features_for({s: getattr(self, s) for s in FEATURES})
         if set(wanted) != set(self.features):
             raise ConfigError(_mismatch(type(self), wanted))
@@ -157,6 +173,7 @@ FEATURES: dict[str, dict[str, type[FeatureOptions]]] = {
     "select": {},  # each admission rule's own options, registered with the rule (`sampling.admission.registry`)
     "forgetting": {"drift": DriftOptions},
     "estimator": {"predictor": PredictorOptions, "both": PredictorOptions},
+    "length_cap": {"absolute": AbsoluteCapOptions, "relative": RelativeCapOptions},
 }
 """Switch option -> its value -> the options that feature brings (module docstring, 3)."""
 
@@ -263,6 +280,7 @@ GROUPS: dict[str, type] = {
     "baseline and weights": BaselineOptions,
     "prompt memory": MemoryOptions,
     "admission": AdmissionOptions,
+    "length": LengthOptions,
 }
 """The shared option groups, as `--help` and the docs show them (the strategy's own options come first)."""
 

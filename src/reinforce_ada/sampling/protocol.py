@@ -30,6 +30,7 @@ import numpy as np
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.advantages import NEEDS_VALUE
+from reinforce_ada.sampling.length import cap_for, capped
 from reinforce_ada.sampling.memory import PassRateOracle, PromptMemory, Scorer
 from reinforce_ada.sampling.options import Options
 from reinforce_ada.sampling.traits import Traits
@@ -220,6 +221,8 @@ class PoolStrategy:
         """Samples that arrived after their prompt stopped and joined no pool (in_flight="cancel")."""
         self.values: dict[str, float] = {}
         """advantage="tracker": each prompt's value estimate when it joined the step, before its samples."""
+        self.caps: dict[str, int] = {}
+        """length_cap: each prompt's cap on a sample this step (`sampling.length`)."""
         self.in_flight, self.prefetch = "cancel", False
 
     def begin(self, prompts: Sequence[Prompt], *, in_flight: str = "cancel", prefetch: bool = False) -> None:
@@ -253,6 +256,9 @@ class PoolStrategy:
         if self.opts.advantage in NEEDS_VALUE and prompts:
             self.memory.prefetch(list(prompts))
             self.values.update((p.id, self.memory.value(p)) for p in prompts)  # the expected reward
+        for p in prompts:  # length_cap: each prompt's own, from the memory before its samples (`sampling.length`)
+            if (cap := cap_for(self.opts, self.memory, p)) is not None:
+                self.caps[p.id] = cap
         if self.memory.drift is not None and prompts:  # forgetting="drift": how far the policy moved since
             self.memory.drift.prepare(list(prompts))
         self.on_add([p.id for p in prompts])
@@ -266,7 +272,7 @@ class PoolStrategy:
             k = self.to_submit(pid) if pid in self.live else 0
             if k > 0:
                 self.submitted[pid] += k
-                requests.append(Request(self.prompts[pid], k))
+                requests.append(Request(self.prompts[pid], k, self.caps.get(pid)))
         self.dirty = {}
         return requests
 
@@ -274,6 +280,8 @@ class PoolStrategy:
         stopped = []
         for s in samples:
             pid = self._check(s)
+            if capped(s, self.caps.get(pid)):  # cut at its own cap: wrong, whatever the verifier said
+                s.reward = 0.0
             self.arrived[pid] += 1
             if pid not in self.live:
                 self._late(s)
@@ -361,6 +369,7 @@ class PoolStrategy:
             "prefetch": self.prefetch,
             "memory": self.memory.state_dict(),
             "values": dict(self.values),
+            **({"caps": dict(self.caps)} if self.caps else {}),
             "extra": self._extra_state(),
         }
 
@@ -377,6 +386,7 @@ class PoolStrategy:
         if "memory" in state:  # checkpoints from before the memory have none
             self.memory.load_state_dict(state["memory"])
         self.values = {k: float(v) for k, v in state.get("values", {}).items()}  # absent before the tracker baseline
+        self.caps = {k: int(v) for k, v in state.get("caps", {}).items()}
         self._load_extra_state(state["extra"])
 
     def _extra_state(self) -> dict[str, Any]:

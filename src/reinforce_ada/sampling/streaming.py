@@ -95,6 +95,7 @@ def collect_streaming(
     sent: dict[str, int] = defaultdict(int)
     back: dict[str, int] = defaultdict(int)
     dropped: dict[str, int] = defaultdict(int)
+    prefill: dict[str, int] = {}  # prompt id -> its prompt tokens: each distinct prompt prefilled once
     warned = False
     while True:
         want = strategy.wanted_prompts()
@@ -130,6 +131,8 @@ def collect_streaming(
         ledger.samples_generated += len(samples)
         lengths = [completion_tokens(s) for s in samples]
         ledger.tokens_generated += sum(lengths)
+        ledger.prompt_tokens += sum(s.prompt_tokens for s in samples)
+        prefill.update((s.prompt_id, s.prompt_tokens) for s in samples)
         ledger.max_completion_tokens = max([ledger.max_completion_tokens, *lengths])
         for pid in strategy.observe(samples):
             dropped[pid] += engine.cancel(pid)
@@ -137,6 +140,7 @@ def collect_streaming(
     if lost:
         raise RuntimeError(f"samples neither returned nor cancelled (prompt: count): {dict(list(lost.items())[:5])}")
     ledger.time_generate_s = time.perf_counter() - t0
+    ledger.prefill_tokens = sum(prefill.values())
     batch = finish(strategy, ledger)
     ledger.extra["cancelled_samples"] = sum(dropped.values())
     ledger.extra["discarded_samples"] = strategy.discarded

@@ -106,6 +106,9 @@ class SimulatedPolicy:
             p = p_all[self._idx(r.prompt.id)]
             ys = self.rng.random(r.k) < p
             lens = 1 + self.rng.poisson(self.cfg.mean_tokens, r.k)
+            if r.max_tokens is not None:  # the request's cap (a length lever): a longer answer is cut, wrong
+                cut = lens > r.max_tokens
+                ys, lens = ys & ~cut, np.minimum(lens, r.max_tokens)
             logp = {True: float(np.log(max(p, 1e-12))), False: float(np.log(max(1.0 - p, 1e-12)))}
             out += [  # one "token", the outcome, with its log-prob: what forgetting="drift" scores later
                 Sample(
@@ -114,7 +117,7 @@ class SimulatedPolicy:
                     token_ids=[int(y)],
                     logprobs=[logp[bool(y)]],
                     num_tokens=int(n),
-                    finish_reason="eos",
+                    finish_reason="length" if r.max_tokens is not None and n >= r.max_tokens else "eos",
                     reward=float(y),
                     index=j,
                 )

@@ -48,7 +48,7 @@ SIM_BYTES_PER_PROMPT = 1024
 """Memory one pool prompt takes in a run (its `Prompt`, pass rate, features and order; about 0.55 KB measured)."""
 SIM_BYTES_PER_STEP = 2048
 """Memory one step of one arm and seed takes in the results (five curve numbers, the medians, the JSON text and its
-bytes; about 1 KB measured). The command line refuses --pool-size, --steps and --seeds past physical memory with
+bytes; about 1 KB measured). The command line refuses --pool-size, --steps and --seeds past usable memory with
 these two."""
 
 

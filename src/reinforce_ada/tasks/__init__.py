@@ -45,6 +45,11 @@ def build(task: Any, tokenizer: Any = None) -> tuple[list, list, Any]:
     verifier = verifiers.build(name, timeout_s=task.verifier_timeout_s, sandbox=task.sandbox)
     assert spec.split is not None
     train, held_out = spec.split(task)
+    if not train:  # said here: later it read as "every training prompt is longer than the context"
+        raise ConfigError(
+            f"task.name={task.name!r}: the task has no training prompts (its split returned none); a task "
+            "registered by a plugin must return at least one"
+        )
     verifiers.fit(name, task.name, [(p.id, p.answer) for p in train + held_out])  # answers in the verifier's format
     return (*_templated(task, tokenizer, train, held_out), verifier)
 

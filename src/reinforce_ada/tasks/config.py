@@ -101,3 +101,7 @@ class TaskConfig:
             raise ConfigError(f"task.n_per_template={self.n_per_template} must be >= 1 (instances per template)")
         if self.train_size < 1 or self.eval_size < 0:
             raise ConfigError("task.train_size must be >= 1 and task.eval_size >= 0")
+        if self.name.startswith("reasoning_gym:"):  # generated one by one before the first step: bounded up front
+            from reinforce_ada.tasks.reasoning import check_sizes
+
+            check_sizes(self.name.removeprefix("reasoning_gym:"), self.train_size, self.eval_size)

@@ -27,8 +27,8 @@ Nothing is coerced silently: a value that is not what its column needs is a Conf
    would break that pairing, and whether a repeated question is a mistake is the data owner's call. Repeated ids
    remain an error;
 7) the path is a regular file (or a `datasets` folder): a FIFO, socket or device is refused before it is opened,
-   since reading one can block forever or never end; so is a file too big for this machine's memory
-   (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
+   since reading one can block forever or never end; so is a file too big for the memory this process
+   can get (`MEMORY_PER_BYTE`) and a text file holding NUL bytes (binary, or sparse);
 8) a `features` column (`features_key`; None ignores it, as an empty `task.features_key` does), where present, is a
    non-empty list of finite numbers (in a CSV: a JSON array, `"[0.1, -2]"`), the same length on every row that has
    one; it becomes `Prompt.meta["features"]`, which the learned difficulty predictor reads (`sampling.memory.predictor`;

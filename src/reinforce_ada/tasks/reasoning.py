@@ -12,6 +12,7 @@ learn, each with its levels, held-out split and the package's own scoring.
 2) Splits by seed: each level's held-out questions are drawn first, from a generator seed of their own (a hash of
    task.seed, dataset, level and split), then the training questions from another, skipping repeats and every
    held-out question. A level with fewer distinct questions than asked keeps what there is, with a warning.
+   A split generates at most `MAX_GENERATED` questions (checked when the `[task]` config is built).
 3) A prompt's answer is a JSON envelope, `{"reasoning_gym": dataset, "level", "seed", "index", "answer"}`: where the
    entry came from and its gold answer. The verifier regenerates the entry (question, answer, metadata) from it and
    scores with the dataset's own `score_answer`: nothing read from a file decides a score (number_sorting's scorer
@@ -208,12 +209,34 @@ def level_counts(weights: tuple[float, ...], total: int) -> list[int]:
     return counts
 
 
+MAX_GENERATED = 100_000
+"""Most questions one split may generate (training prompts plus `eval_size` per level): about 1 ms each (2 s for 2,000
+on the slowest dataset, more when repeats are skipped), so under two minutes; `task.train_size` 1e9 kept the command
+silent for days. Checked when the `[task]` config is built (`check_sizes`), before any model is loaded."""
+
+
+def check_sizes(dataset: str, train_size: int, eval_size: int) -> None:
+    """Refuse a split that would generate more than `MAX_GENERATED` questions, naming both sizes and the bound."""
+    names = list(FAMILY) if dataset == MIX or dataset not in FAMILY else [dataset]
+    levels = max(len(FAMILY[n].levels) for n in names)
+    asked = train_size + eval_size * levels
+    if asked > MAX_GENERATED:
+        raise ConfigError(
+            f"task.train_size={train_size} and task.eval_size={eval_size} ({levels} levels): {PREFIX}{dataset} "
+            f"generates its questions one at a time (about 1 ms each), so {asked:,} would keep the command silent "
+            f"for about {asked / 3.6e6:,.1f} hours before anything else; train_size + {levels} x eval_size must be "
+            f"<= {MAX_GENERATED:,}"
+        )
+
+
 def make_split(
     dataset: str, *, train_size: int, eval_size: int, seed: int, weights: tuple[float, ...] | None = None
 ) -> tuple[list[Prompt], list[Prompt]]:
-    """(training prompts, shuffled; held-out prompts, `eval_size` per level) of a dataset, or of all for `mix`."""
+    """(training prompts, shuffled; held-out prompts, `eval_size` per level) of a dataset, or of all for `mix`
+    (`check_sizes` first)."""
     import random
 
+    check_sizes(dataset, train_size, eval_size)
     names = list(FAMILY) if dataset == MIX else [dataset]
     n_levels = max(len(FAMILY[n].levels) for n in names)
     w = weights if weights is not None else (1.0,) * n_levels

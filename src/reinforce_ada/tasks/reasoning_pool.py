@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks.reasoning import generator_seed, level_counts, require
+from reinforce_ada.tasks.reasoning import MAX_GENERATED, generator_seed, level_counts, require
 from reinforce_ada.types import Prompt
 
 BOS, EOS = "<bos>", "<eos>"
@@ -84,7 +84,13 @@ def capacity(level: int, draws: int) -> int:
 def make_split(
     weights: tuple[float, ...] = WEIGHTS, train_size: int = 4096, eval_size: int = 256, seed: int = 0
 ) -> tuple[list[Prompt], list[Prompt]]:
-    """(training prompts, shuffled; `eval_size` held-out prompts per level with a weight > 0), seeded."""
+    """(training prompts, shuffled; `eval_size` held-out prompts per level with a weight > 0), seeded; at most
+    `reasoning.MAX_GENERATED` questions in all (generated one by one: 1e9 ran for days)."""
+    if train_size + eval_size * len(LEVELS) > MAX_GENERATED:
+        raise ConfigError(
+            f"compact reasoning-gym pool: size {train_size} + {len(LEVELS)} levels x {eval_size} held out would "
+            f"generate more than {MAX_GENERATED:,} questions one at a time (about 1 ms each); ask for fewer"
+        )
     if len(weights) != len(LEVELS) or any(not w >= 0 for w in weights) or sum(weights) <= 0:
         raise ConfigError(f"compact reasoning-gym pool: weights={list(weights)} needs {len(LEVELS)} weights >= 0")
     train: list[Prompt] = []

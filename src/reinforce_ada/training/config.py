@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.cpu_load import physical_memory
 from reinforce_ada.engines.config import GenerationConfig, RolloutConfig, resolve_engine
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
@@ -28,6 +27,7 @@ from reinforce_ada.sampling.configure import config_from_table, strategy_config
 from reinforce_ada.sampling.options import coerce_value, option
 from reinforce_ada.sampling.strategies import strategy_class, validate
 from reinforce_ada.tasks.config import TaskConfig
+from reinforce_ada.training.bounds import check_memory_sized, check_step_draws
 from reinforce_ada.training.replay_config import REPLAY_MOVED, ReplayConfig
 from reinforce_ada.training.trackers import REPORT_TO_HELP
 
@@ -240,29 +240,8 @@ class TrainConfig:
         cls = strategy_class(s.name)
         validate(cls, s)
         cls.check_training(s.options, self.run.batch_size)
-        check_memory_sized(s.options, self.run.batch_size)
-
-
-MEMORY_SIZED = {
-    "predictor_dim": (lambda v, batch: 32 * v, "the difficulty predictor's float64 weights (about 4 copies: state)"),
-    "candidates": (lambda v, batch: 1024 * v * batch, "candidate prompts drawn per step (about 1 KB each)"),
-    "calibration_prompts": (lambda v, batch: 1024 * v, "calibration prompts held (about 1 KB each)"),
-}
-"""Strategy options whose value sizes memory: option -> (bytes at value v with run.batch_size batch, what they are)."""
-
-
-def check_memory_sized(options: Any, batch: int) -> None:
-    """Refuse an option that would need more than physical memory (10**9 used to fail with MemoryError after minutes),
-    naming it and the largest value that fits."""
-    memory = physical_memory()
-    for name, (bytes_at, what) in MEMORY_SIZED.items():
-        value = getattr(options, name, None)
-        if isinstance(value, int) and bytes_at(value, batch) > memory:
-            fits = memory // max(1, bytes_at(1, batch))
-            raise ConfigError(
-                f"strategy.{name}={value}: {what} would need about {bytes_at(value, batch) / 2**30:.0f} GiB, more "
-                f"than this machine's {memory / 2**30:.1f} GiB; the largest {name} here is {fits}"
-            )
+        check_memory_sized(s.options, self.run.batch_size)  # what the options cost together (`training.bounds`)
+        check_step_draws(cls, s.options, self.run.batch_size, self.generation.max_new_tokens)
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]
@@ -296,7 +275,8 @@ def apply_overrides(cfg: TrainConfig, overrides: dict[str, dict[str, Any]], sour
 
 
 def _moved(overrides: dict[str, Any], source: str) -> dict[str, Any]:
-    """0.3's `[strategy] replay*` keys read as `[replay]` (a note on stderr when one changes anything)."""
+    """0.3's `[strategy] replay*` keys read as `[replay]` (a note on stderr when one changes anything); one given in
+    both spellings is an error naming both (`[replay]` used to win without a word)."""
     table = overrides.get("strategy")
     if not isinstance(table, dict) or not set(table) & set(REPLAY_MOVED):
         return overrides
@@ -305,7 +285,12 @@ def _moved(overrides: dict[str, Any], source: str) -> dict[str, Any]:
     for old, new in REPLAY_MOVED.items():
         if old in out["strategy"]:
             value = out["strategy"].pop(old)
-            out["replay"].setdefault(new, value)
+            if new in out["replay"]:
+                raise ConfigError(
+                    f"{source}: strategy.{old} (0.3's spelling) and replay.{new} are both given; they are one "
+                    f"setting: keep replay.{new} and remove strategy.{old}"
+                )
+            out["replay"][new] = value
             if value != getattr(default, new):
                 print(f"{source}: strategy.{old} is now replay.{new}; read as replay.{new}", file=sys.stderr)
     return out

@@ -254,7 +254,10 @@ class RunLock:
             self.fd = None
 
     def __del__(self) -> None:
-        self.release()
+        try:
+            self.release()
+        except (AttributeError, TypeError, OSError):  # at interpreter exit fcntl/os may already be gone; the OS frees it
+            pass
 
 
 def not_writable(run_dir: Path, e: OSError) -> str:

@@ -4,10 +4,12 @@ runs into the registered figures (synthetic runs whose factors are known)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from docgen.sources import ROOT
 from reinforce_ada.bench.arms import resolve_arms
 from studies.fewer_samples import analysis, regenerate
 from studies.fewer_samples.study import PREREG, config_fields, load
@@ -283,6 +285,9 @@ def test_a_later_registration_regenerates_into_its_folder_and_shows_on_the_page(
     regs.mkdir(parents=True)
     (regs / "preregistration.toml").write_text(PREREG.read_text())
     (regs / "confirmation.toml").write_text(CONFIRMATION.read_text())
+    llm_spo = Path("studies/llm_convergence/results/llm_spo/llm_spo.json")  # the page's SPO sentence reads it
+    (tmp_path / llm_spo).parent.mkdir(parents=True)
+    (tmp_path / llm_spo).write_text((ROOT / llm_spo).read_text())
     monkeypatch.setattr(study_page, "STUDIES", tmp_path / "studies")
     monkeypatch.setattr(study_page, "ROOT", tmp_path)
     monkeypatch.setattr("docgen.sources.STUDIES", tmp_path / "studies")

@@ -13,7 +13,7 @@ from reinforce_ada.errors import ConfigError
 from reinforce_ada.sampling.checks import at_least, boolean, choice, positive
 from reinforce_ada.sampling.fields import option
 
-ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle")
+ESTIMATORS = ("tracker", "predictor", "both", "level", "oracle", "prior")
 """Where a pass-rate estimate comes from (`PromptMemory.posterior`): the one list."""
 USES_PREDICTOR = ("predictor", "both")
 """The estimators that read the learned difficulty predictor (and bring its options)."""
@@ -30,7 +30,8 @@ class MemoryOptions:
         "(Beta-prior EMA of its own visits), predictor (learned from prompt features over all prompts) or both (the "
         "predictor is the tracker's prior, strength prior_alpha + prior_beta), level (the running pass rate of the "
         "prompt's difficulty level is that prior) or oracle (the exact pass rate under the current policy, free of "
-        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only)",
+        "budget: a benchmark ceiling, our trainer on exact-answer tasks and the simulator only), or prior (the "
+        "prior's mean alone, never updated by visits: A*-PO's static offline value)",
     )
     prior_file: str | None = option(
         None,
@@ -41,8 +42,8 @@ class MemoryOptions:
     )
     prior_decays: bool = option(
         False,
-        "the prior is the prompt's first counts and is forgotten with them at `decay` per visit (SPO's rule), instead "
-        "of fixed pseudo-counts beside them (the Ada-EMA and MoPPS rule)",
+        "the prior is the prompt's first counts, forgotten with them at `decay` per visit (SPO's rule), not fixed "
+        "pseudo-counts (Ada-EMA, MoPPS)",
     )
     prior_alpha: float = option(1.0, "pass-rate tracker: Beta prior alpha")
     prior_beta: float = option(1.0, "pass-rate tracker: Beta prior beta")

@@ -12,7 +12,8 @@
    arrive in: the round and streaming drivers draw from the same law;
 4) `estimate(prompt)` and `posterior(prompt)` (a Beta) by `estimator`: tracker (the prompt's own visits),
    predictor (the model), both (the model's p as the tracker's prior mean, strength prior_alpha + prior_beta), level
-   (the prompt's level's running pass rate as that prior mean), or oracle (an attached
+   (the prompt's level's running pass rate as that prior mean), prior (the prior's mean alone, never updated: a
+   static offline value), or oracle (an attached
    `oracle.PassRateOracle`: the exact rate under the current policy, a Beta of strength `ORACLE_STRENGTH`
    on it; a benchmark ceiling, never checkpointed -- it is recomputed from the weights). A `prior_file` gives the
    prior mean of the prompts it lists, and `prior_decays` makes the prior the first counts (`priors`);
@@ -21,7 +22,8 @@
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
    `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
    reads the prompt's EMA, else that running mean, else 1. Visits recorded without lengths (or all of length 0)
-   leave both unchanged.
+   leave both unchanged. Beside it, an EMA of the mean length of the visit's correct answers (`correct_tokens`: the
+   relative length cap's yardstick, `sampling.length`).
 6) `forget` < 1 (ours; off by default): `posterior` reads a prompt's counts discounted by forget^(steps since its last
    visit), so a belief formed many steps ago (a prompt that failed early, never revisited by a greedy selection)
    widens back toward its prior as the policy moves on. The stored counts are unchanged; `decay` still discounts
@@ -98,6 +100,8 @@ class PromptMemory:
         """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
         self.token_total = (0.0, 0)
         """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
+        self.correct_tokens: dict[str, float] = {}
+        """prompt id -> EMA of its visits' mean length of correct answers (visits with one; module docstring, 5)."""
 
     def attach(
         self,
@@ -154,6 +158,9 @@ class PromptMemory:
             return
         if tokens:
             self._record_tokens(prompt.id, tokens)
+            right = [t for t, y in zip(tokens, outcomes, strict=True) if y]
+            if right:  # the length of a correct answer: the relative length cap's yardstick (`sampling.length`)
+                self._ema(self.correct_tokens, prompt.id, sum(right) / len(right))
         pid, k, n = prompt.id, sum(outcomes), len(outcomes)
         mass = None if rewards is None else reward_mass(rewards, n)
         if self.prior_decays and pid not in self.tracker.counts:  # SPO: the prior is the first counts
@@ -186,10 +193,14 @@ class PromptMemory:
         total = float(sum(tokens))
         if not (math.isfinite(total) and total > 0):
             return
-        mean = total / len(tokens)
-        old = self.tokens.get(pid)
-        self.tokens[pid] = mean if old is None else (1.0 - LENGTH_EMA) * old + LENGTH_EMA * mean
+        self._ema(self.tokens, pid, total / len(tokens))
         self.token_total = (self.token_total[0] + total, self.token_total[1] + len(tokens))
+
+    @staticmethod
+    def _ema(table: dict[str, float], pid: str, mean: float) -> None:
+        if math.isfinite(mean) and mean > 0:
+            old = table.get(pid)
+            table[pid] = mean if old is None else (1.0 - LENGTH_EMA) * old + LENGTH_EMA * mean
 
     def tokens_per_sample(self, prompt: Prompt) -> float:
         """Expected completion length of one sample of `prompt` (module docstring, 5)."""
@@ -204,6 +215,9 @@ class PromptMemory:
         if self.estimator == "oracle":
             return oracle_prior(self._oracle().rate(prompt))
         t = self.tracker
+        if self.estimator == "prior":  # the prior's mean alone, static (A*-PO's offline value)
+            m = self.prior_mean(prompt)
+            return oracle_prior(t.alpha / (t.alpha + t.beta) if m is None else m)
         n_pos, n_tot = t.counts.get(prompt.id, (0.0, 0.0))
         if self.forget < 1.0 and prompt.id in self.last_seen:  # module docstring, 6
             w = self.forget ** (self.step - self.last_seen[prompt.id])
@@ -238,7 +252,7 @@ class PromptMemory:
         """The prompt's expected reward (module docstring, 7): `estimate` with the reward mass in place of the
         correct count -- the same number under 0/1 rewards and for every prompt not yet visited."""
         t = self.tracker
-        if self.estimator == "oracle" or prompt.id not in t.mass:
+        if self.estimator in ("oracle", "prior") or prompt.id not in t.mass:
             return self.estimate(prompt)
         a, b = self.posterior(prompt)
         n_pos = t.counts[prompt.id][0]
@@ -275,6 +289,7 @@ class PromptMemory:
             "pending": [[asdict(p), k, n] for p, k, n in self.pending],
             "predictor": None if self.predictor is None else self.predictor.state_dict(),
             "tokens": dict(self.tokens),
+            **({"correct_tokens": dict(self.correct_tokens)} if self.correct_tokens else {}),
             "token_total": list(self.token_total),
             "levels": self.levels.state_dict(),
             **({"drift": self.drift.state_dict()} if self.drift is not None else {}),
@@ -293,6 +308,7 @@ class PromptMemory:
             self.predictor.load_state_dict(state["predictor"])
         # states saved before completion lengths were remembered have neither key
         self.tokens = {pid: float(v) for pid, v in state.get("tokens", {}).items()}
+        self.correct_tokens = {pid: float(v) for pid, v in state.get("correct_tokens", {}).items()}
         total, count = state.get("token_total", (0.0, 0))
         self.token_total = (float(total), int(count))
         if "levels" in state:  # absent before the level prior

@@ -127,6 +127,11 @@ def load_strategy_plugins() -> list[str]:
     for ep in entry_points(group="reinforce_ada.strategies"):
         try:
             cls = ep.load()
+        except SystemExit as e:  # sys.exit at import: the command would end, status 0, having done nothing
+            raise ConfigError(
+                f"strategy plugin {ep.name!r} ({ep.value}) called sys.exit({e.code!r}) while being imported; a "
+                "plugin must not exit"
+            ) from None
         except Exception as e:  # noqa: BLE001 - any import failure of a plugin is reported with its name
             raise ConfigError(f"strategy plugin {ep.name!r} ({ep.value}) failed to import: {e}") from e
         register_strategy(ep.name, cls, replace=STRATEGIES.get(ep.name) is cls)

@@ -15,7 +15,8 @@
    the standalone `knapsack` strategy is the paper's full rule), and `allocation="signal"` the expected number of
    prompts with signal, sum_x (1 - p^N - (1 - p)^N) (`signal_allocate`; with `estimator=oracle`, the oracle arms'
    ceiling, docs/allocators.md). Both are exact greedy solutions (`greedy_allocate`).
-4) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
+4) `budget_unit = "tokens"` prices each sample at its prompt's expected length (`strategies.priced`, DUET-style).
+5) Every sample is trained on; the per-prompt residual weight is 1/sqrt(p_hat + eps) (`residual="inv_sqrt"`).
 The authors' released Ada-Est (RLHFlow/Reinforce-Ada branch `hanze`, `ray_trainer_ema.py`) differs from the paper's
 Algorithm: one round, Beta(1, 16) prior, EMA-0.9 counts keyed by a stable prompt id, allocation weights 1/p_hat (not
 1/sqrt), 1 sample each plus the rest by largest remainders (no cap), every sample trained, no residual weight. It is
@@ -41,6 +42,7 @@ from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.sampling.objectives import get_objective
 from reinforce_ada.sampling.options import Options, option, same_as
 from reinforce_ada.sampling.protocol import PoolStrategy
+from reinforce_ada.sampling.strategies.priced import BUDGET_UNITS, check_priced, priced_counts
 from reinforce_ada.sampling.traits import Traits
 from reinforce_ada.types import Group, Prompt
 
@@ -87,6 +89,11 @@ class EstOptions(BudgetOptions):
     residual: str = option(
         "inv_sqrt", "residual per-prompt weight: inv_sqrt (1/sqrt(p_hat+eps), the paper's) or none", plan=False
     )
+    budget_unit: str = option(
+        "samples",
+        "how a sample is priced under the budget: samples (one unit each, the paper's) or tokens (its prompt's "
+        "expected completion length; the budget is budget samples at the batch's mean length: DUET-style)",
+    )
     advantage: str = same_as(Options, "advantage", "global")
     scale_std: bool = same_as(Options, "scale_std", False)
 
@@ -94,6 +101,8 @@ class EstOptions(BudgetOptions):
         super().__post_init__()
         choice("allocation", self.allocation, ALLOCATIONS)
         choice("residual", self.residual, RESIDUALS)
+        choice("budget_unit", self.budget_unit, BUDGET_UNITS)
+        check_priced(self.allocation, self.budget_unit)
 
 
 def allocation_weights(p_hat: np.ndarray, opts: Any) -> np.ndarray:
@@ -293,7 +302,11 @@ class Est(PoolStrategy):
             self.memory.prefetch([self.prompts[pid] for pid in ids])  # an oracle's rates: one batched call
         p_hat = np.array([self.estimate(self.prompts[pid]) for pid in ids])
         budget = self.opts.budget if self.opts.budget is not None else 8 * len(ids)
-        counts = allocate_counts(p_hat, self.opts, budget)
+        if self.opts.budget_unit == "tokens":  # a sample costs its prompt's expected length (`strategies.priced`)
+            costs = np.array([self.memory.tokens_per_sample(self.prompts[pid]) for pid in ids])
+            counts = priced_counts(p_hat, self.opts, budget, costs, allocation_weights, signal_gains)
+        else:
+            counts = allocate_counts(p_hat, self.opts, budget)
         self.p_hat.update(zip(ids, p_hat.tolist(), strict=True))
         self.alloc.update(zip(ids, counts.tolist(), strict=True))
 
