@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import math
 import os
 import re
 import threading
@@ -19,11 +20,16 @@ import time
 import tracemalloc
 import warnings
 
+import numpy as np
 import pytest
 
+from reinforce_ada.engines.hf import check_sampling
 from reinforce_ada.errors import ConfigError
+from reinforce_ada.sampling.ledger import score
+from reinforce_ada.sampling.memory import PassRateTracker
 from reinforce_ada.tasks import gsm_symbolic, template_lang
 from reinforce_ada.tasks.files import MAX_PROMPT_CHARS, load_prompts
+from reinforce_ada.types import Prompt, Sample
 from tests.helpers import corpus, corpus_bytes, corpus_file, corpus_header
 
 DATA = "data"
@@ -200,3 +206,27 @@ def test_a_file_too_big_for_memory_or_sparse_is_refused_before_it_is_read(tmp_pa
     monkeypatch.setattr(userfiles, "usable_memory", lambda: 64 << 20)
     with pytest.raises(ConfigError, match=r"pool.jsonl is 0.0 GiB; reading it takes about 12x that, more than"):
         load_prompts(sparse)
+
+
+# -- library guards ---------------------------------------------------------------------------------------------------
+# Guards for library callers that bypass the config and CLI checks (issue 21's remaining cases).
+@pytest.mark.parametrize("t", [math.nan, math.inf, -1.0])
+def test_engines_refuse_a_temperature_that_is_not_finite_and_non_negative(t):
+    with pytest.raises(ConfigError, match="temperature"):
+        check_sampling(max_new_tokens=4, temperature=t, top_p=1.0, top_k=0, stop=())
+
+
+@pytest.mark.parametrize(("value", "reward", "errors"), [("1.0", 0.0, 1), (None, 0.0, 1), (np.bool_(True), 1.0, 0)])
+def test_a_plain_callable_reward_is_a_real_number_or_a_counted_error(value, reward, errors):
+    samples = [Sample(prompt_id="p", text="x")]
+    assert score(samples, {"p": Prompt(id="p", text="", answer="1")}, lambda c, a: value) == errors
+    assert samples[0].reward == reward
+
+
+def test_a_tracker_state_with_impossible_counts_is_refused():
+    t = PassRateTracker(alpha=1.0, beta=1.0, decay=0.9)
+    t.load_state_dict({"counts": {"a": [1.0, 2.0]}})
+    for bad in ([-1.0, 2.0], [3.0, 2.0], [math.nan, 2.0]):
+        with pytest.raises(ValueError, match="0 <= correct <= total"):
+            t.load_state_dict({"counts": {"a": bad}})
+    assert t.counts == {"a": (1.0, 2.0)}  # unchanged by a refused state

@@ -19,8 +19,11 @@ import pytest
 
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.training import trackers
+from reinforce_ada.training.config import TrainConfig, apply_overrides
+from reinforce_ada.training.report import make_report
 from reinforce_ada.training.trackers import parse_report_to
-from reinforce_ada.training.tracking import STATE_FILE, Tracker, read_metrics
+from reinforce_ada.training.tracking import STATE_FILE, Tracker, read_metrics, tb_tag
+from reinforce_ada.training.trainer import Trainer
 
 
 class Recorder:
@@ -211,3 +214,33 @@ def test_a_short_run_reaches_every_installed_tracker_offline_and_resumes_the_sam
         assert any("samples" in json.loads(m) for _, _, m in rows)
         (config,) = db.execute("select config from configs where run_name = ?", (str(run),)).fetchall()
         assert json.loads(config[0])["run"]["report_to"] == report_to
+
+
+# -- report tags ------------------------------------------------------------------------------------------------------
+# report.png on a task without difficulty levels, and TensorBoard tags grouped by section (issue 25).
+def test_tags_are_grouped():
+    assert tb_tag("eval_accuracy_L3") == "eval/eval_accuracy_L3"
+    assert tb_tag("samples_generated") == "train/samples_generated"
+    assert tb_tag("worker0_busy_s") == "rollout/worker0_busy_s"
+
+
+@pytest.mark.filterwarnings("ignore:task.eval_path is unset")
+def test_file_task_report_shows_completion_lengths_instead_of_an_empty_level_panel(model_dir, tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"q": f"{i}+1=", "a": str(i + 1)}) + "\n" for i in range(12)))
+    cfg = apply_overrides(
+        TrainConfig(),
+        {
+            "model": {"path": str(model_dir), "threads": 1},
+            "task": {"name": "file", "path": str(data), "prompt_key": "q", "answer_key": "a", "eval_size": 4},
+            "generation": {"max_new_tokens": 3},
+            "run": {"run_dir": str(tmp_path / "run"), "steps": 2, "batch_size": 2, "eval_every": 1, "progress": False},
+            "strategy": {"name": "uniform", "n": 2},
+        },
+        "test",
+    )
+    Trainer(cfg, tensorboard=False).fit()
+    rows = read_metrics(tmp_path / "run")
+    assert all("tokens_generated" in r for r in rows if "samples_generated" in r)
+    out = make_report(tmp_path / "run")
+    assert out.exists() and out.stat().st_size > 10_000

@@ -4,7 +4,7 @@ Every registered strategy class carries `traits = Traits(...)` and `Options` (it
 what it reads, with its defaults -- its baseline among them); the trainer, the planner, the engines, the CLI and
 `compare` ask the class (`strategy_class(name)`) and never restate a strategy's name. A `PoolStrategy` subclass that
 neither declares traits nor inherits them from a concrete strategy fails at class creation, and
-`tests/test_strategy_contract.py` checks every registered class against this record.
+`tests/test_admission_extension.py` checks every registered class against this record.
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ class RunLock:
     def __del__(self) -> None:
         try:
             self.release()
-        except (AttributeError, TypeError, OSError):  # at interpreter exit fcntl/os may already be gone; the OS frees it
+        except (AttributeError, TypeError, OSError):  # at interpreter exit fcntl/os may be gone; the OS frees it
             pass
 
 

@@ -1,4 +1,4 @@
-"""The belief-quality replay (`belief`); the prompt features it reads: tests/test_prompt_features.py."""
+"""The belief-quality replay (`belief`); the prompt features it reads: tests/test_features_column.py."""
 
 from __future__ import annotations
 
