@@ -201,6 +201,15 @@ def geo_mean(values: Sequence[float]) -> float:
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
 
 
+def _bootstrap_geo_mean(arr: np.ndarray, *, level: float, seed: int, reps: int = 4000) -> tuple[float, float]:
+    """`bootstrap(len(arr), lambda i: geo_mean(arr[i]))` in one draw: the same resamples (the generator's stream
+    fills a (reps, n) array as it fills reps arrays of n) and the same interval, 80x faster."""
+    rng = np.random.default_rng(seed)
+    vals = np.exp(np.log(arr)[rng.integers(0, len(arr), (reps, len(arr)))].mean(axis=1))
+    tail = (1 - level) / 2
+    return float(np.quantile(vals, tail)), float(np.quantile(vals, 1 - tail))
+
+
 def paired_factor(per_seed: Sequence[float | None], *, level: float = 0.9, seed: int = 0) -> dict[str, object]:
     """Geometric mean of per-seed factors (k or area ratios) with a seed-bootstrap interval.
 
@@ -217,7 +226,7 @@ def paired_factor(per_seed: Sequence[float | None], *, level: float = 0.9, seed:
         out.update(value=None, lo=None, hi=None, t_lo=None, t_hi=None)
         return out
     arr = np.asarray(vals, dtype=float)
-    lo, hi = bootstrap(len(arr), lambda i: geo_mean(arr[i]), level=level, seed=seed)
+    lo, hi = _bootstrap_geo_mean(arr, level=level, seed=seed)
     t_lo, t_hi = t_interval(arr)
     out.update(value=geo_mean(arr), lo=lo, hi=hi, t_lo=t_lo, t_hi=t_hi)
     return out
