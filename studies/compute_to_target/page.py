@@ -153,8 +153,9 @@ def which_sampler() -> list[str]:
     beaten = [r["pool"] for r in rows if (r["mopps"].get("t_lo") or 0) > 1]
     verdict = (
         f"no adaptive sampler beat the best uniform GRPO per token on the {len(rows)} registered pools"
+        " of the tiny testbed's short answers (2-6 tokens, every sample about as long)"
         if not beaten
-        else f"an adaptive sampler beat the best uniform GRPO per token only on {', '.join(beaten)}"
+        else f"an adaptive sampler beat the best uniform GRPO per token only on {', '.join(beaten)} (short answers)"
     )
     return [
         f"**Which sampler?** When generated tokens are the bill, use `--strategy auto` (plain GRPO): {verdict} (the "

@@ -193,8 +193,10 @@ def spo_verdict() -> list[str]:
     l1 = read_json(STUDIES / "llm_convergence" / "results" / "llm_spo" / "llm_spo.json")["headline"]["L1"]
     return [
         f"The opposite bet, one sample per prompt with a tracked baseline (SPO, `--strategy spo`), needs fewer tokens "
-        f"than the best GRPO batch shape on {len(wins)} testbed pools of {len(c1['by_pool'])} and more on the rest, "
-        f"against registered goals it did not reach ({verdicts}); on SmolLM2 it reads {factor_cell(l1)} on tokens "
+        f"than the best GRPO batch shape on {len(wins)} testbed pools of {len(c1['by_pool'])} (short answers) and "
+        "more on the rest, "
+        f"against registered goals it did not reach ({verdicts}); on SmolLM2 (answers of a few tokens) it reads "
+        f"{factor_cell(l1)} on tokens "
         f"against GRPO-n4 at the same samples a step, against its registered {l1['goal'].split(' (')[0]}: "
         f"{verdict(l1, l1['goal'])} ([Fewer samples](fewer_samples.md))."
     ]
