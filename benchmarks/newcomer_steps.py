@@ -312,7 +312,7 @@ NOT_RUN = {
     'git add studies/fewer_samples/results && git commit -m "fewer_samples: runs recorded so far"': "commits a "
     "study's state at the end of a session",
     "python -m studies.fewer_samples.run --quick --pools hard": "a scratch run of minutes (its pieces are tested in "
-    "tests/test_equal_tokens.py)",
+    "tests/test_compute.py)",
     "python -m studies.fewer_samples.regenerate": "the study has no recorded runs yet (its test regenerates a "
     "synthetic one)",
 }
