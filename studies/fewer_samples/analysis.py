@@ -53,7 +53,8 @@ def pool_figures(
     a smaller grid or budget passes its own)."""
     inst = reg["instrument"]
     uniform = list(uniform or inst["uniform"])
-    summ = compute.summarize(main, sweep, uniform, (), fractions=inst.get("targets", compute.TARGETS))
+    axes = (*compute.AXES, *inst.get("length_axes", ()))  # a long-answer registration adds bill_tokens, gpu_len_s
+    summ = compute.summarize(main, sweep, uniform, (), fractions=inst.get("targets", compute.TARGETS), axes=axes)
     old = [u for u in OLD_FAMILY if u in {r["arm"] for r in main}]
     names = [a.partition("=")[0].strip() for a in inst["arms"]]
     seeds = {a: {int(r["seed"]) for r in main if r["arm"] == a} for a in names}

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from reinforce_ada.bench.compute import LENGTH_AXES
 from reinforce_ada.bench.testbed import parse_pool
 from reinforce_ada.errors import ConfigError
 from studies.protocol.prereg import read_file
@@ -29,8 +30,9 @@ RAW = ROOT / "runs" / "fewer_samples" / "records"
 """Where a running study keeps each finished run's full record (scratch; the repository keeps the compact records)."""
 NAME = "fewer_samples"
 """The first registration's name (it carries none): its records and result are `results/` itself."""
-AXES = ("tokens", "cpu_s", "gpu_s")
-"""The compute-to-target axes a claim's goal may read (`bench.compute`)."""
+AXES = ("tokens", "cpu_s", "gpu_s", *LENGTH_AXES)
+"""The compute-to-target axes a claim's goal may read (`bench.compute`); the length axes where the registration's
+instrument names them (`length_axes`: answers whose length varies)."""
 INSTRUMENT = ("pools", "seeds", "token_budget", "eval_points", "step_cap", "lrs", "sweep_seeds", "uniform", "arms")
 
 
@@ -53,7 +55,14 @@ def load(path: str | Path = PREREG) -> dict[str, Any]:
         raise SystemExit(f"{path}: [instrument] pools: {e}") from None
     if len(set(pools)) != len(pools):
         raise SystemExit(f"{path}: [instrument] pools repeat a name: {pools}")
+    length_axes = inst.get("length_axes", [])
+    if not isinstance(length_axes, list) or not set(length_axes) <= set(LENGTH_AXES):
+        raise SystemExit(f"{path}: [instrument] length_axes = {length_axes!r}; list some of {list(LENGTH_AXES)}")
     for claim in reg.get("claim", []):
+        if claim.get("axis") in set(LENGTH_AXES) - set(length_axes):
+            raise SystemExit(
+                f"{path}: claim {claim['figure']} reads axis {claim['axis']!r}: name it in [instrument] length_axes"
+            )
         if claim["arm"] not in names:
             raise SystemExit(
                 f"{path}: claim {claim['figure']} reads arm {claim['arm']!r}, which the study does not run"

@@ -8,7 +8,10 @@ One JSON object a line, gzip'd with a fixed mtime (the same runs give the same b
    series a figure draws kept (`KEEP`) and the ones the GPU cost model prices a step by (`bench.costmodel.GPU_SERIES`:
    rows per round and samples trained, so a revised model reprices every run), the others reduced to the statistics
    the tables read over the first `steps` (`bench.analysis.head_stat`) and to the cumulative CPU seconds at each
-   evaluation (`bench.compute`; a run without the GPU series keeps its GPU-model seconds as they were computed).
+   evaluation (`bench.compute`; a run without the GPU series keeps its GPU-model seconds as they were computed), and
+   where the run has them, its prompt + generated tokens and its length-priced GPU seconds at each evaluation
+   (`bench.compute.LENGTH_AXES`: the per-step length series are not kept, so a revised length model does not
+   reprice a compact run).
 2) `{"kind": "result", "name": ...}`: one committed result: what no run gives (settings, machine, testbed and pool
    digests, a registration's provenance and content as they were when the result was written, the command and date)
    and the ids of the runs it reads, per phase.
@@ -49,7 +52,7 @@ HEAD = {
 def compact(record: dict[str, Any], steps: int, run_id: str) -> dict[str, Any]:
     """A `bench.run` record as a compact run (module docstring); `steps`: the horizon the tables read."""
     from reinforce_ada.bench.analysis import head_stat
-    from reinforce_ada.bench.compute import axis_x
+    from reinforce_ada.bench.compute import LENGTH_AXES, axis_x
     from reinforce_ada.bench.costmodel import GPU_SERIES
 
     out: dict[str, Any] = {"kind": "run", "id": run_id, **{k: record[k] for k in RUN_FIELDS}}
@@ -63,7 +66,7 @@ def compact(record: dict[str, Any], steps: int, run_id: str) -> dict[str, Any]:
     out["head"] = {"steps": steps}
     for stat, keys in HEAD.items():
         out["head"][stat] = {k: head_stat(record, k, steps, stat) for k in keys if k in record}
-    for axis in ("cpu_s",) if priced else ("cpu_s", "gpu_s"):
+    for axis in (*(("cpu_s",) if priced else ("cpu_s", "gpu_s")), *LENGTH_AXES):
         try:
             out[f"eval_{axis}"] = axis_x(record, axis, steps_only=True)  # the prior's cost is added when read
         except (KeyError, ValueError):  # a run without the series that axis needs: the axis is left out, as before

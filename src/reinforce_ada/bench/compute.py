@@ -65,11 +65,15 @@ def axis_x(record: dict[str, Any], axis: str, *, steps_only: bool = False) -> li
             x = cumulative(record, axis[:3])
         prior = 0.0 if steps_only else prior_seconds(record, axis[:3])
         return [v + prior for v in x]
+    if axis in LENGTH_AXES and f"eval_{axis}" in record and not _has_length_series(record, axis):
+        stored = [float(v) for v in record[f"eval_{axis}"]]  # a compact run: its stored steps' values
+        prior = 0.0 if steps_only else _length_prior(record, axis)
+        return [v + prior for v in stored]
     if axis == "bill_tokens":  # the generated tokens (eval_tokens) plus every sample's prompt tokens
         from reinforce_ada.bench.costmodel import cumulative
 
         prompt = cumulative(record, lambda r: np.asarray(r["prompt_tokens_per_step"], dtype=float))
-        prior = (record.get("prior") or {}).get("prompt_tokens", 0)
+        prior = 0.0 if steps_only else _length_prior(record, axis)
         return [float(t) + p + prior for t, p in zip(record["eval_tokens"], prompt, strict=True)]
     if axis == "gpu_len_s":
         from reinforce_ada.bench.costmodel import cumulative, prior_seconds
@@ -82,6 +86,21 @@ def axis_x(record: dict[str, Any], axis: str, *, steps_only: bool = False) -> li
     raise ValueError(
         f"unknown cost axis {axis!r}; choose one of {[*AXES, *LENGTH_AXES, 'process_s']} (process_s: records with it)"
     )
+
+
+def _has_length_series(record: dict[str, Any], axis: str) -> bool:
+    from reinforce_ada.bench.costmodel import LENGTH_SERIES
+
+    return "prompt_tokens_per_step" in record if axis == "bill_tokens" else all(k in record for k in LENGTH_SERIES)
+
+
+def _length_prior(record: dict[str, Any], axis: str) -> float:
+    """What a run's prior pass adds on a length axis, charged before step 1 (its prompt tokens; its priced seconds)."""
+    if axis == "bill_tokens":
+        return float((record.get("prior") or {}).get("prompt_tokens", 0))
+    from reinforce_ada.bench.costmodel import prior_seconds
+
+    return prior_seconds(record, "gpu_len")
 
 
 def _curve(record: dict[str, Any], axis: str) -> tuple[np.ndarray, np.ndarray]:

@@ -233,6 +233,52 @@ def test_a_registration_name_or_pool_that_cannot_be_a_folder_or_a_pool_is_refuse
         assert says in str(e.value), (new, str(e.value))
 
 
+def test_a_claim_on_a_length_axis_needs_the_instrument_to_name_it(tmp_path):
+    text = CONFIRMATION.read_text()
+    claim = text.split("[[claim]]")[1]
+    axis = claim.split("axis = ")[1].split("\n")[0]
+    long_claim = claim.replace(f"axis = {axis}", 'axis = "bill_tokens"', 1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.split("[[claim]]")[0] + "[[claim]]" + long_claim)
+    with pytest.raises(SystemExit, match="name it in \\[instrument\\] length_axes"):
+        load(bad)
+    named = text.split("[[claim]]")[0].replace("eval_points = 20", 'eval_points = 20\nlength_axes = ["bill_tokens"]')
+    bad.write_text(named + "[[claim]]" + long_claim)
+    assert load(bad)["instrument"]["length_axes"] == ["bill_tokens"]
+    bad.write_text(named.replace('["bill_tokens"]', '["bill"]') + "[[claim]]" + long_claim)
+    with pytest.raises(SystemExit, match="length_axes = \\['bill'\\]; list some of"):
+        load(bad)
+
+
+def test_a_compact_run_keeps_its_length_axes_at_each_evaluation():
+    from reinforce_ada.bench.compute import axis_x
+    from studies.protocol.records import compact
+
+    rec = {
+        "key": "r",
+        "pool": "p",
+        "arm": "a",
+        "lr": 1e-4,
+        "seed": 0,
+        "steps": 2,
+        "phase": "main",
+        "eval_step": [0, 2],
+        "accuracy": [0.1, 0.2],
+        "eval_tokens": [40, 140],
+        "prompt_tokens_per_step": [30, 20],
+        "longest_per_round": [[10], [12, 3]],
+        "tokens_per_step": [60, 40],
+        "prefill_tokens_per_step": [10, 10],
+        "tokens_trained": [50, 30],
+        "time_step_s": [1.0, 1.0],
+        "prior": {"samples": 8, "tokens": 40, "prompt_tokens": 16, "prefill_tokens": 4, "longest": 9},
+    }
+    small = compact(rec, 2, "r")
+    assert "prompt_tokens_per_step" not in small and "longest_per_round" not in small
+    for axis in ("bill_tokens", "gpu_len_s"):
+        assert axis_x(small, axis) == pytest.approx(axis_x(rec, axis))
+
+
 def test_a_goal_on_named_pools_reads_only_those_and_a_higher_bar_where_named():
     goal = analysis.Goal("cpu_s", 1.0, lower_end_above=1.0, at_least_on={"b": 1.5}, pools=("a", "b"))
     ok = {"value": 1.6, "t_lo": 1.1}
