@@ -39,9 +39,9 @@ class TaskConfig:
     )
     verifier: str | None = option(
         None,
-        "Verifier name (exact, numeric, math, arithmetic, code, reasoning_gym), or a function of yours as "
-        "module:function or path/to/file.py:function; default: the task's own (arithmetic; exact for files; math "
-        "for gsm_symbolic; code; reasoning_gym).",
+        "Verifier name (exact, numeric, math, arithmetic, running_sums, running_sums_strict, code, reasoning_gym), "
+        "or a function of yours as module:function or path/to/file.py:function; default: the task's own "
+        "(arithmetic; running_sums; exact for files; math for gsm_symbolic; code; reasoning_gym).",
     )
     template: str = option(
         "plain",
