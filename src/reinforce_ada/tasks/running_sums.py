@@ -40,7 +40,7 @@ MAX_TERMS, MAX_DIGITS = 12, 6
 class RunningSumsConfig:
     """Which running-sum problems make up the training pool and the held-out set."""
 
-    levels: tuple[tuple[int, int], ...] = ((2, 1), (3, 1), (3, 2), (4, 2), (5, 2), (4, 3), (6, 3), (8, 3))
+    levels: tuple[tuple[int, int], ...] = ((2, 1), (3, 1), (3, 2), (4, 2), (5, 2), (5, 3), (6, 3), (8, 3))
     """`(terms, digits)` of each level; level `k` (1-based) is `levels[k - 1]`. The canonical answers run from 8
     characters (level 1) to about 100 (level 8)."""
     level_weights: tuple[float, ...] = (0.01, 0.1, 0.15, 0.15, 0.15, 0.15, 0.15, 0.14)
