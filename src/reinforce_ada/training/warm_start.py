@@ -13,6 +13,10 @@
    the weights a result was made from; `reinforce-ada compare` records it and flags other weights.
    The running-sums warm start ships the same way (`models/data/tiny-running-sums`, `training.warm_tasks`).
 3) `resolve_model_path()` is `model.path`, or the embedded default: the shipped folder when the configs match.
+4) `python -m reinforce_ada.training.warm_start running_sums` trains the named task's default warm start with
+   `shipped=False` (so it really trains, one torch thread, seeded) into the cache and prints its folder and
+   per-level pass rates; `--ship` copies it over the package's shipped folder (a maintainer's step: the weights are
+   bit-reproducible only on the CPU and torch that built them, `machine()`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +43,16 @@ from reinforce_ada.models.tiny import EOS, TinyModelConfig, build_char_tokenizer
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.config import TaskConfig
 from reinforce_ada.training.tracking import progress_bar
-from reinforce_ada.training.warm_tasks import (
+from reinforce_ada.training.warm_tasks import (  # noqa: F401 (SFTConfig: re-exported, this module's public name)
     ARITHMETIC,
     RUNNING_SUMS,
+    SFTConfig,
+    first_per_level,
     level_means,
+    machine,
     running_sums_record,
     sample_completions,
+    sft_loss,
     warm_task,
 )
 from reinforce_ada.types import Prompt
@@ -62,46 +69,6 @@ RUNNING_SUMS_DIR = RUNNING_SUMS.shipped_dir
 EMBEDDED_TASKS = ("arithmetic", "running_sums", "file")
 """Tasks the embedded model trains on (a file's prompts checked against its characters: `context.embedded_fits`);
 running_sums gets the running-sums warm start, the others the arithmetic one."""
-
-
-@dataclass(frozen=True)
-class SFTConfig:
-    """The supervised warm start: short on purpose, so that the hard levels stay unsolved."""
-
-    steps: int = 2000
-    """Optimizer steps (fewer if `time_limit_s` runs out first)."""
-    batch_size: int = 128
-    """Problems per step, drawn fresh from the task's generator (never from its held-out set)."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate, held constant after warm-up (3e-3 reached the wanted spread in 2000 steps; the
-    probe's 1e-3 needed about 3000)."""
-    warmup_steps: int = 100
-    """Linear warm-up from 0 to `lr`."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    level_weights: tuple[float, ...] = (0.3, 0.25, 0.2, 0.1, 0.08, 0.04, 0.03)
-    """Share of each task level in the SFT batches, biased to easy levels (one weight per task level)."""
-    seed: int = 0
-    """Seed of the SFT batches and the sampling that measures pass rates."""
-    time_limit_s: float | None = None
-    """Stop early after this many seconds of training (makes the result depend on the machine's speed)."""
-    measure_prompts: int = 64
-    """Held-out prompts per level used to measure the pass rates written next to the model."""
-    measure_samples: int = 16
-    """Samples per prompt for those pass rates."""
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "measure_prompts", "measure_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"SFTConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if not self.lr > 0:
-            raise ValueError(f"SFTConfig.lr must be > 0, got {self.lr}")
-        if self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("SFTConfig.warmup_steps and weight_decay must be >= 0")
-        if any(not w >= 0 for w in self.level_weights) or sum(self.level_weights) <= 0:
-            raise ValueError(f"SFTConfig.level_weights must be >= 0 with a positive sum, got {self.level_weights}")
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise ValueError(f"SFTConfig.time_limit_s must be > 0 or None, got {self.time_limit_s}")
 
 
 def config_hash(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> str:
@@ -141,8 +108,8 @@ def warm_start(
             f"TinyModelConfig.max_position ({model_cfg.max_position}) must be >= {longest}, the longest sequence"
         )
     if shipped and shipped_matches(task_cfg, model_cfg, sft_cfg):
-        _log(progress, f"warm start: the shipped weights {task.shipped_dir}")
-        return task.shipped_dir
+        _log(progress, f"warm start: the shipped weights {shipped_dir(task_cfg)}")
+        return shipped_dir(task_cfg)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     final = cache_dir / config_hash(task_cfg, model_cfg, sft_cfg)
     if (final / INFO_FILE).exists():
@@ -155,7 +122,7 @@ def warm_start(
     t0 = time.perf_counter()
     steps = _sft(model, tokenizer, task_cfg, sft_cfg, {p.text for p in held_out}, progress)
     train_s = time.perf_counter() - t0
-    per_level = _first_per_level(held_out, sft_cfg.measure_prompts)
+    per_level = first_per_level(held_out, sft_cfg.measure_prompts)
     t0 = time.perf_counter()
     samples = sample_completions(model, tokenizer, per_level, sft_cfg.measure_samples, max_new, seed=sft_cfg.seed)
     rates = level_means(samples, task.verify)
@@ -278,32 +245,6 @@ def _sft_batch(
     return input_ids, labels
 
 
-def sft_loss(model: LlamaForCausalLM, input_ids: torch.Tensor, labels: torch.Tensor, buckets: int = 1) -> torch.Tensor:
-    """Mean cross-entropy over the batch's answer tokens. With `buckets` > 1 the rows, sorted by length, go through
-    the model in that many slices, each cut to its own longest row: the same mean (up to float order) for less
-    padding, which is most of a running-sums batch (answers of 8 to 100 tokens)."""
-    if buckets == 1:
-        return model(input_ids=input_ids, labels=labels).loss
-    lengths = (labels != -100).long().cumsum(1).argmax(1) + 1  # each row ends at its last labelled token (EOS)
-    total = (labels[:, 1:] != -100).sum()  # the model shifts labels by one
-    loss = input_ids.new_zeros((), dtype=torch.float32)
-    for rows in torch.argsort(lengths, stable=True).chunk(buckets):
-        width = int(lengths[rows].max())
-        part = labels[rows, :width]
-        loss = loss + model(input_ids=input_ids[rows, :width], labels=part).loss * (part[:, 1:] != -100).sum() / total
-    return loss
-
-
-def _first_per_level(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
-    seen: dict[int | None, int] = {}
-    kept = []
-    for p in prompts:
-        if seen.get(p.level, 0) < n:
-            seen[p.level] = seen.get(p.level, 0) + 1
-            kept.append(p)
-    return kept
-
-
 def _describe(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> dict:
     name = warm_task(task_cfg).name
     return {
@@ -348,6 +289,11 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
     return warm_start(held_out_only, tiny, SFTConfig(steps=model.sft_steps), progress=progress)
 
 
+def shipped_dir(task_cfg: Any) -> Path:
+    """The shipped folder of the task's warm start (read from this module, so tests can point it elsewhere)."""
+    return RUNNING_SUMS_DIR if warm_task(task_cfg) is RUNNING_SUMS else SHIPPED_DIR
+
+
 def _here(path: Path) -> Path:
     return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
@@ -371,16 +317,16 @@ def weights_sha256(path: Path) -> str | None:
 
 def shipped_matches(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> bool:
     """Whether these configs are the shipped warm start's; raises if the shipped weights are not the recorded ones."""
-    shipped_dir = warm_task(task_cfg).shipped_dir
-    info = warm_start_info(shipped_dir)
+    folder = shipped_dir(task_cfg)
+    info = warm_start_info(folder)
     if not info:
         return False
     recorded = {k: info[k] for k in ("version", "task_name", "length_buckets", "task", "model", "sft") if k in info}
     if json.loads(json.dumps(_describe(task_cfg, model_cfg, sft_cfg))) != recorded:
         return False
-    if weights_sha256(shipped_dir) != info["sha256"]:
+    if weights_sha256(folder) != info["sha256"]:
         raise ConfigError(
-            f"the shipped warm start {shipped_dir / WEIGHTS_FILE} does not match its recorded sha256 "
+            f"the shipped warm start {folder / WEIGHTS_FILE} does not match its recorded sha256 "
             f"{info['sha256'][:12]}...: the installation is damaged; reinstall reinforce-ada"
         )
     return True
@@ -403,17 +349,34 @@ def exact_level_rates(
     return level_means(list(zip(prompts, rates, strict=True)))
 
 
-def machine() -> str:
-    """CPU model, cores and torch version: where a warm start was trained (it is bit-reproducible only there)."""
-    import os
-    import platform
+def main(argv: list[str] | None = None) -> int:
+    """`python -m reinforce_ada.training.warm_start TASK [--ship]`: train a task's default warm start (module doc)."""
+    import argparse
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:  # not Linux: platform's answer stands
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    from reinforce_ada.training.warm_tasks import WARM_TASKS, default_configs
+
+    p = argparse.ArgumentParser(prog="python -m reinforce_ada.training.warm_start", description=main.__doc__)
+    p.add_argument("task", choices=sorted(WARM_TASKS), help="which task's default warm start to train")
+    p.add_argument("--cache-dir", type=Path, default=None, help="where to write it (default: the user cache)")
+    p.add_argument("--ship", action="store_true", help="then copy it over the package's shipped folder")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)  # the shipped weights were trained on one thread: reductions in the same order
+    task_cfg, model_cfg, sft_cfg = default_configs(args.task)
+    folder = warm_start(task_cfg, model_cfg, sft_cfg, cache_dir=args.cache_dir, shipped=False)
+    info = warm_start_info(folder)
+    print(f"{folder}: trained {info['steps']} steps in {info['train_seconds']} s")
+    print("exact pass rates: " + " ".join(f"L{k}={v:.3f}" for k, v in info["exact_pass_rates"].items()))
+    if args.ship:
+        dest = WARM_TASKS[args.task].shipped_dir
+        dest.mkdir(parents=True, exist_ok=True)
+
+        for f in sorted(folder.iterdir()):
+            if f.name != INFO_FILE:
+                shutil.copy2(f, dest / f.name)
+        shutil.copy2(folder / INFO_FILE, dest / INFO_FILE)  # last: a folder with it is complete
+        print(f"shipped: {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,27 +1,25 @@
-"""The tasks the embedded model is warm-started on, and the command that rebuilds a shipped warm start.
+"""The tasks the embedded model is warm-started on, the SFT settings, and what a warm start measures and records.
 
 1) A `WarmTask` is what `training.warm_start` needs of a task: its split, a fresh problem of a level (the SFT
    batches), its verifier for sampled pass rates, its `max_new_tokens`, the tokenizer's characters, the context it
    needs, the SFT settings of its shipped warm start and the folder they ship in. `WARM_TASKS` holds `arithmetic`
    (the testbed's short answers, `models/data/tiny-arithmetic`) and `running_sums` (long answers, 8 to about 100
    tokens, `models/data/tiny-running-sums`); `warm_task(task_cfg)` picks one by the config's type.
-2) `python -m reinforce_ada.training.warm_tasks running_sums` trains the named task's default warm start with
-   `shipped=False` (so it really trains, one torch thread, seeded) into the cache and prints its folder and
-   per-level pass rates; `--ship` copies it over the package's shipped folder (a maintainer's step: the weights are
-   bit-reproducible only on the CPU and torch that built them, `warm_start.machine`).
+2) `SFTConfig` (the supervised phase) and `sft_loss` (its loss, in length buckets for long answers); the sampled
+   and exact pass rates a warm start measures, the spread of its per-prompt rates and, for running sums, the share
+   of final-correct samples whose working is not the canonical one (`working_gap`).
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from reinforce_ada.models.tiny import CHARS, LONG_CHARS
 from reinforce_ada.tasks import arithmetic, running_sums
@@ -30,6 +28,46 @@ from reinforce_ada.tasks.running_sums import RunningSumsConfig
 from reinforce_ada.types import Prompt
 
 DATA = Path(__file__).resolve().parents[1] / "models" / "data"
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """The supervised warm start: short on purpose, so that the hard levels stay unsolved."""
+
+    steps: int = 2000
+    """Optimizer steps (fewer if `time_limit_s` runs out first)."""
+    batch_size: int = 128
+    """Problems per step, drawn fresh from the task's generator (never from its held-out set)."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate, held constant after warm-up (3e-3 reached the wanted spread in 2000 steps; the
+    probe's 1e-3 needed about 3000)."""
+    warmup_steps: int = 100
+    """Linear warm-up from 0 to `lr`."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    level_weights: tuple[float, ...] = (0.3, 0.25, 0.2, 0.1, 0.08, 0.04, 0.03)
+    """Share of each task level in the SFT batches, biased to easy levels (one weight per task level)."""
+    seed: int = 0
+    """Seed of the SFT batches and the sampling that measures pass rates."""
+    time_limit_s: float | None = None
+    """Stop early after this many seconds of training (makes the result depend on the machine's speed)."""
+    measure_prompts: int = 64
+    """Held-out prompts per level used to measure the pass rates written next to the model."""
+    measure_samples: int = 16
+    """Samples per prompt for those pass rates."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "measure_prompts", "measure_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"SFTConfig.lr must be > 0, got {self.lr}")
+        if self.warmup_steps < 0 or self.weight_decay < 0:
+            raise ValueError("SFTConfig.warmup_steps and weight_decay must be >= 0")
+        if any(not w >= 0 for w in self.level_weights) or sum(self.level_weights) <= 0:
+            raise ValueError(f"SFTConfig.level_weights must be >= 0 with a positive sum, got {self.level_weights}")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise ValueError(f"SFTConfig.time_limit_s must be > 0 or None, got {self.time_limit_s}")
 
 
 @dataclass(frozen=True)
@@ -105,7 +143,6 @@ def warm_task(task_cfg: Any) -> WarmTask:
 def default_configs(name: str) -> tuple[Any, Any, Any]:
     """(task, model, SFT) configs of task `name`'s shipped warm start."""
     from reinforce_ada.models.tiny import TinyModelConfig
-    from reinforce_ada.training.warm_start import SFTConfig
 
     t = WARM_TASKS[name]
     return t.config_type(), TinyModelConfig(max_position=t.max_position), SFTConfig(**t.sft)
@@ -218,6 +255,22 @@ def running_sums_record(
     }
 
 
+def sft_loss(model: Any, input_ids: torch.Tensor, labels: torch.Tensor, buckets: int = 1) -> torch.Tensor:
+    """Mean cross-entropy over the batch's answer tokens. With `buckets` > 1 the rows, sorted by length, go through
+    the model in that many slices, each cut to its own longest row: the same mean (up to float order) for less
+    padding, which is most of a running-sums batch (answers of 8 to 100 tokens)."""
+    if buckets == 1:
+        return model(input_ids=input_ids, labels=labels).loss
+    lengths = (labels != -100).long().cumsum(1).argmax(1) + 1  # each row ends at its last labelled token (EOS)
+    total = (labels[:, 1:] != -100).sum()  # the model shifts labels by one
+    loss = input_ids.new_zeros((), dtype=torch.float32)
+    for rows in torch.argsort(lengths, stable=True).chunk(buckets):
+        width = int(lengths[rows].max())
+        part = labels[rows, :width]
+        loss = loss + model(input_ids=input_ids[rows, :width], labels=part).loss * (part[:, 1:] != -100).sum() / total
+    return loss
+
+
 def running_sums_configs(model: Any, task: Any) -> tuple[Any, Any, Any]:
     """The running-sums warm start a run of the embedded model loads (`warm_start.resolve_model_path`): the shipped
     configs with the run's model shape; `model.sft_steps` left at its default means the shipped warm start's own
@@ -231,32 +284,28 @@ def running_sums_configs(model: Any, task: Any) -> tuple[Any, Any, Any]:
     return RunningSumsConfig(eval_size=task.eval_size, seed=task.seed), tiny, sft
 
 
-def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from reinforce_ada.training.warm_start import INFO_FILE, warm_start, warm_start_info
-
-    p = argparse.ArgumentParser(prog="python -m reinforce_ada.training.warm_tasks", description=__doc__.split("\n")[0])
-    p.add_argument("task", choices=sorted(WARM_TASKS), help="which task's default warm start to train")
-    p.add_argument("--cache-dir", type=Path, default=None, help="where to write it (default: the user cache)")
-    p.add_argument("--ship", action="store_true", help="then copy it over the package's shipped folder")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)  # the shipped weights were trained on one thread: reductions in the same order
-    task_cfg, model_cfg, sft_cfg = default_configs(args.task)
-    folder = warm_start(task_cfg, model_cfg, sft_cfg, cache_dir=args.cache_dir, shipped=False)
-    info = warm_start_info(folder)
-    print(f"{folder}: trained {info['steps']} steps in {info['train_seconds']} s")
-    print("exact pass rates: " + " ".join(f"L{k}={v:.3f}" for k, v in info["exact_pass_rates"].items()))
-    if args.ship:
-        dest = WARM_TASKS[args.task].shipped_dir
-        dest.mkdir(parents=True, exist_ok=True)
-        for f in sorted(folder.iterdir()):
-            if f.name != INFO_FILE:
-                shutil.copy2(f, dest / f.name)
-        shutil.copy2(folder / INFO_FILE, dest / INFO_FILE)  # last: a folder with it is complete
-        print(f"shipped: {dest}")
-    return 0
+def first_per_level(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
+    """The first `n` prompts of each level, in order."""
+    seen: dict[int | None, int] = {}
+    kept = []
+    for p in prompts:
+        if seen.get(p.level, 0) < n:
+            seen[p.level] = seen.get(p.level, 0) + 1
+            kept.append(p)
+    return kept
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def machine() -> str:
+    """CPU model, cores and torch version: where a warm start was trained (it is bit-reproducible only there)."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # not Linux: platform's answer stands
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
