@@ -244,3 +244,12 @@ def test_two_steps_of_the_embedded_model_on_running_sums_through_the_cli(tmp_pat
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["step"] == 2
     assert json.loads((run / "config.json").read_text())["task"]["name"] == "running_sums"
+
+
+def test_a_comparison_takes_long_pools_alone():
+    from reinforce_ada.bench.testbed import pools_task
+
+    assert pools_task(["long-default", "long-hard"]) == "running_sums"
+    assert pools_task(["default", "x=file:path=a.jsonl"]) == "arithmetic"
+    with pytest.raises(ConfigError, match="mix long-answer"):
+        pools_task(["default", "long-default"])

@@ -16,7 +16,10 @@
    is measured on the running-sums warm start (`training.warm_tasks`) with its own `max_new_tokens`
    (`pool_max_new_tokens`); its exact rate is the canonical answer's (a lower bound under the final-result
    verifier, exact under the strict one: `training.oracle`). `check_weights(..., task="running_sums")` checks
-   those weights. The `long-*` built-ins are its pools.
+   those weights. The `long-*` built-ins are its pools. `compare` with long pools (`pools_task`; never mixed with
+   arithmetic ones) loads the running-sums warm start and runs each job with that `max_new_tokens`; its runs score
+   by exact match (`bench.run`'s verifier), which on these answers is the strict verifier: what the exact rates
+   measure.
 Held-out accuracy is the mean exact pass rate per level, weighted by each level's share of the training pool.
 """
 
@@ -255,6 +258,18 @@ def pool_max_new_tokens(spec: PoolSpec) -> int:
 
         return max_new_tokens(RunningSumsConfig())
     return 8
+
+
+def pools_task(pools: Any) -> str:
+    """The warm start a comparison's pools are measured and trained on: `running_sums` when every pool is a
+    `running_sums:` one, else `arithmetic`; a mix is a ConfigError (one comparison loads one model)."""
+    sources = {parse_pool(p).source == "running_sums" for p in pools}
+    if sources == {True, False}:
+        raise ConfigError(
+            f"pools {list(pools)} mix long-answer (running_sums) pools with others: they need different models "
+            "(tiny-running-sums, tiny-arithmetic); compare them in separate runs"
+        )
+    return "running_sums" if sources == {True} else "arithmetic"
 
 
 def selects(spec: PoolSpec) -> bool:
