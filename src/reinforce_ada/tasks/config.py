@@ -64,9 +64,9 @@ class TaskConfig:
     train_size: int = option(4096, "Prompts in the training pool.")
     eval_size: int = option(
         256,
-        "Held-out prompts: arithmetic, running_sums and reasoning_gym, per difficulty level; file and code without eval_path, "
-        "rows of `path` held out (at most half the file, with a warning saying how many); gsm_symbolic, held-out "
-        "instances kept (0: all).",
+        "Held-out prompts: arithmetic, running_sums and reasoning_gym, per difficulty level; file and code without "
+        "eval_path, rows of `path` held out (at most half the file, with a warning saying how many); gsm_symbolic, "
+        "held-out instances kept (0: all).",
     )
     level_weights: tuple[float, ...] = option(
         ArithmeticConfig().level_weights,
