@@ -196,7 +196,7 @@ register_task(TaskSpec("arithmetic", "built-in graded addition, 7 levels", "arit
 register_task(
     TaskSpec(
         "running_sums",
-        "built-in long answers: running sums written step by step, 8 levels",
+        "long answers, 8 levels",
         "running_sums",
         split=_running_sums,
     )
