@@ -47,6 +47,7 @@ from reinforce_ada.bench.jobs import RecordHook, code_fingerprint, record_schema
 from reinforce_ada.bench.run import Job
 from reinforce_ada.bench.testbed import (
     BUILTIN_POOLS,
+    LONG_POOLS,
     Pool,
     build_pool,
     check_weights,
@@ -74,7 +75,7 @@ QUICK: dict[str, Any] = {
 class CompareConfig:
     arms: tuple[str, ...] = tuple(ARMS)
     """Arm names from `bench.arms.ARMS`, or NAME=SPEC."""
-    pools: tuple[str, ...] = tuple(BUILTIN_POOLS)
+    pools: tuple[str, ...] = tuple(p for p in BUILTIN_POOLS if p not in LONG_POOLS)
     """Pool specs (`bench.testbed.parse_pool`); the lr sweep runs on the first."""
     steps: int = 200
     """RL steps per run (the reference runs `ref_steps_factor` times as many)."""

@@ -57,6 +57,9 @@ rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass
   0.5 < p <= 0.9 removed by exact rate. Mean p 0.414; 29% below 0.02 (34% below 0.05), 35% above 0.9, 32% in between
   (0.05 <= p <= 0.9, nearly all of it 0.05-0.5).
 """
+LONG_POOLS = ("long-default", "long-hard", "long-mixed")
+"""The long-answer built-ins: named explicitly (`compare --pool long-hard`), never among a comparison's defaults,
+which are the arithmetic pools (one comparison loads one model: `pools_task`)."""
 PAPER_BUCKETS = ((0.002, 0.02, 0.197), (0.03, 0.15, 0.617), (0.2, 0.45, 0.174), (0.5, 0.9, 0.012))
 """The paper's hard set (v3 Table 5): share of prompts whose pass rate lies in each range."""
 EVAL_SIZE = 256
