@@ -45,17 +45,8 @@ from reinforce_ada.bench.arms import (
 )
 from reinforce_ada.bench.jobs import RecordHook, code_fingerprint, record_schema, run_jobs
 from reinforce_ada.bench.run import Job
-from reinforce_ada.bench.testbed import (
-    BUILTIN_POOLS,
-    LONG_POOLS,
-    Pool,
-    build_pool,
-    check_weights,
-    parse_pool,
-    pool_max_new_tokens,
-    pools_task,
-    with_size,
-)
+from reinforce_ada.bench.testbed import BUILTIN_POOLS, LONG_POOLS, Pool, build_pool, check_weights, parse_pool
+from reinforce_ada.bench.testbed import pool_max_new_tokens, pools_task, with_size
 from reinforce_ada.errors import ConfigError
 
 SWEEP_SEED_BASE = 1000
