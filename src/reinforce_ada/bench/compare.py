@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.bench import analysis, compute, equal_tokens
+from reinforce_ada.bench import analysis, compute, equal_tokens, testbed
 from reinforce_ada.bench.arms import (
     ARMS,
     HEADLINE,
@@ -45,8 +45,7 @@ from reinforce_ada.bench.arms import (
 )
 from reinforce_ada.bench.jobs import RecordHook, code_fingerprint, record_schema, run_jobs
 from reinforce_ada.bench.run import Job
-from reinforce_ada.bench.testbed import BUILTIN_POOLS, LONG_POOLS, Pool, build_pool, check_weights, parse_pool
-from reinforce_ada.bench.testbed import pool_max_new_tokens, pools_task, with_size
+from reinforce_ada.bench.testbed import BUILTIN_POOLS, Pool, build_pool, check_weights, parse_pool, with_size
 from reinforce_ada.errors import ConfigError
 
 SWEEP_SEED_BASE = 1000
@@ -66,7 +65,7 @@ QUICK: dict[str, Any] = {
 class CompareConfig:
     arms: tuple[str, ...] = tuple(ARMS)
     """Arm names from `bench.arms.ARMS`, or NAME=SPEC."""
-    pools: tuple[str, ...] = tuple(p for p in BUILTIN_POOLS if p not in LONG_POOLS)
+    pools: tuple[str, ...] = tuple(p for p in BUILTIN_POOLS if p not in testbed.LONG_POOLS)
     """Pool specs (`bench.testbed.parse_pool`); the lr sweep runs on the first."""
     steps: int = 200
     """RL steps per run (the reference runs `ref_steps_factor` times as many)."""
@@ -207,7 +206,7 @@ def plan_jobs(
                                 Path(c.run_root) / "runs" / phase / pool.spec.name / arm.name / f"lr{lr:g}-s{seed}"
                             ),
                             threads=c.threads,
-                            max_new_tokens=pool_max_new_tokens(pool.spec),
+                            max_new_tokens=testbed.pool_max_new_tokens(pool.spec),
                             check_samples=c.check_samples if phase == "main" else 0,
                             phase=phase,
                             train=arm.train,
@@ -237,8 +236,8 @@ def run_compare(
 
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
-    task = pools_task(c.pools)  # arithmetic, or running_sums for long-answer pools (never both)
-    check_costs(arms, c, max(pool_max_new_tokens(parse_pool(p)) for p in c.pools))  # before any pool is built
+    task = testbed.pools_task(c.pools)  # arithmetic, or running_sums for long-answer pools (never both)
+    check_costs(arms, c, max(testbed.pool_max_new_tokens(parse_pool(p)) for p in c.pools))  # before any pool is built
     fingerprint = code_fingerprint(c.fingerprint_of)
     schema = record_schema(c.fingerprint_of) if c.fingerprint_of else None
     cache = Path(c.records) if c.records else Path(c.run_root) / "records"
