@@ -372,8 +372,8 @@ def main(argv: list[str] | None = None) -> int:
 
         for f in sorted(folder.iterdir()):
             if f.name != INFO_FILE:
-                shutil.copy2(f, dest / f.name)
-        shutil.copy2(folder / INFO_FILE, dest / INFO_FILE)  # last: a folder with it is complete
+                shutil.copyfile(f, dest / f.name)
+        shutil.copyfile(folder / INFO_FILE, dest / INFO_FILE)  # last: a folder with it is complete
         print(f"shipped: {dest}")
     return 0
 

@@ -127,7 +127,7 @@ RUNNING_SUMS = WarmTask(
     max_new_tokens=running_sums.max_new_tokens,
     longest=lambda cfg: max(map(running_sums.longest_prompt, cfg.levels)) + running_sums.max_new_tokens(cfg),
     sft=dict(
-        steps=3500, batch_size=64, level_weights=(0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.05), measure_prompts=32
+        steps=5000, batch_size=64, level_weights=(0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.05), measure_prompts=32
     ),
     length_buckets=4,
 )
