@@ -238,7 +238,16 @@ def test_two_steps_of_the_embedded_model_on_running_sums_through_the_cli(tmp_pat
 
     run = tmp_path / "run"
     argv = ["train", "--task.name", "running_sums", "--steps", "2", "--run-dir", str(run), "--model.threads", "1"]
-    argv += ["--generation.max_new_tokens", "163", "--run.batch_size", "2", "--eval-every", "0", "--run.eval_samples", "1"]
+    argv += [
+        "--generation.max_new_tokens",
+        "163",
+        "--run.batch_size",
+        "2",
+        "--eval-every",
+        "0",
+        "--run.eval_samples",
+        "1",
+    ]
     argv += ["--task.train_size", "64", "--task.level_weights", "1,1,1,1,1,1,1,1", "--run.progress", "false"]
     assert main(argv) == 0
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
