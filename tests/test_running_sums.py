@@ -181,8 +181,21 @@ def test_exact_pass_rate_is_the_probability_of_the_canonical_string():
 
 def test_the_oracle_takes_running_sums_as_a_lower_bound():
     from reinforce_ada.training import oracle
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
 
     assert "running_sums_strict" in oracle.EXACT_VERIFIERS and "running_sums" in oracle.LOWER_BOUND_VERIFIERS
+    prompts = make_split(SMALL)[0]
+    for verifier in (None, "running_sums_strict"):
+        task = {"name": "running_sums", "verifier": verifier} if verifier else {"name": "running_sums"}
+        cfg = apply_overrides(TrainConfig(), {"task": task, "generation": {"max_new_tokens": 163}}, "test")
+        oracle.check_oracle_task(cfg, prompts)  # accepted: no error
+    cfg = apply_overrides(
+        TrainConfig(),
+        {"task": {"name": "running_sums", "verifier": "numeric"}, "generation": {"max_new_tokens": 163}},
+        "t",
+    )
+    with pytest.raises(ConfigError, match="not exact-match"):
+        oracle.check_oracle_task(cfg, prompts)
 
 
 def test_working_gap_counts_final_correct_samples_with_other_working():
