@@ -157,6 +157,18 @@ STEPS: tuple[Step, ...] = (
         120,
         expect_rc=2,
     ),
+    # docs/long_answers.md
+    Step("python -m reinforce_ada.training.warm_start running_sums", 3600, slow=True),  # retrains: about 30 min
+    Step(
+        "reinforce-ada train --task.name running_sums --generation.max_new_tokens 163 --steps 20 --run-dir runs/long",
+        1800,
+        slow=True,
+    ),
+    Step(
+        "reinforce-ada eval --model src/reinforce_ada/models/data/tiny-running-sums --dataset running_sums "
+        "--samples 4 --limit 64 --max-new-tokens 163",
+        600,
+    ),
     # docs/reasoning_gym.md
     Step(RG, 600),
     Step(

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reinforce_ada.bench import analysis, compute, equal_tokens
+from reinforce_ada.bench import analysis, compute, equal_tokens, testbed
 from reinforce_ada.bench.arms import (
     ARMS,
     HEADLINE,
@@ -65,7 +65,7 @@ QUICK: dict[str, Any] = {
 class CompareConfig:
     arms: tuple[str, ...] = tuple(ARMS)
     """Arm names from `bench.arms.ARMS`, or NAME=SPEC."""
-    pools: tuple[str, ...] = tuple(BUILTIN_POOLS)
+    pools: tuple[str, ...] = tuple(p for p in BUILTIN_POOLS if p not in testbed.LONG_POOLS)
     """Pool specs (`bench.testbed.parse_pool`); the lr sweep runs on the first."""
     steps: int = 200
     """RL steps per run (the reference runs `ref_steps_factor` times as many)."""
@@ -206,6 +206,7 @@ def plan_jobs(
                                 Path(c.run_root) / "runs" / phase / pool.spec.name / arm.name / f"lr{lr:g}-s{seed}"
                             ),
                             threads=c.threads,
+                            max_new_tokens=testbed.pool_max_new_tokens(pool.spec),
                             check_samples=c.check_samples if phase == "main" else 0,
                             phase=phase,
                             train=arm.train,
@@ -235,13 +236,14 @@ def run_compare(
 
     t_start = time.perf_counter()
     arms, skipped = resolve_arms(list(c.arms))
-    check_costs(arms, c, Job.max_new_tokens)  # before any pool is built or run trained
+    task = testbed.pools_task(c.pools)  # arithmetic, or running_sums for long-answer pools (never both)
+    check_costs(arms, c, max(testbed.pool_max_new_tokens(parse_pool(p)) for p in c.pools))  # before any pool is built
     fingerprint = code_fingerprint(c.fingerprint_of)
     schema = record_schema(c.fingerprint_of) if c.fingerprint_of else None
     cache = Path(c.records) if c.records else Path(c.run_root) / "records"
     for name, why in skipped.items():
         log(f"arm {name!r} skipped: its spec {ARMS.get(name, '')!r} does not parse yet ({why})")
-    model_path = str(resolve_model_path(ModelConfig(), TaskConfig(), progress=False))
+    model_path = str(resolve_model_path(ModelConfig(), TaskConfig(name=task), progress=False))
     model, tok = load_policy(Path(model_path), ModelConfig(path=model_path, threads=c.threads))
     results: dict[str, Any] = {"config": dataclasses.asdict(c), "date": datetime.date.today().isoformat()}
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -249,7 +251,7 @@ def run_compare(
     results["code_fingerprint"] = fingerprint
     results["git_commit"] = _git_commit()
     results["skipped_arms"] = skipped
-    tb = results["testbed"] = check_weights(model_path, model, tok)
+    tb = results["testbed"] = check_weights(model_path, model, tok, task=task)
     log(
         f"testbed {tb['sha256'][:12]}: "
         + ("the shipped warm start" if tb["matches"] else "NOT the shipped warm start: results are not comparable")

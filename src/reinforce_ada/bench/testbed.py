@@ -12,6 +12,14 @@
    that; the `mixed` pool needs it to cut a sharp solved tail, which 16 draws cannot tell from p = 0.8).
 3) `build_pool` writes the pool's training and held-out prompts as JSONL (the trainer reads them as a file task)
    and records the warm start's exact pass rate of every pool prompt, the pool's digest and its histogram.
+4) Long answers: `running_sums:` draws from `tasks.running_sums` (8 levels, answers of 8 to about 100 tokens) and
+   is measured on the running-sums warm start (`training.warm_tasks`) with its own `max_new_tokens`
+   (`pool_max_new_tokens`); its exact rate is the canonical answer's (a lower bound under the final-result
+   verifier, exact under the strict one: `training.oracle`). `check_weights(..., task="running_sums")` checks
+   those weights. The `long-*` built-ins are its pools. `compare` with long pools (`pools_task`; never mixed with
+   arithmetic ones) loads the running-sums warm start and runs each job with that `max_new_tokens`; its runs score
+   by exact match (`bench.run`'s verifier), which on these answers is the strict verifier: what the exact rates
+   measure.
 Held-out accuracy is the mean exact pass rate per level, weighted by each level's share of the training pool.
 """
 
@@ -33,6 +41,10 @@ BUILTIN_POOLS = {
     "hard": "arithmetic:weights=0/0/1/1/1/1/1,size=4096,candidates=16384,filter=0-0.375",
     "small": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=256",
     "mixed": "arithmetic:weights=0/0.6/0.1/0.05/0.05/0/0.2,size=4096,candidates=8192,drop=0.5-0.9,filter_samples=0",
+    "long-default": "running_sums:weights=0/0.1/0.15/0.2/0.2/0.15/0.1/0.1,size=4096",
+    "long-hard": "running_sums:weights=0/0/1/1/1/1/1/1,size=4096,candidates=16384,filter=0-0.375",
+    "long-mixed": "running_sums:weights=0/0.09/0.15/0.15/0.15/0.1/0.16/0.2,size=4096,candidates=8192,drop=0.5-0.9,"
+    "filter_samples=0",
 }
 """Fixed in advance. Stats measured with `build_pool` on the shipped warm start (exact per-level pass
 rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass rate:
@@ -44,14 +56,23 @@ rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass
 - `mixed`: heavy tails of solved and of hopeless prompts around a middle band: levels 2-5 and 7 with the band
   0.5 < p <= 0.9 removed by exact rate. Mean p 0.414; 29% below 0.02 (34% below 0.05), 35% above 0.9, 32% in between
   (0.05 <= p <= 0.9, nearly all of it 0.05-0.5).
+The long-answer pools, on the running-sums warm start (exact per-level rates L1..L8 = 0.996 0.986 0.71 0.59 0.44 0.10
+0.064 0.019; docs/long_answers.md):
+- `long-default`: levels 2-8, mostly 3-6. Mean p 0.449; 28% below 0.05, 14% above 0.95.
+- `long-hard`: levels 3-8 kept where 0 < c/16 <= 0.375. Mean p 0.182; 19% below 0.05, none above 0.95.
+- `long-mixed`: levels 2-8 with the band 0.5 < p <= 0.9 removed by exact rate. Mean p 0.290; 47% below 0.05, 16% above
+  0.95.
 """
+LONG_POOLS = ("long-default", "long-hard", "long-mixed")
+"""The long-answer built-ins: named explicitly (`compare --pool long-hard`), never among a comparison's defaults,
+which are the arithmetic pools (one comparison loads one model: `pools_task`)."""
 PAPER_BUCKETS = ((0.002, 0.02, 0.197), (0.03, 0.15, 0.617), (0.2, 0.45, 0.174), (0.5, 0.9, 0.012))
 """The paper's hard set (v3 Table 5): share of prompts whose pass rate lies in each range."""
 EVAL_SIZE = 256
 """Held-out prompts per arithmetic level: the set the warm start excluded from its training (seed 0)."""
 
 
-SOURCES = ("arithmetic", "reasoning_gym", "file")
+SOURCES = ("arithmetic", "running_sums", "reasoning_gym", "file")
 """Where a pool's prompts come from (`PoolSpec.source`)."""
 
 
@@ -59,8 +80,9 @@ SOURCES = ("arithmetic", "reasoning_gym", "file")
 class PoolSpec:
     name: str
     source: str
-    """`arithmetic` (the built-in task), `reasoning_gym` (reasoning-gym's chain sums and products in the tiny
-    model's alphabet, `tasks.reasoning_pool`; the `reasoning` extra) or `file`."""
+    """`arithmetic` (the built-in task), `running_sums` (its long-answer sibling, `tasks.running_sums`),
+    `reasoning_gym` (reasoning-gym's chain sums and products in the tiny model's alphabet, `tasks.reasoning_pool`;
+    the `reasoning` extra) or `file`."""
     weights: tuple[float, ...] | None = None
     size: int = 4096
     seed: int = 0
@@ -79,10 +101,10 @@ class PoolSpec:
 
 
 _KEYS = {
-    "weights": "level weights, '/'-separated (arithmetic; reasoning_gym, default equal)",
+    "weights": "level weights, '/'-separated (arithmetic, running_sums; reasoning_gym, default equal)",
     "size": "prompts in the pool",
     "seed": "seed of the pool's draw",
-    "candidates": "problems drawn before filtering (arithmetic, reasoning_gym)",
+    "candidates": "problems drawn before filtering (arithmetic, running_sums, reasoning_gym)",
     "path": "prompt file (file)",
     "eval": "held-out prompt file (file; default: 512 rows of path)",
     "prompt_key": "prompt column (file)",
@@ -95,7 +117,7 @@ _KEYS = {
 
 def parse_pool(spec: str) -> PoolSpec:
     """`default`, `hard`, or `NAME=arithmetic:weights=0/0/1/1/1/1/1,filter=0-0.375` / `NAME=file:path=p.jsonl` /
-    `NAME=reasoning_gym:filter=0-0.375`."""
+    `NAME=running_sums:weights=0/1/1/1/1/1/1/1` / `NAME=reasoning_gym:filter=0-0.375`."""
     spec = spec.strip()
     name, eq, body = spec.partition("=")
     if not eq:
@@ -104,7 +126,10 @@ def parse_pool(spec: str) -> PoolSpec:
         name, body = name, BUILTIN_POOLS[name]
     source, _, opts = body.partition(":")
     if source not in SOURCES or not name.strip():
-        raise ConfigError(f"pool {spec!r}: write NAME=arithmetic:..., NAME=reasoning_gym:... or NAME=file:path=...")
+        raise ConfigError(
+            f"pool {spec!r}: write NAME=arithmetic:..., NAME=running_sums:..., NAME=reasoning_gym:... or "
+            "NAME=file:path=..."
+        )
     kw: dict[str, Any] = {"name": name.strip(), "source": source, "spec": f"{name.strip()}={body}"}
     for kv in filter(None, opts.split(",")):
         key, eq, raw = (x.strip() for x in kv.partition("="))
@@ -125,8 +150,8 @@ def parse_pool(spec: str) -> PoolSpec:
     p = PoolSpec(**kw)
     if p.source == "file" and not p.path:
         raise ConfigError(f"pool {spec!r}: a file pool needs path=FILE")
-    if p.source == "arithmetic" and p.weights is None:
-        raise ConfigError(f"pool {spec!r}: an arithmetic pool needs weights=w1/w2/... (one per level)")
+    if p.source in ("arithmetic", "running_sums") and p.weights is None:
+        raise ConfigError(f"pool {spec!r}: an {p.source} pool needs weights=w1/w2/... (one per level)")
     for band in (p.filter, p.drop):
         if band is not None:
             from reinforce_ada.evaluation.filter import check_bounds
@@ -157,14 +182,17 @@ class Pool:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def build_pool(spec: PoolSpec, model: Any, tokenizer: Any, folder: Path, *, max_new_tokens: int = 8) -> Pool:
-    """Draw (and filter) the pool, measure its exact pass rates, write it as JSONL under `folder`."""
+def build_pool(spec: PoolSpec, model: Any, tokenizer: Any, folder: Path, *, max_new_tokens: int | None = None) -> Pool:
+    """Draw (and filter) the pool, measure its exact pass rates, write it as JSONL under `folder`.
+    `max_new_tokens` None: `pool_max_new_tokens(spec)`."""
     from reinforce_ada.evaluation.exact import exact_pass_rates
 
     train, held_out = _draw(spec)
 
+    max_new = pool_max_new_tokens(spec) if max_new_tokens is None else max_new_tokens
+
     def rates(ps: list[Prompt]) -> np.ndarray:
-        return exact_pass_rates(model, tokenizer, ps, max_new_tokens=max_new_tokens)
+        return exact_pass_rates(model, tokenizer, ps, max_new_tokens=max_new)
 
     tr_rates, ho_rates = rates(train), rates(held_out)
     if selects(spec):
@@ -204,6 +232,18 @@ def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
         train, held_out = make_split(cfg)
         used = {i + 1 for i, w in enumerate(cfg.level_weights) if w > 0}
         return train, [p for p in held_out if p.level in used]
+    if spec.source == "running_sums":
+        from reinforce_ada.tasks.running_sums import RunningSumsConfig
+        from reinforce_ada.tasks.running_sums import make_split as split
+
+        size = (spec.candidates or 4 * spec.size) if selects(spec) else spec.size
+        try:
+            rs = RunningSumsConfig(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
+        except ValueError as e:
+            raise ConfigError(f"pool {spec.spec!r}: {e}") from None
+        train, held_out = split(rs)
+        used = {i + 1 for i, w in enumerate(rs.level_weights) if w > 0}
+        return train, [p for p in held_out if p.level in used]
     if spec.source == "reasoning_gym":
         from reinforce_ada.tasks import reasoning_pool
 
@@ -217,6 +257,28 @@ def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
     order = np.random.default_rng(spec.seed).permutation(len(prompts))
     n_eval = min(512, len(prompts) // 4)
     return [prompts[i] for i in sorted(order[n_eval:])][: spec.size], [prompts[i] for i in sorted(order[:n_eval])]
+
+
+def pool_max_new_tokens(spec: PoolSpec) -> int:
+    """New tokens a pool's exact rates and runs allow: the running-sums task's own (`tasks.running_sums`), else 8
+    (the arithmetic testbed's)."""
+    if spec.source == "running_sums":
+        from reinforce_ada.tasks.running_sums import RunningSumsConfig, max_new_tokens
+
+        return max_new_tokens(RunningSumsConfig())
+    return 8
+
+
+def pools_task(pools: Any) -> str:
+    """The warm start a comparison's pools are measured and trained on: `running_sums` when every pool is a
+    `running_sums:` one, else `arithmetic`; a mix is a ConfigError (one comparison loads one model)."""
+    sources = {parse_pool(p).source == "running_sums" for p in pools}
+    if sources == {True, False}:
+        raise ConfigError(
+            f"pools {list(pools)} mix long-answer (running_sums) pools with others: they need different models "
+            "(tiny-running-sums, tiny-arithmetic); compare them in separate runs"
+        )
+    return "running_sums" if sources == {True} else "arithmetic"
 
 
 def selects(spec: PoolSpec) -> bool:
@@ -270,18 +332,24 @@ def pool_stats(train_rates: np.ndarray, held_out_rates: np.ndarray, n_train: int
     }
 
 
-def check_weights(model_path: str | Path, model: Any, tokenizer: Any, *, tol: float = 1e-4) -> dict[str, Any]:
-    """The weights' sha256 and exact per-level pass rates on the arithmetic held-out set, vs the shipped record.
+def check_weights(
+    model_path: str | Path, model: Any, tokenizer: Any, *, tol: float = 1e-4, task: str = "arithmetic"
+) -> dict[str, Any]:
+    """The weights' sha256 and exact per-level pass rates on the task's held-out set, vs the shipped record.
 
-    `matches`: same sha256 as the shipped warm start; `rates_match`: the measured rates equal the recorded ones
-    within `tol` (same weights on another CPU or torch agree to about 1e-6).
+    `task`: `arithmetic` (the shipped testbed) or `running_sums` (the long-answer warm start, its held-out set of
+    `RunningSumsConfig()`). `matches`: same sha256 as the shipped warm start; `rates_match`: the measured rates equal
+    the recorded ones within `tol` (same weights on another CPU or torch agree to about 1e-6).
     """
-    from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split, max_new_tokens
-    from reinforce_ada.training.warm_start import SHIPPED_DIR, exact_level_rates, warm_start_info, weights_sha256
+    from reinforce_ada.training.warm_start import exact_level_rates, warm_start_info, weights_sha256
+    from reinforce_ada.training.warm_tasks import WARM_TASKS, default_configs
 
-    shipped = warm_start_info(SHIPPED_DIR)
-    task = ArithmeticConfig(eval_size=EVAL_SIZE, seed=0)
-    rates = exact_level_rates(model, tokenizer, make_split(task)[1], max_new_tokens(task))
+    if task not in WARM_TASKS:
+        raise ConfigError(f"check_weights: task={task!r} is not valid; choose one of {sorted(WARM_TASKS)}")
+    kind = WARM_TASKS[task]
+    shipped = warm_start_info(kind.shipped_dir)
+    cfg = default_configs(task)[0] if task != "arithmetic" else kind.config_type(eval_size=EVAL_SIZE, seed=0)
+    rates = exact_level_rates(model, tokenizer, kind.make_split(cfg)[1], kind.max_new_tokens(cfg))
     measured = {str(k): v for k, v in rates.items()}
     recorded = shipped.get("exact_pass_rates", {})
     diff = max((abs(measured[k] - recorded[k]) for k in measured if k in recorded), default=None)

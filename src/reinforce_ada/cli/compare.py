@@ -164,9 +164,11 @@ def compare_config(args: argparse.Namespace) -> Any:
             fields[name] = getattr(args, name)
     c = CompareConfig(**fields)
     from reinforce_ada.bench.arms import check_costs, resolve_arms
-    from reinforce_ada.bench.run import Job
+    from reinforce_ada.bench.testbed import parse_pool, pool_max_new_tokens, pools_task
 
-    check_costs(resolve_arms(list(c.arms))[0], c, Job.max_new_tokens)  # n x batch x tokens, the budget: up front
+    pools_task(c.pools)  # long-answer and arithmetic pools need different models: refused together, up front
+    most = max(pool_max_new_tokens(parse_pool(p)) for p in c.pools)
+    check_costs(resolve_arms(list(c.arms))[0], c, most)  # n x batch x tokens, the budget: up front
     return dataclasses.replace(c, compute_arm=headline_arm(c, [a.partition("=")[0].strip() for a in arms], args))
 
 

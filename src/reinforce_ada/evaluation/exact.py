@@ -13,6 +13,9 @@
    tokenizer, other tokenizations of the same string. On the shipped warm start none of 15,055 correct samples (32
    per held-out prompt, 1,561 prompts) was such a variant, and sampled minus exact accuracy was +0.0007 +- 0.0015;
    `reinforce-ada compare` re-checks the gap at the end of every run.
+4) For the long-answer task (`tasks.running_sums`) the answer's string is the canonical working and result: the rate
+   is exact under its strict verifier and a lower bound under its default one, which checks only the result
+   (`training.oracle`, 3).
 """
 
 from __future__ import annotations

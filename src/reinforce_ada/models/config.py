@@ -15,12 +15,14 @@ class ModelConfig:
         None,
         "Local Hugging Face model folder; None: the embedded tiny char-level Llama, warm-started on arithmetic "
         "(shipped, else built and cached): it trains on task arithmetic and on a file of prompts it can read "
-        "(<bos>18+73=).",
+        "(<bos>18+73=); running_sums: its own.",
     )
     hidden_size: int = option(64, "Embedded model: width (ignored with `path`).")
     num_layers: int = option(2, "Embedded model: decoder layers.")
     num_heads: int = option(2, "Embedded model: attention heads.")
-    sft_steps: int = option(2000, "Embedded model: supervised warm-start steps (cached by config hash).")
+    sft_steps: int = option(
+        2000, "Embedded model: supervised warm-start steps (cached by config hash; running_sums: its own)."
+    )
     lora_r: int = option(0, "LoRA rank through `peft` (0 = full fine-tune).")
     lora_alpha: int = option(32, "LoRA scaling alpha.")
     bf16: bool = option(False, "bf16 autocast for forward passes (fp32 master weights stay).")

@@ -19,10 +19,17 @@ SPECIAL_TOKENS = (PAD, EOS, BOS, UNK)
 """Ids 0..3, in this order."""
 CHARS = "0123456789+-*= \n"
 """Every other token: one character each, ids 4 onward."""
+LONG_CHARS = CHARS + ";#"
+"""The running-sums model's characters (`tasks.running_sums`: `;` ends a step, `#` marks the result): `CHARS` then
+two more ids (20, 21), so every id of `CHARS` is unchanged; the arithmetic model keeps `CHARS` (its vocabulary, and so
+its weights' shape and its random init, stay as shipped)."""
 
 
-def build_char_tokenizer(vocab_size: int | None = None, max_length: int = 64) -> PreTrainedTokenizerFast:
-    """A char-level tokenizer: `<pad>`=0, `<eos>`=1, `<bos>`=2, `<unk>`=3, then one id per character of `CHARS`.
+def build_char_tokenizer(
+    vocab_size: int | None = None, max_length: int = 64, chars: str = CHARS
+) -> PreTrainedTokenizerFast:
+    """A char-level tokenizer: `<pad>`=0, `<eos>`=1, `<bos>`=2, `<unk>`=3, then one id per character of `chars`
+    (`CHARS`, or `LONG_CHARS` for the running-sums model).
 
     `vocab_size` pads the vocabulary with filler tokens `<tN>` (never produced by encoding; they decode as `<tN>`),
     so a model of a real vocabulary's shape can be driven with the same ids (`benchmarks/gpu_check.py`).
@@ -38,7 +45,9 @@ def build_char_tokenizer(vocab_size: int | None = None, max_length: int = 64) ->
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    base = [*SPECIAL_TOKENS, *CHARS]
+    if not chars.startswith(CHARS) or len(set(chars)) != len(chars):
+        raise ValueError(f"chars must be CHARS ({CHARS!r}) followed by new distinct characters, got {chars!r}")
+    base = [*SPECIAL_TOKENS, *chars]
     if vocab_size is not None and vocab_size < len(base):
         raise ValueError(f"vocab_size={vocab_size} must be >= {len(base)} (the char tokenizer's own ids)")
     fillers = [f"<t{i}>" for i in range(len(base), vocab_size or len(base))]

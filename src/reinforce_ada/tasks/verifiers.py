@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from reinforce_ada.errors import ConfigError
-from reinforce_ada.tasks import arithmetic, reasoning
+from reinforce_ada.tasks import arithmetic, reasoning, running_sums
 from reinforce_ada.tasks.answers import (  # noqa: F401 (re-exported: the verifiers' public names)
     _NUMBER,
     MAX_ANSWER_CHARS,
@@ -240,13 +240,16 @@ VERIFIERS: dict[str, Verifier] = {
     "exact": exact,
     "numeric": numeric,
     "arithmetic": arithmetic.verify,
+    "running_sums": running_sums.verify,
+    "running_sums_strict": running_sums.verify_strict,
     "math": math_answer,
     "code": code_answer,
     "reasoning_gym": reasoning.verify,
 }
-"""Built-in verifiers. Each bounds its own work: exact/numeric/arithmetic are linear in the completion, math runs in a
-process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits, reasoning_gym scores an
-answer of at most `MAX_ANSWER_CHARS` with the family's cheap exact scorers (`tasks.reasoning`)."""
+"""Built-in verifiers. Each bounds its own work: exact/numeric/arithmetic/running_sums(_strict) are linear in the
+completion, math runs in a process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits,
+reasoning_gym scores an answer of at most `MAX_ANSWER_CHARS` with the family's cheap exact scorers
+(`tasks.reasoning`)."""
 _REQUIRES = {
     "math": ("math_verify", _MISSING_MATH),
     "reasoning_gym": ("reasoning_gym", f"the `reasoning_gym` verifier needs reasoning-gym: {reasoning.INSTALL}"),
@@ -297,6 +300,8 @@ _ANSWER_FORMAT: dict[str, Callable[[str], str | None]] = {
     "math": _plain,
     "exact": _not_envelope,
     "arithmetic": _not_envelope,
+    "running_sums": running_sums.answer_format,
+    "running_sums_strict": running_sums.answer_format,
     "reasoning_gym": reasoning.answer_format,
 }
 """Built-in verifiers that read only some answers: why an answer is not theirs. A user verifier reads any text."""

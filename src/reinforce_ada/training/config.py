@@ -242,6 +242,17 @@ class TrainConfig:
         cls.check_training(s.options, self.run.batch_size)
         check_memory_sized(s.options, self.run.batch_size)  # what the options cost together (`training.bounds`)
         check_step_draws(cls, s.options, self.run.batch_size, self.generation.max_new_tokens)
+        if self.task.name == "running_sums":  # the default 8 tokens cannot hold one answer: every reward would be 0
+            from reinforce_ada.tasks import running_sums, running_sums_config
+
+            rs = running_sums_config(self.task)
+            need, room = max(map(running_sums.longest_answer, rs.levels)) + 1, running_sums.max_new_tokens(rs)
+            if self.generation.max_new_tokens < need:
+                raise ConfigError(
+                    f"generation.max_new_tokens={self.generation.max_new_tokens} cannot hold task running_sums' "
+                    f"answers (up to {need} tokens with <eos>); give --generation.max_new_tokens {room} (the task's "
+                    "room for long wrong answers, tasks.running_sums.max_new_tokens)"
+                )
 
 
 SECTIONS = {f.name: f.default_factory for f in fields(TrainConfig)}  # type: ignore[misc]

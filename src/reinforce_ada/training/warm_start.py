@@ -1,7 +1,8 @@
 """The embedded model's supervised warm start, and where a run's model comes from.
 
-1) `warm_start()` runs a short supervised phase of the tiny Llama (`models.tiny`) on the arithmetic task (loss on
-   answer tokens only) so that pass rates at temperature 1.0 span easy (about 1) to hard (about 0) across levels:
+1) `warm_start()` runs a short supervised phase of the tiny Llama (`models.tiny`) on the arithmetic task, or on the
+   long-answer running sums (`training.warm_tasks` says what each task brings; loss on answer tokens only) so that
+   pass rates at temperature 1.0 span easy (about 1) to hard (about 0) across levels:
    RL from a random model would see no reward, RL from a converged one no signal. The result is a plain HF folder
    cached under a hash of the three configs, with `warm_start.json` (configs, timings, the weights' sha256, sampled
    and exact per-level pass rates).
@@ -10,7 +11,12 @@
    fresh clone on another CPU started levels 5-7 at a third of the pass rates), so every machine loads those
    weights instead of training its own. Any other config is trained and cached as before. `weights_sha256` names
    the weights a result was made from; `reinforce-ada compare` records it and flags other weights.
+   The running-sums warm start ships the same way (`models/data/tiny-running-sums`, `training.warm_tasks`).
 3) `resolve_model_path()` is `model.path`, or the embedded default: the shipped folder when the configs match.
+4) `python -m reinforce_ada.training.warm_start running_sums` trains the named task's default warm start with
+   `shipped=False` (so it really trains, one torch thread, seeded) into the cache and prints its folder and
+   per-level pass rates; `--ship` copies it over the package's shipped folder (a maintainer's step: the weights are
+   bit-reproducible only on the CPU and torch that built them, `machine()`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +40,21 @@ from reinforce_ada.cache import default_cache_dir
 from reinforce_ada.errors import ConfigError
 from reinforce_ada.models.config import ModelConfig
 from reinforce_ada.models.tiny import EOS, TinyModelConfig, build_char_tokenizer, build_tiny_llama
-from reinforce_ada.tasks import arithmetic
 from reinforce_ada.tasks.arithmetic import ArithmeticConfig
 from reinforce_ada.tasks.config import TaskConfig
 from reinforce_ada.training.tracking import progress_bar
+from reinforce_ada.training.warm_tasks import (  # noqa: F401 (SFTConfig: re-exported, this module's public name)
+    ARITHMETIC,
+    RUNNING_SUMS,
+    SFTConfig,
+    first_per_level,
+    level_means,
+    machine,
+    running_sums_record,
+    sample_completions,
+    sft_loss,
+    warm_task,
+)
 from reinforce_ada.types import Prompt
 
 WARM_START_VERSION = 1
@@ -46,59 +62,22 @@ WARM_START_VERSION = 1
 INFO_FILE = "warm_start.json"
 """Written last into a warm-start folder: configs, steps, timings, weights hash and per-level pass rates."""
 WEIGHTS_FILE = "model.safetensors"
-SHIPPED_DIR = Path(__file__).resolve().parents[1] / "models" / "data" / "tiny-arithmetic"
+SHIPPED_DIR = ARITHMETIC.shipped_dir
 """The default configs' warm start, shipped as package data (the reference testbed of `reinforce-ada compare`)."""
-EMBEDDED_TASKS = ("arithmetic", "file")
-"""Tasks the embedded model trains on (a file's prompts checked against its characters: `context.embedded_fits`)."""
+RUNNING_SUMS_DIR = RUNNING_SUMS.shipped_dir
+"""The running-sums warm start (`training.warm_tasks`), shipped as package data too."""
+EMBEDDED_TASKS = ("arithmetic", "running_sums", "file")
+"""Tasks the embedded model trains on (a file's prompts checked against its characters: `context.embedded_fits`);
+running_sums gets the running-sums warm start, the others the arithmetic one."""
 
 
-@dataclass(frozen=True)
-class SFTConfig:
-    """The supervised warm start: short on purpose, so that the hard levels stay unsolved."""
-
-    steps: int = 2000
-    """Optimizer steps (fewer if `time_limit_s` runs out first)."""
-    batch_size: int = 128
-    """Problems per step, drawn fresh from the task's generator (never from its held-out set)."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate, held constant after warm-up (3e-3 reached the wanted spread in 2000 steps; the
-    probe's 1e-3 needed about 3000)."""
-    warmup_steps: int = 100
-    """Linear warm-up from 0 to `lr`."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    level_weights: tuple[float, ...] = (0.3, 0.25, 0.2, 0.1, 0.08, 0.04, 0.03)
-    """Share of each task level in the SFT batches, biased to easy levels (one weight per task level)."""
-    seed: int = 0
-    """Seed of the SFT batches and the sampling that measures pass rates."""
-    time_limit_s: float | None = None
-    """Stop early after this many seconds of training (makes the result depend on the machine's speed)."""
-    measure_prompts: int = 64
-    """Held-out prompts per level used to measure the pass rates written next to the model."""
-    measure_samples: int = 16
-    """Samples per prompt for those pass rates."""
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "measure_prompts", "measure_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"SFTConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if not self.lr > 0:
-            raise ValueError(f"SFTConfig.lr must be > 0, got {self.lr}")
-        if self.warmup_steps < 0 or self.weight_decay < 0:
-            raise ValueError("SFTConfig.warmup_steps and weight_decay must be >= 0")
-        if any(not w >= 0 for w in self.level_weights) or sum(self.level_weights) <= 0:
-            raise ValueError(f"SFTConfig.level_weights must be >= 0 with a positive sum, got {self.level_weights}")
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise ValueError(f"SFTConfig.time_limit_s must be > 0 or None, got {self.time_limit_s}")
-
-
-def config_hash(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> str:
+def config_hash(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> str:
     """16 hex digits that change whenever any of the three configs (or `WARM_START_VERSION`) does."""
     return hashlib.sha256(json.dumps(_describe(task_cfg, model_cfg, sft_cfg), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def warm_start(
-    task_cfg: ArithmeticConfig,
+    task_cfg: Any,
     model_cfg: TinyModelConfig,
     sft_cfg: SFTConfig,
     cache_dir: Path | None = None,
@@ -108,7 +87,8 @@ def warm_start(
 ) -> Path:
     """Train (or reuse) the warm-started tiny Llama and return its folder.
 
-    With `shipped` (the default), configs equal to the shipped warm start's return `SHIPPED_DIR` without training
+    `task_cfg` is an `ArithmeticConfig` or a `RunningSumsConfig` (`training.warm_tasks.warm_task`).
+    With `shipped` (the default), configs equal to the shipped warm start's return its folder without training
     (after checking its weights against the recorded sha256); `shipped=False` trains them like any other config.
 
     The folder holds the model (`save_pretrained`, safetensors), the tokenizer and `warm_start.json` with the three
@@ -117,37 +97,38 @@ def warm_start(
     so a crash never leaves a half-written cache entry. Training is deterministic given the seeds and the number of
     torch threads (the defaults take about 110 s on one thread: 2000 steps at about 0.054 s each).
     """
+    task = warm_task(task_cfg)
     if len(sft_cfg.level_weights) != len(task_cfg.levels):
         raise ValueError(
             f"SFTConfig.level_weights needs one weight per task level ({len(task_cfg.levels)}), "
             f"got {len(sft_cfg.level_weights)}"
         )
-    longest = max(sum(digits) + 3 for digits in task_cfg.levels) + arithmetic.max_new_tokens(task_cfg)  # <bos>+=
-    if longest > model_cfg.max_position:
+    if (longest := task.longest(task_cfg)) > model_cfg.max_position:
         raise ValueError(
             f"TinyModelConfig.max_position ({model_cfg.max_position}) must be >= {longest}, the longest sequence"
         )
     if shipped and shipped_matches(task_cfg, model_cfg, sft_cfg):
-        _log(progress, f"warm start: the shipped weights {SHIPPED_DIR}")
-        return SHIPPED_DIR
+        _log(progress, f"warm start: the shipped weights {shipped_dir(task_cfg)}")
+        return shipped_dir(task_cfg)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     final = cache_dir / config_hash(task_cfg, model_cfg, sft_cfg)
     if (final / INFO_FILE).exists():
         _log(progress, f"warm start: reusing {final}")
         return final
-    tokenizer = build_char_tokenizer()
+    tokenizer = build_char_tokenizer(chars=task.chars, max_length=model_cfg.max_position)
     model = build_tiny_llama(model_cfg, tokenizer)
-    _, held_out = arithmetic.make_split(task_cfg)
+    _, held_out = task.make_split(task_cfg)
+    max_new = task.max_new_tokens(task_cfg)
     t0 = time.perf_counter()
     steps = _sft(model, tokenizer, task_cfg, sft_cfg, {p.text for p in held_out}, progress)
     train_s = time.perf_counter() - t0
-    per_level = _first_per_level(held_out, sft_cfg.measure_prompts)
+    per_level = first_per_level(held_out, sft_cfg.measure_prompts)
     t0 = time.perf_counter()
-    rates = measure_pass_rates(
-        model, tokenizer, per_level, sft_cfg.measure_samples, arithmetic.max_new_tokens(task_cfg), seed=sft_cfg.seed
-    )
+    samples = sample_completions(model, tokenizer, per_level, sft_cfg.measure_samples, max_new, seed=sft_cfg.seed)
+    rates = level_means(samples, task.verify)
     measure_s = time.perf_counter() - t0
-    exact = exact_level_rates(model, tokenizer, held_out, arithmetic.max_new_tokens(task_cfg))
+    exact_by_prompt = exact_prompt_rates(model, tokenizer, held_out, max_new)
+    exact = level_means(list(zip(held_out, exact_by_prompt, strict=True)))
     _log(progress, "warm start: pass rates " + " ".join(f"L{k}={v:.3f}" for k, v in sorted(exact.items())))
     info = {
         **_describe(task_cfg, model_cfg, sft_cfg),
@@ -158,6 +139,8 @@ def warm_start(
         "exact_pass_rates": {str(k): v for k, v in sorted(exact.items())},
         "built_on": machine(),
     }
+    if task is RUNNING_SUMS:  # the long-answer task's own record (docs/long_answers.md)
+        info.update(running_sums_record(held_out, exact_by_prompt, samples))
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
     try:
@@ -176,7 +159,6 @@ def warm_start(
     return final
 
 
-@torch.no_grad()
 def measure_pass_rates(
     model: LlamaForCausalLM,
     tokenizer: PreTrainedTokenizerFast,
@@ -186,50 +168,26 @@ def measure_pass_rates(
     *,
     batch_size: int = 2048,
     seed: int | None = None,
+    verify: Any = ARITHMETIC.verify,
 ) -> dict[int, float]:
-    """Mean `arithmetic.verify` reward per `Prompt.level`, sampling at temperature 1.0 with plain `generate`.
-
-    A completion counts only if it ends with `<eos>` within `max_new_tokens`. `seed` fixes the sampling without
-    touching the caller's global RNG.
-    """
-    was_training = model.training
-    model.eval()
-    rows = [p for p in prompts for _ in range(samples_per_prompt)]
-    rewards: dict[int, list[float]] = {}
-    with torch.random.fork_rng(devices=[]):
-        if seed is not None:
-            torch.manual_seed(seed)
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start : start + batch_size]
-            enc = tokenizer([p.text for p in chunk], return_tensors="pt", padding=True)
-            out = model.generate(
-                **enc,
-                do_sample=True,
-                temperature=1.0,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
-            )
-            for p, ids in zip(chunk, out[:, enc["input_ids"].shape[1] :].tolist(), strict=True):
-                ok = tokenizer.eos_token_id in ids
-                text = tokenizer.decode(ids[: ids.index(tokenizer.eos_token_id)] if ok else ids)
-                rewards.setdefault(p.level, []).append(arithmetic.verify(text, p.answer) if ok else 0.0)
-    model.train(was_training)
-    return {level: sum(r) / len(r) for level, r in sorted(rewards.items())}
+    """Mean `verify` reward per `Prompt.level` of `sample_completions` (a completion without `<eos>` scores 0)."""
+    rows = sample_completions(
+        model, tokenizer, prompts, samples_per_prompt, max_new_tokens, batch_size=batch_size, seed=seed
+    )
+    return level_means(rows, verify)
 
 
 def _sft(
     model: LlamaForCausalLM,
     tokenizer: PreTrainedTokenizerFast,
-    task_cfg: ArithmeticConfig,
+    task_cfg: Any,
     cfg: SFTConfig,
     excluded: set[str],
     progress: bool,
 ) -> int:
     """Train on answer tokens only; returns the number of steps run."""
     rng = random.Random(f"sft-{cfg.seed}")
+    buckets = warm_task(task_cfg).length_buckets
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
     model.train()
@@ -240,7 +198,7 @@ def _sft(
         torch.manual_seed(cfg.seed)
         for step in range(1, cfg.steps + 1):
             input_ids, labels = _sft_batch(tokenizer, task_cfg, cfg, excluded, rng)
-            loss = model(input_ids=input_ids, labels=labels).loss
+            loss = sft_loss(model, input_ids, labels, buckets)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -258,7 +216,7 @@ def _sft(
 
 def _sft_batch(
     tokenizer: PreTrainedTokenizerFast,
-    task_cfg: ArithmeticConfig,
+    task_cfg: Any,
     cfg: SFTConfig,
     excluded: set[str],
     rng: random.Random,
@@ -269,11 +227,10 @@ def _sft_batch(
     """
     levels = rng.choices(range(1, len(task_cfg.levels) + 1), weights=cfg.level_weights, k=cfg.batch_size)
     prompts = []
+    task = warm_task(task_cfg)
     for level in levels:
-        digits = task_cfg.levels[level - 1]
         while True:
-            a, b = (rng.randrange(arithmetic.low(d), arithmetic.low(d) + arithmetic.count(d)) for d in digits)
-            prompt = arithmetic.make_prompt(a, b, level, "sft")
+            prompt = task.draw(task_cfg, level, rng)
             if prompt.text not in excluded:
                 break
         prompts.append(prompt)
@@ -288,19 +245,12 @@ def _sft_batch(
     return input_ids, labels
 
 
-def _first_per_level(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
-    seen: dict[int | None, int] = {}
-    kept = []
-    for p in prompts:
-        if seen.get(p.level, 0) < n:
-            seen[p.level] = seen.get(p.level, 0) + 1
-            kept.append(p)
-    return kept
-
-
-def _describe(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> dict:
+def _describe(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> dict:
+    name = warm_task(task_cfg).name
     return {
         "version": WARM_START_VERSION,
+        # arithmetic's keys (and hashes) stay as shipped
+        **({} if name == "arithmetic" else {"task_name": name, "length_buckets": warm_task(task_cfg).length_buckets}),
         "task": dataclasses.asdict(task_cfg),
         "model": dataclasses.asdict(model_cfg),
         "sft": dataclasses.asdict(sft_cfg),
@@ -319,13 +269,17 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
 
         return check_model_path(model.path)  # a folder here, or an `org/name` hub id; a missing folder fails now
     if task.name not in EMBEDDED_TASKS:
-        here = SHIPPED_DIR.relative_to(Path.cwd()) if SHIPPED_DIR.is_relative_to(Path.cwd()) else SHIPPED_DIR
+        here = ", ".join(str(_here(t.shipped_dir)) for t in (ARITHMETIC, RUNNING_SUMS))
         raise ConfigError(
             f"task {task.name!r} needs a model of yours: the embedded model is a character-level arithmetic model "
-            "(digits and + - * =; it trains on arithmetic and on a file of such prompts). Give --model.path FOLDER, "
-            f"e.g. models/smollm2 (`reinforce-ada models smollm2 --out models/smollm2`) or the embedded model's own "
-            f"folder {here}"
+            f"(digits and + - * = ; #; it trains on {', '.join(EMBEDDED_TASKS[:-1])} and on a file of such prompts). "
+            "Give --model.path FOLDER, e.g. models/smollm2 (`reinforce-ada models smollm2 --out models/smollm2`), "
+            f"or one of the embedded model's own folders for a task it can do ({here})"
         )
+    if task.name == "running_sums":
+        from reinforce_ada.training.warm_tasks import running_sums_configs
+
+        return warm_start(*running_sums_configs(model, task), progress=progress)
     tiny = TinyModelConfig(hidden_size=model.hidden_size, num_layers=model.num_layers, num_heads=model.num_heads)
     # the warm start depends on the held-out split (never trained on), not on the RL pool's size or mix, so pools
     # can change without retraining it; a file of prompts gets the shipped one (its [task] split is the file's)
@@ -333,6 +287,15 @@ def resolve_model_path(model: ModelConfig, task: TaskConfig, progress: bool = Tr
         ArithmeticConfig(eval_size=task.eval_size, seed=task.seed) if task.name == "arithmetic" else ArithmeticConfig()
     )
     return warm_start(held_out_only, tiny, SFTConfig(steps=model.sft_steps), progress=progress)
+
+
+def shipped_dir(task_cfg: Any) -> Path:
+    """The shipped folder of the task's warm start (read from this module, so tests can point it elsewhere)."""
+    return RUNNING_SUMS_DIR if warm_task(task_cfg) is RUNNING_SUMS else SHIPPED_DIR
+
+
+def _here(path: Path) -> Path:
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
 def warm_start_info(path: Path) -> dict[str, Any]:
@@ -352,46 +315,68 @@ def weights_sha256(path: Path) -> str | None:
     return h.hexdigest()
 
 
-def shipped_matches(task_cfg: ArithmeticConfig, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> bool:
+def shipped_matches(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> bool:
     """Whether these configs are the shipped warm start's; raises if the shipped weights are not the recorded ones."""
-    info = warm_start_info(SHIPPED_DIR)
+    folder = shipped_dir(task_cfg)
+    info = warm_start_info(folder)
     if not info:
         return False
-    recorded = {k: info[k] for k in ("version", "task", "model", "sft")}
+    recorded = {k: info[k] for k in ("version", "task_name", "length_buckets", "task", "model", "sft") if k in info}
     if json.loads(json.dumps(_describe(task_cfg, model_cfg, sft_cfg))) != recorded:
         return False
-    if weights_sha256(SHIPPED_DIR) != info["sha256"]:
+    if weights_sha256(folder) != info["sha256"]:
         raise ConfigError(
-            f"the shipped warm start {SHIPPED_DIR / WEIGHTS_FILE} does not match its recorded sha256 "
+            f"the shipped warm start {folder / WEIGHTS_FILE} does not match its recorded sha256 "
             f"{info['sha256'][:12]}...: the installation is damaged; reinstall reinforce-ada"
         )
     return True
 
 
+def exact_prompt_rates(
+    model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, prompts: Sequence[Prompt], max_new_tokens: int
+) -> list[float]:
+    """Exact pass rate at temperature 1 (`evaluation.exact`) of each prompt: no sampling noise."""
+    from reinforce_ada.evaluation.exact import exact_pass_rates
+
+    return [float(r) for r in exact_pass_rates(model, tokenizer, prompts, max_new_tokens=max_new_tokens)]
+
+
 def exact_level_rates(
     model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, prompts: Sequence[Prompt], max_new_tokens: int
 ) -> dict[int, float]:
-    """Exact pass rate at temperature 1 (`evaluation.exact`) averaged per level: no sampling noise."""
-    from reinforce_ada.evaluation.exact import exact_pass_rates
-
-    rates = exact_pass_rates(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
-    by: dict[int, list[float]] = {}
-    for p, r in zip(prompts, rates, strict=True):
-        by.setdefault(p.level, []).append(float(r))
-    return {level: sum(v) / len(v) for level, v in sorted(by.items())}
+    """`exact_prompt_rates` averaged per level."""
+    rates = exact_prompt_rates(model, tokenizer, prompts, max_new_tokens)
+    return level_means(list(zip(prompts, rates, strict=True)))
 
 
-def machine() -> str:
-    """CPU model, cores and torch version: where a warm start was trained (it is bit-reproducible only there)."""
-    import os
-    import platform
+def main(argv: list[str] | None = None) -> int:
+    """`python -m reinforce_ada.training.warm_start TASK [--ship]`: train a task's default warm start (module doc)."""
+    import argparse
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:  # not Linux: platform's answer stands
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    from reinforce_ada.training.warm_tasks import WARM_TASKS, default_configs
+
+    p = argparse.ArgumentParser(prog="python -m reinforce_ada.training.warm_start", description=main.__doc__)
+    p.add_argument("task", choices=sorted(WARM_TASKS), help="which task's default warm start to train")
+    p.add_argument("--cache-dir", type=Path, default=None, help="where to write it (default: the user cache)")
+    p.add_argument("--ship", action="store_true", help="then copy it over the package's shipped folder")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)  # the shipped weights were trained on one thread: reductions in the same order
+    task_cfg, model_cfg, sft_cfg = default_configs(args.task)
+    folder = warm_start(task_cfg, model_cfg, sft_cfg, cache_dir=args.cache_dir, shipped=False)
+    info = warm_start_info(folder)
+    print(f"{folder}: trained {info['steps']} steps in {info['train_seconds']} s")
+    print("exact pass rates: " + " ".join(f"L{k}={v:.3f}" for k, v in info["exact_pass_rates"].items()))
+    if args.ship:
+        dest = WARM_TASKS[args.task].shipped_dir
+        dest.mkdir(parents=True, exist_ok=True)
+
+        for f in sorted(folder.iterdir()):
+            if f.name != INFO_FILE:
+                shutil.copyfile(f, dest / f.name)
+        shutil.copyfile(folder / INFO_FILE, dest / INFO_FILE)  # last: a folder with it is complete
+        print(f"shipped: {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
