@@ -12,6 +12,15 @@ rounds, `HFStreamEngine` for streaming -- the engines before the fused decode ex
     python -m benchmarks.step_time                                  # tiny, 60 timed steps per arm
     python -m benchmarks.step_time --model smollm2 --steps 4 --warmup 1
     python -m benchmarks.step_time --steps 5 --warmup 1              # smoke
+    python -m benchmarks.step_time --model tiny-long                 # long answers vs short, per generated token
+
+`--model tiny-long` asks whether a step stays as cheap per generated token where answers are long: the embedded
+model on its long-answer task (`running_sums`, answers of about 10-100 tokens, its shipped warm start) beside the
+same model on the short-answer testbed (`arithmetic`, 2-6 tokens), GRPO-n4 and SPO on each, all four interleaved.
+Each step's time is split where it goes: prefill (each distinct prompt's forward), decode (the fused decode steps),
+the rest of generation (sampling, admission, scoring), and the learner (`time_train_s`); the table divides each by
+the step's generated tokens, and the ratio long / short per generated token is the figure (`results/
+step_time_long.json`).
 """
 
 from __future__ import annotations
@@ -24,7 +33,11 @@ import os
 import platform
 import resource
 import sys
+import tempfile
+import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,18 +135,165 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+LONG_WORKLOADS = {
+    "short": {"task": {"name": "arithmetic"}},
+    "long": {"task": {"name": "running_sums"}, "generation": {"max_new_tokens": 163}},  # the task's room
+}
+"""Per workload: its config overrides (the long task's `max_new_tokens` is `tasks.running_sums.max_new_tokens`)."""
+LONG_ARMS = {"grpo-n4": ({"name": "uniform", "n": 4}, 16), "spo-32": ({"name": "spo"}, 32)}
+"""Per arm: (strategy, prompts per step): 64 and 32 samples a step."""
+PARTS = ("prefill", "decode", "gen_other", "learner", "other")
+
+
+def _timed(obj: Any, method: str, box: dict[str, float], part: str) -> None:
+    """Wrap `obj.method` so that its wall time adds up in `box[part]`."""
+    inner = getattr(obj, method)
+
+    def wrapper(*a: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*a, **kw)
+        finally:
+            box[part] += time.perf_counter() - t0
+
+    setattr(obj, method, wrapper)
+
+
+def run_long(args: argparse.Namespace, threads: int) -> int:
+    """`--model tiny-long` (module docstring): long / short seconds per generated token, split by part."""
+    from reinforce_ada.training.config import TrainConfig, apply_overrides
+    from reinforce_ada.training.trainer import Trainer
+
+    trainers, boxes, load_before = {}, {}, cpu_load_now()
+    scratch = Path(tempfile.mkdtemp(prefix="step_time_long_"))  # fresh run folders: nothing resumed
+    for work, workload in LONG_WORKLOADS.items():
+        for arm, (strategy, prompts) in LONG_ARMS.items():
+            name = f"{arm} {work}"
+            over = {
+                "model": {"threads": threads},
+                **{k: dict(v) for k, v in workload.items()},
+                "strategy": dict(strategy),
+                "run": {"batch_size": prompts, "run_dir": str(scratch / f"{arm}_{work}"), "progress": False},
+            }
+            tr = Trainer(apply_overrides(TrainConfig(), over, "step_time"), tensorboard=False)
+            boxes[name] = dict.fromkeys(("prefill", "decode"), 0.0)
+            if not all(hasattr(tr.engine, m) for m in ("_prefill_prompts", "_forward")):
+                raise SystemExit(f"{name}: engine {type(tr.engine).__name__} is not the fused decode; no split")
+            _timed(tr.engine, "_prefill_prompts", boxes[name], "prefill")
+            _timed(tr.engine, "_forward", boxes[name], "decode")
+            trainers[name] = tr
+    raw: dict[str, dict[str, list[float]]] = {a: defaultdict(list) for a in trainers}
+    for i in range(args.warmup + args.steps):
+        for name, tr in trainers.items():
+            box = boxes[name]
+            box.update(prefill=0.0, decode=0.0)
+            m = tr.train_step()
+            if i < args.warmup:
+                continue
+            step, gen, learner = m["time_step_s"], m["time_generate_s"], m["time_train_s"]
+            parts = {
+                "prefill": box["prefill"],
+                "decode": box["decode"],
+                "gen_other": gen - box["prefill"] - box["decode"],
+                "learner": learner,
+                "other": step - gen - learner,
+            }
+            raw[name]["tokens"].append(float(m["tokens_generated"]))
+            raw[name]["step"].append(step)
+            for k, v in parts.items():
+                raw[name][k].append(v)
+    per_token = {}  # medians over steps of seconds per generated token, each part and the step
+    for name, r in raw.items():
+        tok = np.asarray(r["tokens"])
+        per_token[name] = {k: float(np.median(np.asarray(r[k]) / tok)) for k in ("step", *PARTS)}
+        per_token[name]["tokens_per_step"] = float(np.median(tok))
+        per_token[name]["s_per_step"] = float(np.median(r["step"]))
+    ratio = {arm: per_token[f"{arm} long"]["step"] / per_token[f"{arm} short"]["step"] for arm in LONG_ARMS}
+    interval = {arm: _ratio_interval(raw[f"{arm} long"], raw[f"{arm} short"]) for arm in LONG_ARMS}
+    result = {
+        "command": "python -m benchmarks.step_time " + " ".join(sys.argv[1:]),
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load": {"before": load_before, "after": cpu_load_now()},  # 1-minute load average
+        "threads": threads,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "what": "median over steps of seconds per generated token (step and its parts); long / short per arm",
+        "per_token": per_token,
+        "long_over_short": ratio,
+        "long_over_short_90": interval,
+        "interval": "90% bootstrap over steps (2000 resamples of each arm's steps, ratio of medians)",
+        "goal": "<= 2.0 (long / short seconds per generated token)",
+        "raw": {a: dict(r) for a, r in raw.items()},
+    }
+    out = Path(args.out or RESULTS / "step_time_long.json")
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    plot_long(result, out.with_suffix(".png"))
+    print(f"{'arm':<20}{'tok/step':>9}{'ms/tok':>8}" + "".join(f"{p:>10}" for p in PARTS))
+    for name, m in per_token.items():
+        cells = "".join(f"{1e3 * m[p]:>10.3f}" for p in PARTS)
+        print(f"{name:<20}{m['tokens_per_step']:>9.0f}{1e3 * m['step']:>8.3f}{cells}")
+    for arm, r in ratio.items():
+        lo, hi = interval[arm]
+        print(f"{arm}: long / short seconds per generated token = {r:.2f} [{lo:.2f}, {hi:.2f}] (goal <= 2.0)")
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+    return 0
+
+
+def _ratio_interval(long: dict, short: dict, draws: int = 2000) -> list[float]:
+    """90% bootstrap interval of median(long s/token) / median(short s/token), each arm's steps resampled."""
+    rng = np.random.default_rng(0)
+    a = np.asarray(long["step"]) / np.asarray(long["tokens"])
+    b = np.asarray(short["step"]) / np.asarray(short["tokens"])
+    ra = np.median(a[rng.integers(0, len(a), (draws, len(a)))], axis=1)
+    rb = np.median(b[rng.integers(0, len(b), (draws, len(b)))], axis=1)
+    return [float(q) for q in np.quantile(ra / rb, [0.05, 0.95])]
+
+
+def cpu_load_now() -> float:
+    return os.getloadavg()[0]
+
+
+def plot_long(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per = result["per_token"]
+    names = list(per)
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(names) + 1.6))
+    left = np.zeros(len(names))
+    for part in PARTS:
+        vals = np.array([1e3 * max(per[n][part], 0.0) for n in names])
+        ax.barh(names, vals, left=left, label=part)
+        left += vals
+    ax.invert_yaxis()
+    ax.set_xlabel("median milliseconds per generated token")
+    ratios = ", ".join(f"{a} {r:.2f}x" for a, r in result["long_over_short"].items())
+    ax.set_title(f"long / short per generated token: {ratios} ({result['date']}, {result['threads']} thread)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(PARTS), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=sorted(DEFAULT_ARMS), default="tiny")
+    ap.add_argument("--model", choices=[*sorted(DEFAULT_ARMS), "tiny-long"], default="tiny")
     ap.add_argument("--arms", default=None, help=f"comma-separated subset of {list(ARMS)} (default: per model)")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 tiny, 2 smollm2)")
     ap.add_argument("--out", default=None, help="JSON path (default results/step_time[_smollm2].json)")
     args = ap.parse_args()
-    arms = args.arms.split(",") if args.arms else DEFAULT_ARMS[args.model]
     if args.steps < 1 or args.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
+    if args.model == "tiny-long":
+        if args.arms:
+            ap.error(f"--model tiny-long runs its own arms ({list(LONG_ARMS)}) on both tasks; leave --arms out")
+        return run_long(args, args.threads or 1)
+    arms = args.arms.split(",") if args.arms else DEFAULT_ARMS[args.model]
     if any(a not in ARMS for a in arms) or arms[0] != "grpo-n4":
         ap.error(f"--arms must start with grpo-n4 (the baseline) and name arms from {list(ARMS)}")
     threads = args.threads or (1 if args.model == "tiny" else 2)
