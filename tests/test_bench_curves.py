@@ -100,6 +100,11 @@ def test_area_ratio_and_gain():
     assert area_ratio((X_REF, g(X_REF)), (X_ARM, g(2 * X_ARM))) > 1.2
     with pytest.raises(ValueError, match="horizon"):
         area_ratio((X_ARM, g(X_ARM)), (X_REF, g(X_REF)))
+    # to a token budget the reference may end first (483 steps against 490): the shorter horizon, both curves
+    assert area_ratio((X_ARM, g(X_ARM)), (X_REF, g(X_REF)), common=True) == pytest.approx(1.0)
+    assert area_ratio((X_ARM, g(X_ARM)), (X_REF, g(2 * X_REF)), common=True) == pytest.approx(
+        area_ratio((X_REF, g(X_REF)), (X_ARM, g(2 * X_ARM)))
+    )
     # linear gain 0 -> 0.2 over 100 steps: mean gain 0.1
     assert area_gain([0, 50, 100], [0.1, 0.2, 0.3]) == pytest.approx(0.1)
     assert area_gain([0, 50, 100], [0.1, 0.2, 0.3], horizon=50) == pytest.approx(0.05)

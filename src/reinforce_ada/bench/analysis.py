@@ -116,7 +116,9 @@ def summarize_pool(records: Sequence[dict[str, Any]], reference: str, matched: s
             "steps": first["steps"],
             "k_steps": _factor(runs, ref, "eval_step"),
             "k_tokens": _factor(runs, ref, "eval_tokens"),
-            "area": paired_factor([area_ratio(_curve(ref[s]), _curve(runs[s])) if s in ref else None for s in seeds]),
+            "area": paired_factor(
+                [area_ratio(_curve(ref[s]), _curve(runs[s]), common=True) if s in ref else None for s in seeds]
+            ),
             "targets": {
                 f"{f:g}": {
                     "level": lv,

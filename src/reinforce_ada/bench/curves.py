@@ -106,15 +106,20 @@ def scale_factor(
 
 
 def area_ratio(
-    ref: tuple[Sequence[float], Sequence[float]], arm: tuple[Sequence[float], Sequence[float]]
+    ref: tuple[Sequence[float], Sequence[float]],
+    arm: tuple[Sequence[float], Sequence[float]],
+    *,
+    common: bool = False,
 ) -> float | None:
-    """Area above the start under the arm's curve over the reference's, both on [0, the arm's last x]."""
+    """Area above the start under the arm's curve over the reference's, both on [0, the arm's last x]; `common`:
+    on [0, the shorter curve's last x] (runs to a token budget end at different steps, the reference sometimes
+    first)."""
     (xr, yr), (xa, ya) = _check(*ref), _check(*arm)
-    horizon = xa[-1]
+    horizon = min(xa[-1], xr[-1]) if common else xa[-1]
     if xr[-1] < horizon:
         raise ValueError(f"the reference ends at x={xr[-1]:g}, before the arm's horizon {horizon:g}")
     start = 0.5 * (yr[0] + ya[0])
-    grid = np.union1d(xa, xr[xr <= horizon])
+    grid = np.union1d(xa[xa <= horizon], xr[xr <= horizon])
     a_ref = np.trapezoid(np.interp(grid, xr, yr) - start, grid)
     a_arm = np.trapezoid(np.interp(grid, xa, ya) - start, grid)
     return float(a_arm / a_ref) if a_ref > 0 else None
