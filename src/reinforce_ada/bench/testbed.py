@@ -221,28 +221,18 @@ def build_pool(spec: PoolSpec, model: Any, tokenizer: Any, folder: Path, *, max_
 
 
 def _draw(spec: PoolSpec) -> tuple[list[Prompt], list[Prompt]]:
-    if spec.source == "arithmetic":
-        from reinforce_ada.tasks.arithmetic import ArithmeticConfig, make_split
+    if spec.source in ("arithmetic", "running_sums"):  # the embedded model's two graded tasks: one drawing
+        from reinforce_ada.tasks import arithmetic, running_sums
 
+        task = arithmetic if spec.source == "arithmetic" else running_sums
+        config = arithmetic.ArithmeticConfig if task is arithmetic else running_sums.RunningSumsConfig
         size = (spec.candidates or 4 * spec.size) if selects(spec) else spec.size
         try:
-            cfg = ArithmeticConfig(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
+            cfg = config(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
         except ValueError as e:
             raise ConfigError(f"pool {spec.spec!r}: {e}") from None
-        train, held_out = make_split(cfg)
+        train, held_out = task.make_split(cfg)
         used = {i + 1 for i, w in enumerate(cfg.level_weights) if w > 0}
-        return train, [p for p in held_out if p.level in used]
-    if spec.source == "running_sums":
-        from reinforce_ada.tasks.running_sums import RunningSumsConfig
-        from reinforce_ada.tasks.running_sums import make_split as split
-
-        size = (spec.candidates or 4 * spec.size) if selects(spec) else spec.size
-        try:
-            rs = RunningSumsConfig(level_weights=spec.weights, train_size=size, eval_size=EVAL_SIZE, seed=spec.seed)
-        except ValueError as e:
-            raise ConfigError(f"pool {spec.spec!r}: {e}") from None
-        train, held_out = split(rs)
-        used = {i + 1 for i, w in enumerate(rs.level_weights) if w > 0}
         return train, [p for p in held_out if p.level in used]
     if spec.source == "reasoning_gym":
         from reinforce_ada.tasks import reasoning_pool
