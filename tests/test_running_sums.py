@@ -216,11 +216,65 @@ def test_sft_batch_of_running_sums_and_its_bucketed_loss_equal_the_plain_one():
         text = tok.decode(row, skip_special_tokens=True)
         prompt, _, answer = text.partition("=")
         terms = [int(t) for t in prompt.split("+")]
-        assert answer == canonical(terms) and f"<bos>{prompt}=" not in held
+        assert (answer == canonical(terms) or _repeats_of(terms, answer)) and f"<bos>{prompt}=" not in held
         n = len(prompt) + 2
         assert lab[:n] == [-100] * n and lab[n : n + len(answer) + 1] == tok.encode(answer + "<eos>")
     model = helpers.tiny_llama(tok, max_position_embeddings=256)
     assert ws.sft_loss(model, ids, labels, 4).item() == pytest.approx(ws.sft_loss(model, ids, labels).item(), 1e-5)
+
+
+def _repeats_of(terms: list[int], answer: str) -> bool:
+    """Whether `answer` is `terms`' working that goes on adding the last term after the last step."""
+    return any(answer == canonical([*terms, *[terms[-1]] * extra]) for extra in range(1, 40))
+
+
+def test_with_repeats_writes_consistent_longer_working_and_keeps_to_its_limit():
+    rng = random.Random(3)
+    terms = [512, 730, 99, 880, 123]
+    seen = 0
+    for _ in range(400):
+        answer = rs.with_repeats(terms, rng, 0.3, 0.8, 90)
+        assert len(answer) + 1 <= 90
+        if answer != canonical(terms):
+            seen += 1
+            assert _repeats_of(terms, answer) and verify(answer, canonical(terms)) == 0.0
+    assert 100 < seen < 400
+    assert rs.with_repeats(terms, random.Random(0), 0.0, 0.9, 10) == canonical(terms)  # the limit never cuts terms
+    assert rs.with_repeats([17, 25], random.Random(0), 0.9, 0.9, 99) == canonical([17, 25])  # two terms: never
+
+
+def test_sft_repeats_are_for_running_sums_only_and_keep_older_records():
+    from reinforce_ada.tasks.arithmetic import ArithmeticConfig
+    from reinforce_ada.training.warm_tasks import ARITHMETIC, SFTConfig
+
+    with pytest.raises(ValueError, match="repeat_rate must be in"):
+        SFTConfig(repeat_rate=1.0)
+    with pytest.raises(ValueError, match="repeat_again must be in"):
+        SFTConfig(repeat_again=-0.1)
+    with pytest.raises(ValueError, match="running sums only"):
+        ARITHMETIC.draw(ArithmeticConfig(), SFTConfig(repeat_rate=0.1), 3, random.Random(0))
+    described = ws._describe(ArithmeticConfig(), ws.TinyModelConfig(), SFTConfig())["sft"]
+    assert "repeat_rate" not in described  # arithmetic's shipped record and hash stay as they were
+    assert ws.shipped_matches(ArithmeticConfig(), ws.TinyModelConfig(), SFTConfig())
+    task, _, sft = default_configs("running_sums")
+    assert (
+        sft.repeat_rate > 0 and ws._describe(task, ws.TinyModelConfig(), sft)["sft"]["repeat_rate"] == sft.repeat_rate
+    )
+
+
+def test_lengths_compare_right_and_wrong_answers_to_the_canonical_one():
+    from reinforce_ada.training.warm_tasks import lengths
+
+    p = rs.make_prompt([17, 25, 8, 40], 4, "x")  # canonical: 29 characters + <eos>
+    long_wrong = rs.with_repeats([17, 25, 8, 40], random.Random(0), 0.99, 0.0, 99)
+    rows = [(p, p.answer), (p, "17+25=42;42+8=51;51+40=91;#91"), (p, long_wrong), (p, None)]
+    out = lengths(rows, 60)
+    assert out["right"] == {"samples": 1, "mean_over_canonical": 1.0, "share_over_1.2x": 0.0, "share_cut": 0.0}
+    wrong = out["wrong"]
+    assert wrong["samples"] == 3 and wrong["share_cut"] == pytest.approx(1 / 3)
+    assert wrong["share_over_1.2x"] == pytest.approx(2 / 3)
+    assert wrong["mean_over_canonical"] == pytest.approx((1 + (len(long_wrong) + 1) / 30 + 60 / 30) / 3)
+    assert lengths([], 60)["wrong"]["mean_over_canonical"] is None
 
 
 def test_the_shipped_folder_loads_and_matches_its_record():
@@ -234,7 +288,7 @@ def test_the_shipped_folder_loads_and_matches_its_record():
     path = ws.resolve_model_path(ModelConfig(), TaskConfig(name="running_sums"), progress=False)
     assert path == folder
     assert ws.resolve_model_path(ModelConfig(), TaskConfig(), progress=False) == ws.SHIPPED_DIR
-    for key in ("exact_pass_rates", "exact_spread", "working_gap"):
+    for key in ("exact_pass_rates", "exact_spread", "working_gap", "lengths"):
         assert info[key]
 
 

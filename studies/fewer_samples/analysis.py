@@ -8,7 +8,10 @@ Per pool, against the best uniform arm of the registered grid (n x prompts per s
 3) what the baseline buys (V1): per arm, the mean over its steps and seeds of |v_hat - p| (the tracker's value before
    the step against the exact pass rate under the policy that drew the samples) and of |group mean - p|;
 4) how far the extended reference moves the old one: the best uniform arm of the 16-prompt family (the old
-   reference's shape) against the grid's best, on tokens.
+   reference's shape) against the grid's best, on tokens;
+5) a lever on the best uniform arm (a claim with `twin`, e.g. "-cap"): every uniform arm runs with the lever as the
+   arm named with that suffix, and the figure is the best uniform arm's twin against the best uniform arm itself,
+   per pool and axis -- the lever where a practitioner would add it, on the shape they would have tuned.
 Each registered claim is read against its goal where it has one (`verdict`).
 """
 
@@ -64,6 +67,7 @@ def pool_figures(
         "equal_tokens": equal_tokens.table(main, uniform, budget or inst["token_budget"]),
         "value_errors": value_errors(main),
     }
+    out["twins"] = twins(main, summ, reg)
     if old and "tokens" in summ["axes"]:
         arms = compute._by_arm(main)
         best_old, _ = compute.best_uniform(arms, old, "tokens")
@@ -73,6 +77,21 @@ def pool_figures(
             "best_of_grid": best,
             "grid_vs_old_on_tokens": compute.factor(arms[best], arms[best_old], "tokens") if best != best_old else None,
         }
+    return out
+
+
+def twins(main: list[dict[str, Any]], summ: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
+    """Per twin suffix of the registered claims and per axis they read: the best uniform arm's twin against it
+    (module docstring, 5), or nothing while either has no runs."""
+    arms = compute._by_arm(main)
+    out: dict[str, Any] = {}
+    for claim in reg.get("claim", []):
+        suffix, axis = claim.get("twin"), claim.get("axis")
+        ref = summ["axes"].get(axis, {}).get("best_uniform") if suffix else None
+        if ref is None or ref + suffix not in arms:
+            continue
+        row = compute.factor(arms[ref + suffix], arms[ref], axis)
+        out.setdefault(suffix, {})[axis] = {**row, "arm": ref + suffix, "reference": ref}
     return out
 
 
@@ -116,15 +135,21 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
     """Each registered claim per pool: its figure (with interval) and, where a goal is numeric, a verdict."""
     out: dict[str, Any] = {}
     for claim in reg.get("claim", []):
-        fig, arm, goal = claim["figure"], claim["arm"], goal_of(claim)
+        fig, goal = claim["figure"], goal_of(claim)
+        arm = claim.get("arm") or f"the best uniform arm{claim['twin']}"
         rows = {}
         for pool, f in by_pool.items():
             if goal is not None:
                 if goal.pools is not None and pool not in goal.pools:
                     continue
-                row = f["compute"]["table"].get(arm, {}).get(goal.axis, {})
-                ref = f["compute"]["axes"].get(goal.axis, {}).get("best_uniform")
-                rows[pool] = {k: row.get(k) for k in ("value", "t_lo", "t_hi", "per_seed", "seeds", "unpriced")} | {
+                if claim.get("twin"):  # the best uniform arm's twin against it (module docstring, 5)
+                    row = f.get("twins", {}).get(claim["twin"], {}).get(goal.axis, {})
+                    ref = row.get("reference")
+                else:
+                    row = f["compute"]["table"].get(arm, {}).get(goal.axis, {})
+                    ref = f["compute"]["axes"].get(goal.axis, {}).get("best_uniform")
+                keys = ("value", "t_lo", "t_hi", "per_seed", "seeds", "unpriced", "arm")
+                rows[pool] = {k: row.get(k) for k in keys if k != "arm" or claim.get("twin")} | {
                     "reference": ref,
                     "undefined": row.get("undefined") or 0,  # seeds whose curves share no gain: no factor
                 }

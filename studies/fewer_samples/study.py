@@ -4,7 +4,8 @@
 A registration (`registrations/preregistration.toml`) names the code that runs, the pools, the paired seeds, the token
 budget every arm runs to, the lr grid, the arms as `NAME=SPEC` (each with its own prompts per step after `|`), the
 reference family (every uniform arm of the grid: the best of them per pool and axis is the reference) and the claims.
-A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
+A claim with `twin = SUFFIX` and no `arm` reads the best uniform arm's twin (the uniform arm named with SUFFIX)
+against it (`analysis.twins`). A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
 `results/<name>/`, its scratch in `runs/fewer_samples/<name>/`, and its pools may be specs of their own
 (`NAME=arithmetic:...`, `bench.testbed.parse_pool`), read by their names.
 """
@@ -63,9 +64,16 @@ def load(path: str | Path = PREREG) -> dict[str, Any]:
             raise SystemExit(
                 f"{path}: claim {claim['figure']} reads axis {claim['axis']!r}: name it in [instrument] length_axes"
             )
-        if claim["arm"] not in names:
+        if "twin" in claim:  # the best uniform arm's twin (`analysis.twins`): every uniform arm needs one
+            missing = [u + str(claim["twin"]) for u in inst["uniform"] if u + str(claim["twin"]) not in names]
+            if missing or "arm" in claim or "axis" not in claim:
+                raise SystemExit(
+                    f"{path}: claim {claim['figure']} (twin = {claim['twin']!r}) needs an axis, no arm, and a twin of "
+                    f"every uniform arm; missing: {missing}"
+                )
+        elif claim.get("arm") not in names:
             raise SystemExit(
-                f"{path}: claim {claim['figure']} reads arm {claim['arm']!r}, which the study does not run"
+                f"{path}: claim {claim['figure']} reads arm {claim.get('arm')!r}, which the study does not run"
             )
         check_goal(path, claim, pools)
     seeds = sorted(inst["seeds"])

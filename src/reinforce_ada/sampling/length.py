@@ -5,7 +5,10 @@ wrong answers tend to be the long ones. `length_cap` (a switch; each value bring
 1) `absolute`: every sample of every prompt stops at `cap_tokens` tokens;
 2) `relative`: a prompt's samples stop at `cap_ratio` times the running mean length of its correct answers (the
    prompt memory's `correct_tokens`), never below `cap_floor`; a prompt without a correct answer yet is capped at
-   `cap_ratio` times the mean over every prompt's correct answers, or not at all when no prompt has one.
+   `cap_ratio` times the longest running mean among the prompts that have one, or not at all when no prompt has one.
+   (The longest, not the mean: where lengths vary tenfold between prompts, a cap from the pool's mean would cut
+   every answer of a long prompt, so it could never be right and never earn a cap of its own; the longest still
+   cuts the loops of a hopeless prompt's wrong answers.)
 3) A cap is decided when the prompt joins the step, from the memory alone, and travels with each request
    (`Request.max_tokens`): the engine stops decoding there, so a cut sample costs only its tokens up to the cap.
 4) A capped sample (it reached its cap: finish_reason "length" at the cap) is scored as wrong: its reward is 0
@@ -71,7 +74,7 @@ def cap_for(opts: Any, memory: Any, prompt: Prompt) -> int | None:
         seen = list(memory.correct_tokens.values())
         if not seen:
             return None
-        own = sum(seen) / len(seen)
+        own = max(seen)
     return max(int(opts.cap_floor), math.ceil(opts.cap_ratio * own))
 
 

@@ -17,6 +17,12 @@
    are drawn by rejection rather than by `random.sample`.
 5) `max_new_tokens(cfg)` leaves wrong answers room to run long: 1.5 x the longest canonical answer (with `<eos>`) of
    the config plus 8.
+6) `with_repeats` writes the SFT answers of a warm start whose wrong answers run long: a model that does not stop
+   in time. After the last step the last term is sometimes added again, the likelier the longer the sum (the
+   working stays consistent, so the total is wrong and the answer longer), and after a repeat sometimes again (a
+   loop). Long wrong answers of real models come from many causes; this is one,
+   chosen because it keeps the exact pass rate exact: a repeat never yields the canonical string, and it yields the
+   right total only when the repeated term is 0 (one-digit levels), which the working gap measures.
 """
 
 from __future__ import annotations
@@ -151,6 +157,34 @@ def draw_terms(level: tuple[int, int], rng: random.Random) -> list[int]:
     """One problem of `level` drawn uniformly (the warm start's fresh SFT problems)."""
     terms, digits = level
     return [rng.randrange(low(digits), low(digits) + count(digits)) for _ in range(terms)]
+
+
+def with_repeats(terms: list[int] | tuple[int, ...], rng: random.Random, rate: float, again: float, limit: int) -> str:
+    """An answer that may not stop in time (module doc, 6): after its last step, the last term is added once more
+    with chance `rate x (len(terms) - 2)` -- the longer the sum, the likelier -- and after that once more with chance
+    `again` (a loop); the total after `#` is the working's. Earlier steps never repeat, so which term comes next is
+    still the step's position (repeats there made the tiny model skip terms). Repeats stop before the answer (with
+    `<eos>`) would pass `limit` characters. `rate=0` gives `canonical(terms)`.
+
+    >>> with_repeats([17, 25, 8], random.Random(0), 0.0, 0.0, 99) == canonical([17, 25, 8])
+    True
+    >>> with_repeats([17, 25, 8], random.Random(0), 1.0, 0.0, 99)
+    '17+25=42;42+8=50;50+8=58;#58'
+    """
+    extra, chance = 0, min(rate * (len(terms) - 2), 1.0)
+    while rng.random() < chance:
+        extra, chance = extra + 1, again
+    while len(text := _written(terms, extra)) + 1 > limit and extra:
+        extra -= 1
+    return text
+
+
+def _written(terms: list[int] | tuple[int, ...], extra: int) -> str:
+    steps, total = [], terms[0]
+    for t in [*terms[1:], *[terms[-1]] * extra]:
+        steps.append(f"{total}+{t}={total + t}")
+        total += t
+    return STEP.join(steps) + f"{STEP}{RESULT}{total}"
 
 
 def result(completion: str) -> str | None:

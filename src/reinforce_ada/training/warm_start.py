@@ -140,7 +140,7 @@ def warm_start(
         "built_on": machine(),
     }
     if task is RUNNING_SUMS:  # the long-answer task's own record (docs/long_answers.md)
-        info.update(running_sums_record(held_out, exact_by_prompt, samples))
+        info.update(running_sums_record(held_out, exact_by_prompt, samples, max_new))
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
     try:
@@ -230,7 +230,7 @@ def _sft_batch(
     task = warm_task(task_cfg)
     for level in levels:
         while True:
-            prompt = task.draw(task_cfg, level, rng)
+            prompt = task.draw(task_cfg, cfg, level, rng)
             if prompt.text not in excluded:
                 break
         prompts.append(prompt)
@@ -253,7 +253,8 @@ def _describe(task_cfg: Any, model_cfg: TinyModelConfig, sft_cfg: SFTConfig) -> 
         **({} if name == "arithmetic" else {"task_name": name, "length_buckets": warm_task(task_cfg).length_buckets}),
         "task": dataclasses.asdict(task_cfg),
         "model": dataclasses.asdict(model_cfg),
-        "sft": dataclasses.asdict(sft_cfg),
+        # the repeats' keys appear only when set, so the warm starts trained before them keep their records and hashes
+        "sft": {k: v for k, v in dataclasses.asdict(sft_cfg).items() if v or k not in ("repeat_rate", "repeat_again")},
     }
 
 

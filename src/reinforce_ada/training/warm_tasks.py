@@ -7,7 +7,11 @@
    tokens, `models/data/tiny-running-sums`); `warm_task(task_cfg)` picks one by the config's type.
 2) `SFTConfig` (the supervised phase) and `sft_loss` (its loss, in length buckets for long answers); the sampled
    and exact pass rates a warm start measures, the spread of its per-prompt rates and, for running sums, the share
-   of final-correct samples whose working is not the canonical one (`working_gap`).
+   of final-correct samples whose working is not the canonical one (`working_gap`) and how long its wrong answers
+   run (`lengths`).
+3) The shipped running-sums warm start is trained on answers that sometimes repeat a step (`SFTConfig.repeat_rate`,
+   `tasks.running_sums.with_repeats`): without them its wrong answers were as long as its right ones (1,316 sampled
+   answers, none 20% past its canonical length), so no length lever had anything to cut.
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ class SFTConfig:
     """Held-out prompts per level used to measure the pass rates written next to the model."""
     measure_samples: int = 16
     """Samples per prompt for those pass rates."""
+    repeat_rate: float = 0.0
+    """Running sums only: after the last step of an SFT answer of t terms, the last term is added again with chance
+    `repeat_rate x (t - 2)` (`tasks.running_sums.with_repeats`): the warm start then writes some wrong answers
+    longer than right ones, most of them on long sums."""
+    repeat_again: float = 0.0
+    """Running sums only: the chance of one more repeat after a repeat (a loop)."""
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "measure_prompts", "measure_samples"):
@@ -66,6 +76,9 @@ class SFTConfig:
             raise ValueError("SFTConfig.warmup_steps and weight_decay must be >= 0")
         if any(not w >= 0 for w in self.level_weights) or sum(self.level_weights) <= 0:
             raise ValueError(f"SFTConfig.level_weights must be >= 0 with a positive sum, got {self.level_weights}")
+        for name in ("repeat_rate", "repeat_again"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValueError(f"SFTConfig.time_limit_s must be > 0 or None, got {self.time_limit_s}")
 
@@ -80,8 +93,8 @@ class WarmTask:
     max_position: int
     """Context of the task's embedded model: its longest prompt plus `max_new_tokens`, rounded up."""
     make_split: Callable[[Any], tuple[list[Prompt], list[Prompt]]]
-    draw: Callable[[Any, int, random.Random], Prompt]
-    """(task config, level, rng) -> a fresh problem of that level."""
+    draw: Callable[[Any, SFTConfig, int, random.Random], Prompt]
+    """(task config, SFT config, level, rng) -> a fresh problem of that level, its answer the SFT target."""
     verify: Callable[[str, str], float]
     max_new_tokens: Callable[[Any], int]
     longest: Callable[[Any], int]
@@ -93,14 +106,21 @@ class WarmTask:
     than arithmetic, whose record stays as shipped)."""
 
 
-def _draw_arithmetic(cfg: ArithmeticConfig, level: int, rng: random.Random) -> Prompt:
+def _draw_arithmetic(cfg: ArithmeticConfig, sft: SFTConfig, level: int, rng: random.Random) -> Prompt:
+    if sft.repeat_rate or sft.repeat_again:
+        raise ValueError("SFTConfig.repeat_rate and repeat_again apply to running sums only: arithmetic has no steps")
     digits = cfg.levels[level - 1]
     a, b = (rng.randrange(arithmetic.low(d), arithmetic.low(d) + arithmetic.count(d)) for d in digits)
     return arithmetic.make_prompt(a, b, level, "sft")
 
 
-def _draw_running_sums(cfg: RunningSumsConfig, level: int, rng: random.Random) -> Prompt:
-    return running_sums.make_prompt(running_sums.draw_terms(cfg.levels[level - 1], rng), level, "sft")
+def _draw_running_sums(cfg: RunningSumsConfig, sft: SFTConfig, level: int, rng: random.Random) -> Prompt:
+    prompt = running_sums.make_prompt(running_sums.draw_terms(cfg.levels[level - 1], rng), level, "sft")
+    if not sft.repeat_rate:
+        return prompt  # no draw from rng: the warm starts trained before the repeats keep their batches
+    limit = running_sums.max_new_tokens(cfg)
+    answer = running_sums.with_repeats(prompt.meta["terms"], rng, sft.repeat_rate, sft.repeat_again, limit)
+    return replace(prompt, answer=answer)
 
 
 ARITHMETIC = WarmTask(
@@ -127,7 +147,12 @@ RUNNING_SUMS = WarmTask(
     max_new_tokens=running_sums.max_new_tokens,
     longest=lambda cfg: max(map(running_sums.longest_prompt, cfg.levels)) + running_sums.max_new_tokens(cfg),
     sft=dict(
-        steps=5000, batch_size=64, level_weights=(0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.05), measure_prompts=32
+        steps=5000,
+        batch_size=64,
+        level_weights=(0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.05),
+        measure_prompts=32,
+        repeat_rate=0.04,
+        repeat_again=0.7,
     ),
     length_buckets=4,
 )
@@ -241,11 +266,40 @@ def working_gap(samples: Sequence[tuple[Prompt, str | None]]) -> dict[str, Any]:
     }
 
 
+LONG_RATIO = 1.2
+"""A sampled answer "runs long" past this multiple of its canonical length (`lengths`)."""
+
+
+def lengths(samples: Sequence[tuple[Prompt, str | None]], max_new_tokens: int) -> dict[str, Any]:
+    """Whether wrong answers run long: for the right (final result, `running_sums.verify`) and the wrong sampled
+    completions, their count, mean length over the canonical answer's (both with `<eos>`; a completion cut at
+    `max_new_tokens` counts that many), the share past `LONG_RATIO` x canonical and the share cut."""
+    by: dict[str, list[tuple[float, bool]]] = {"right": [], "wrong": []}
+    for p, text in samples:
+        ok = text is not None and running_sums.verify(text, p.answer) == 1.0
+        n = max_new_tokens if text is None else len(text) + 1  # one character, one token (`models.tiny`)
+        by["right" if ok else "wrong"].append((n / (len(p.answer) + 1), text is None))
+    out: dict[str, Any] = {}
+    for key, rows in by.items():
+        ratios = np.array([r for r, _ in rows], dtype=float)
+        out[key] = {
+            "samples": len(rows),
+            "mean_over_canonical": float(ratios.mean()) if rows else None,
+            f"share_over_{LONG_RATIO}x": float((ratios > LONG_RATIO).mean()) if rows else None,
+            "share_cut": float(np.mean([cut for _, cut in rows])) if rows else None,
+        }
+    return out
+
+
 def running_sums_record(
-    held_out: Sequence[Prompt], exact: Sequence[float], samples: Sequence[tuple[Prompt, str | None]]
+    held_out: Sequence[Prompt],
+    exact: Sequence[float],
+    samples: Sequence[tuple[Prompt, str | None]],
+    max_new_tokens: int,
 ) -> dict[str, Any]:
     """What `warm_start.json` records for the running-sums warm start beyond the per-level rates: the spread of the
-    held-out prompts' exact rates, overall and per level, and the working gap of the sampled check."""
+    held-out prompts' exact rates, overall and per level, the working gap of the sampled check and the lengths of
+    its right and wrong answers."""
     levels = sorted({p.level for p in held_out})
     return {
         "exact_spread": spread(exact),
@@ -253,6 +307,7 @@ def running_sums_record(
             str(lv): spread([r for p, r in zip(held_out, exact, strict=True) if p.level == lv]) for lv in levels
         },
         "working_gap": working_gap(samples),
+        "lengths": lengths(samples, max_new_tokens),
         "final_result_pass_rates": {str(k): v for k, v in level_means(samples, running_sums.verify).items()},
     }
 

@@ -358,3 +358,27 @@ def test_a_registered_study_without_results_says_it_is_running():
     if not RESULT.exists():
         assert "runs in progress" in got.verdict and got.status == "info" and not got.provenance
     assert "C1" in got.render() and "spo-64" in got.render()  # the registered claims, from the registration
+
+
+def test_a_twin_claim_reads_the_best_uniform_arms_lever_against_it(tmp_path):
+    reg = load(PREREG)
+    twin = {"figure": "L1", "twin": "-cap", "axis": "tokens", "at_least": 1.3, "lower_end_above": 1.0}
+    reg = {**reg, "claim": [twin]}
+    runs = list({(r["arm"], r["seed"]): r for r in synthetic(reg)}.values())
+    runs += [synthetic_run("grpo-n2x32-cap", s, 2.1, 0.40) for s in range(3)]  # 1.4x its uncapped twin
+    runs += [synthetic_run("grpo-n4-cap", s, 9.0, 0.40) for s in range(3)]  # fast, but not the best arm's twin
+    f = analysis.pool_figures(runs, [], reg)
+    row = f["twins"]["-cap"]["tokens"]
+    assert (row["arm"], row["reference"]) == ("grpo-n2x32-cap", "grpo-n2x32")
+    assert row["value"] == pytest.approx(1.4, rel=0.05)
+    out = analysis.claims({"default": {**f, "complete": True}}, {**reg, "instrument": {"pools": ["default"]}})["L1"]
+    assert out["arm"] == "the best uniform arm-cap" and out["by_pool"]["default"]["arm"] == "grpo-n2x32-cap"
+    assert out["verdict"] == "met"
+    no_twin = analysis.pool_figures([r for r in runs if r["arm"] != "grpo-n2x32-cap"], [], reg)
+    assert no_twin["twins"] == {}  # the best arm's twin has not run: no figure, the claim stays incomplete
+    assert analysis.claims({"default": no_twin}, reg)["L1"]["verdict"] == "incomplete"
+    text = CONFIRMATION.read_text()
+    bad = tmp_path / "twin.toml"
+    bad.write_text(text + '\n[[claim]]\nfigure = "L1"\ntwin = "-cap"\naxis = "tokens"\n')
+    with pytest.raises(SystemExit, match="twin of every uniform arm; missing: \\['grpo-n2x16-cap'"):
+        load(bad)
