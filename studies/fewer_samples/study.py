@@ -5,7 +5,8 @@ A registration (`registrations/preregistration.toml`) names the code that runs, 
 budget every arm runs to, the lr grid, the arms as `NAME=SPEC` (each with its own prompts per step after `|`), the
 reference family (every uniform arm of the grid: the best of them per pool and axis is the reference) and the claims.
 A claim with `twin = SUFFIX` and no `arm` reads the best uniform arm's twin (the uniform arm named with SUFFIX)
-against it (`analysis.twins`). A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
+against it (`analysis.twins`).
+A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
 `results/<name>/`, its scratch in `runs/fewer_samples/<name>/`, and its pools may be specs of their own
 (`NAME=arithmetic:...`, `bench.testbed.parse_pool`), read by their names.
 """
