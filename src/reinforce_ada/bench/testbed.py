@@ -42,7 +42,7 @@ BUILTIN_POOLS = {
     "small": "arithmetic:weights=0/0/0.05/0.15/0.3/0.35/0.15,size=256",
     "mixed": "arithmetic:weights=0/0.6/0.1/0.05/0.05/0/0.2,size=4096,candidates=8192,drop=0.5-0.9,filter_samples=0",
     "long-default": "running_sums:weights=0/0.1/0.15/0.2/0.2/0.15/0.1/0.1,size=4096",
-    "long-hard": "running_sums:weights=0/0/1/1/1/1/1/1,size=4096,candidates=16384,filter=0-0.375",
+    "long-hard": "running_sums:weights=0/0/1/1/1/1/1/1,size=4096,candidates=24576,filter=0-0.375",
     "long-mixed": "running_sums:weights=0/0.09/0.15/0.15/0.15/0.1/0.16/0.2,size=4096,candidates=8192,drop=0.5-0.9,"
     "filter_samples=0",
 }

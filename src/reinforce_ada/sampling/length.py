@@ -4,11 +4,10 @@ Where answers are long and their length varies, which samples are drawn decides 
 wrong answers tend to be the long ones. `length_cap` (a switch; each value brings its options, `sampling.options`):
 1) `absolute`: every sample of every prompt stops at `cap_tokens` tokens;
 2) `relative`: a prompt's samples stop at `cap_ratio` times the running mean length of its correct answers (the
-   prompt memory's `correct_tokens`), never below `cap_floor`; a prompt without a correct answer yet is capped at
-   `cap_ratio` times the longest running mean among the prompts that have one, or not at all when no prompt has one.
-   (The longest, not the mean: where lengths vary tenfold between prompts, a cap from the pool's mean would cut
-   every answer of a long prompt, so it could never be right and never earn a cap of its own; the longest still
-   cuts the loops of a hopeless prompt's wrong answers.)
+   prompt memory's `correct_tokens`), never below `cap_floor`; a prompt without a correct answer of its own is not
+   capped. (A cap borrowed from other prompts' answers -- their mean, or even their longest -- can sit below every
+   right answer of a prompt longer than any solved so far: capped, it can never be right, so it never earns a cap
+   of its own. Measured on the long-answer testbed, where lengths vary tenfold between prompts.)
 3) A cap is decided when the prompt joins the step, from the memory alone, and travels with each request
    (`Request.max_tokens`): the engine stops decoding there, so a cut sample costs only its tokens up to the cap.
 4) A capped sample (it reached its cap: finish_reason "length" at the cap) is scored as wrong: its reward is 0
@@ -70,11 +69,8 @@ def cap_for(opts: Any, memory: Any, prompt: Prompt) -> int | None:
     if mode != "relative":
         return None
     own = memory.correct_tokens.get(prompt.id)
-    if own is None:
-        seen = list(memory.correct_tokens.values())
-        if not seen:
-            return None
-        own = max(seen)
+    if own is None:  # no correct answer of its own: no cap (module docstring, 2)
+        return None
     return max(int(opts.cap_floor), math.ceil(opts.cap_ratio * own))
 
 
