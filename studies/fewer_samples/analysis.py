@@ -11,7 +11,10 @@ Per pool, against the best uniform arm of the registered grid (n x prompts per s
    reference's shape) against the grid's best, on tokens;
 5) a lever on the best uniform arm (a claim with `twin`, e.g. "-cap"): every uniform arm runs with the lever as the
    arm named with that suffix, and the figure is the best uniform arm's twin against the best uniform arm itself,
-   per pool and axis -- the lever where a practitioner would add it, on the shape they would have tuned.
+   per pool and axis -- the lever where a practitioner would add it, on the shape they would have tuned;
+6) whether samples per step still rank the arms (S1): Spearman's rho between each arm's mean samples per step and
+   its tokens factor against the best uniform arm, over every arm that is not an oracle (`estimator=oracle` reads
+   what no deployable arm can; their names hold "oracle"), ties at their mean rank.
 Each registered claim is read against its goal where it has one (`verdict`).
 """
 
@@ -68,6 +71,7 @@ def pool_figures(
         "value_errors": value_errors(main),
     }
     out["twins"] = twins(main, summ, reg)
+    out["samples_rank"] = samples_rank(main, summ)
     if old and "tokens" in summ["axes"]:
         arms = compute._by_arm(main)
         best_old, _ = compute.best_uniform(arms, old, "tokens")
@@ -93,6 +97,35 @@ def twins(main: list[dict[str, Any]], summ: dict[str, Any], reg: dict[str, Any])
         row = compute.factor(arms[ref + suffix], arms[ref], axis)
         out.setdefault(suffix, {})[axis] = {**row, "arm": ref + suffix, "reference": ref}
     return out
+
+
+def samples_rank(main: list[dict[str, Any]], summ: dict[str, Any]) -> dict[str, Any]:
+    """Spearman's rho between mean samples per step and the tokens factor over the non-oracle arms with both
+    (module docstring, 6); None with fewer than 3 such arms or a constant column."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in main:
+        v = (r.get("head") or {}).get("mean", {}).get("samples_per_step")
+        if v is not None and "oracle" not in r["arm"]:
+            per[r["arm"]].append(float(v))
+    table = summ.get("table", {})
+    pairs = {a: (float(np.mean(v)), table[a]["tokens"]["value"]) for a, v in per.items() if a in table}
+    pairs = {a: xy for a, xy in pairs.items() if xy[1] is not None}
+    x, y = (np.array([xy[i] for xy in pairs.values()]) for i in (0, 1))
+    if len(pairs) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"rho": None, "arms": sorted(pairs)}
+    rho = float(np.corrcoef(_ranks(x), _ranks(y))[0, 1])
+    return {"rho": rho, "arms": sorted(pairs)}
+
+
+def _ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties at their mean rank."""
+    order = np.argsort(v, kind="stable")
+    ranks = np.empty(len(v))
+    ranks[order] = np.arange(1, len(v) + 1)
+    for value in np.unique(v):
+        tied = v == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
 
 
 @dataclass(frozen=True)
@@ -158,6 +191,8 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
                 e = f["equal_tokens"]
                 a = e["arms"].get(arm, {})
                 rows[pool] = {"diff": a.get("diff"), "interval": a.get("diff_interval"), "reference": e["best_uniform"]}
+            elif fig == "S1":
+                rows[pool] = f.get("samples_rank", {})
             elif fig == "V1":
                 rows[pool] = {
                     "tracker": f["value_errors"].get(arm, {}),

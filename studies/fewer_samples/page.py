@@ -120,7 +120,7 @@ def _registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[
         "",
         "| figure | arm | goal |",
         "|---|---|---|",
-        *[f"| {c['figure']} | `{c['arm']}` | {cell(c.get('goal', ''))} |" for c in reg.get("claim", [])],
+        *[f"| {c['figure']} | {claim_arm(c)} | {cell(c.get('goal', ''))} |" for c in reg.get("claim", [])],
         "",
         "| arm | spec |",
         "|---|---|",
@@ -143,6 +143,11 @@ def _verdicts(claims: dict[str, Any]) -> str:
         f"{fig}{' (' + c['arm'] + ')' if c.get('arm') else ''}: {c['verdict']}{claim_span(c)}."
         for fig, c in claims.items()
     )
+
+
+def claim_arm(claim: dict[str, Any]) -> str:
+    """A registered claim's arm cell: the arm, or for a twin claim (`analysis.twins`) the best uniform arm's twin."""
+    return f"`{claim['arm']}`" if "arm" in claim else f"the best uniform arm's `{claim['twin']}` twin"
 
 
 def claim_span(claim: dict[str, Any]) -> str:

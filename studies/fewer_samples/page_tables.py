@@ -85,10 +85,17 @@ def claims_rows(res: dict[str, Any]) -> list[str]:
             v = "**met**" if v == "met" else v
             seeds = str(len(e.get("seeds") or []))
             seeds += f" (+{e['undefined']} without a factor)" if e.get("undefined") else ""
+            twin = f" (`{e['arm']}`)" if e.get("arm") else ""  # a twin claim names the twin it read
             rows.append(
-                f"| {fig} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {seeds} | "
+                f"| {fig}{twin} | {pool} | `{e.get('reference')}` | {factor_cell(e)} | {seeds} | "
                 f"{cell(c.get('goal') or 'none')} | {('interim: ' if interim and pool not in done else '') + v} |"
             )
+    for pool, e in (res.get("claims", {}).get("S1", {}).get("by_pool") or {}).items():
+        rho = e.get("rho")
+        rows.append(
+            f"| S1 | {pool} | Spearman's rho, samples per step vs tokens factor | "
+            f"{'undefined' if rho is None else f'{rho:+.2f}'} | {len(e.get('arms') or [])} arms | none | reported |"
+        )
     overall = [f"{fig}: {c.get('verdict')}" for fig, c in res.get("claims", {}).items() if c.get("verdict")]
     if overall:
         lead = "On the seeds recorded so far (interim), " if interim else "Registered verdicts: "

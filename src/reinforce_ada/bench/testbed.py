@@ -56,11 +56,12 @@ rates L1..L7 = 0.97 0.74 0.47 0.29 0.17 0.066 0.007); p is a prompt's exact pass
 - `mixed`: heavy tails of solved and of hopeless prompts around a middle band: levels 2-5 and 7 with the band
   0.5 < p <= 0.9 removed by exact rate. Mean p 0.414; 29% below 0.02 (34% below 0.05), 35% above 0.9, 32% in between
   (0.05 <= p <= 0.9, nearly all of it 0.05-0.5).
-The long-answer pools, on the running-sums warm start (exact per-level rates L1..L8 = 0.996 0.986 0.71 0.59 0.44 0.10
-0.064 0.019; docs/long_answers.md):
-- `long-default`: levels 2-8, mostly 3-6. Mean p 0.449; 28% below 0.05, 14% above 0.95.
-- `long-hard`: levels 3-8 kept where 0 < c/16 <= 0.375. Mean p 0.182; 19% below 0.05, none above 0.95.
-- `long-mixed`: levels 2-8 with the band 0.5 < p <= 0.9 removed by exact rate. Mean p 0.290; 47% below 0.05, 16% above
+The long-answer pools, on the running-sums warm start (exact per-level rates L1..L8 = 0.995 0.966 0.82 0.70 0.53 0.095
+0.066 0.019; docs/long_answers.md):
+- `long-default`: levels 2-8, mostly 3-6. Mean p 0.496; 27% below 0.05, 13% above 0.95.
+- `long-hard`: levels 3-8 kept where 0 < c/16 <= 0.375 (24,576 candidates fill its 4,096). Mean p 0.160; 30% below
+  0.05, none above 0.95.
+- `long-mixed`: levels 2-8 with the band 0.5 < p <= 0.9 removed by exact rate. Mean p 0.319; 49% below 0.05, 16% above
   0.95.
 """
 LONG_POOLS = ("long-default", "long-hard", "long-mixed")

@@ -382,3 +382,23 @@ def test_a_twin_claim_reads_the_best_uniform_arms_lever_against_it(tmp_path):
     bad.write_text(text + '\n[[claim]]\nfigure = "L1"\ntwin = "-cap"\naxis = "tokens"\n')
     with pytest.raises(SystemExit, match="twin of every uniform arm; missing: \\['grpo-n2x16-cap'"):
         load(bad)
+
+
+def test_samples_per_step_rank_the_arms_by_spearman_with_ties_and_oracles_left_out():
+    def run(arm, samples, factor_speed, seed=0):
+        r = synthetic_run(arm, seed, factor_speed, 0.40)
+        return {**r, "head": {"mean": {"samples_per_step": samples}}}
+
+    reg = load(PREREG)
+    runs = [run("grpo-n4", 64, 1.0), run("grpo-n8", 128, 0.8), run("grpo-n2x32", 64, 1.2), run("spo-64", 64, 2.0)]
+    runs += [run("spo-32", 32, 3.0), run("spo-64-oracle", 8, 0.1)]  # an oracle breaking the order: left out
+    f = analysis.pool_figures(runs, [], reg)
+    s1 = f["samples_rank"]
+    assert "spo-64-oracle" not in s1["arms"] and len(s1["arms"]) == 5
+    # samples ranks 2.5 4 2.5 2.5 1 -> with ties: [3, 5, 3, 3, 1]; factors rank 2 1 3 4 5 by speed
+    x, y = np.array([3, 5, 3, 3, 1.0]), np.array([2, 1, 3, 4, 5.0])
+    assert s1["rho"] == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert analysis._ranks(np.array([64, 128, 64, 64, 32.0])).tolist() == [3, 5, 3, 3, 1]
+    assert analysis.samples_rank(runs[:2], f["compute"])["rho"] is None  # two arms: no rank correlation
+    claims = analysis.claims({"default": f}, {**reg, "claim": [{"figure": "S1", "arm": "grpo-n4"}]})
+    assert claims["S1"]["by_pool"]["default"]["rho"] == s1["rho"] and claims["S1"]["verdict"] is None
