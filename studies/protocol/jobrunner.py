@@ -109,6 +109,14 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def pools_task(pools: Any) -> str:
+    """The warm start the pools need (`bench.testbed.pools_task`: `running_sums` for long-answer pools, never mixed);
+    a registered commit from before long answers knows only the arithmetic one."""
+    from reinforce_ada.bench import testbed
+
+    return testbed.pools_task(pools) if hasattr(testbed, "pools_task") else "arithmetic"
+
+
 def package_function(name: str) -> Callable[..., Any]:
     """`reinforce_ada.bench.analysis.<name>` of the package that runs the jobs; a registered commit from before the
     function existed (`grow_grid`: commit cc18bcd and older, which wrote the same loop inline) gets this checkout's
@@ -154,9 +162,10 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
     cache, plan_path = Path(req.cache), Path(req.plan)
     recorded = {r["id"]: r for r in req.recorded}
     arms, skipped = resolve_arms(list(c.arms))
-    model_path = str(resolve_model_path(ModelConfig(), TaskConfig(), progress=False))
+    task = pools_task(c.pools)
+    model_path = str(resolve_model_path(ModelConfig(), TaskConfig(name=task), progress=False))
     model, tok = load_policy(Path(model_path), ModelConfig(path=model_path, threads=c.threads))
-    tb = check_weights(model_path, model, tok)
+    tb = check_weights(model_path, model, tok, **({"task": task} if task != "arithmetic" else {}))
     pools = []
     for spec in map(parse_pool, c.pools):
         pools.append(

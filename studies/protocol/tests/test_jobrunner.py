@@ -18,3 +18,15 @@ def test_a_commit_without_grow_grid_grows_its_grid_with_this_checkouts_function(
         {"hard": {"a": (1e-4, 2e-4, 4e-4, 8e-4), "b": (1e-4, 2e-4)}},
         ["hard/a +0.0008"],
     )
+
+
+def test_long_answer_pools_load_the_running_sums_warm_start_and_an_older_package_the_arithmetic_one(monkeypatch):
+    """The runner measured long-answer pools with the arithmetic model (every exact rate 0: `long-hard` came out
+    empty); it now asks the package which warm start the pools need, as `compare` does."""
+    import reinforce_ada.bench.testbed as testbed
+    from studies.protocol.jobrunner import pools_task
+
+    assert pools_task(["long-hard", "long-default"]) == "running_sums"
+    assert pools_task(["hard", "default"]) == "arithmetic"
+    monkeypatch.delattr(testbed, "pools_task")  # a registered commit from before the long-answer task
+    assert pools_task(["hard"]) == "arithmetic"
