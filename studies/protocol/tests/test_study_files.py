@@ -1,7 +1,8 @@
 """A study's files are whole or refused, by name (issue 52): a records file that is not gzip, empty, truncated, cut
 or missing its results, a summary that is not whole, a raw record or request that cannot be read -- in the reader
 (`protocol.records.read`), in each study's regenerate, in the session's resume and in the job runner -- and a records
-file whose content no longer matches its digest (edited curves) is refused where it is read."""
+file whose content no longer matches its digest (edited curves) is refused where it is read. Also the job runner under
+an older registered package (`protocol.jobrunner`: `grow_grid`, the pools' warm start)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+import reinforce_ada.bench.analysis as analysis
 from studies.belief_quality import regenerate as belief
 from studies.protocol import jobrunner, records, resume
+from studies.protocol.jobrunner import package_function
 from studies.protocol.summary import SummaryError, read_summary
 from studies.protocol.tests.regen import same_as_committed
 
@@ -169,3 +172,29 @@ def test_the_job_runner_names_a_request_it_cannot_read(tmp_path, capsys):
     assert jobrunner.main([str(req)]) == 2
     err = capsys.readouterr().err
     assert "error: request" in err and str(req) in err and "Traceback" not in err
+
+
+def test_a_commit_without_grow_grid_grows_its_grid_with_this_checkouts_function(monkeypatch):
+    """cc18bcd (the confirmation's code) wrote the lr-grid growth inline: the runner reads `grow_grid` from this
+    checkout's source and plans the same grown grids as the package's function."""
+    grids = {"hard": {"a": (4e-4, 1e-4, 2e-4), "b": (1e-4, 2e-4)}}
+    choice = {"hard": {"a": {"best": 4e-4, "at_edge": True}, "b": {"best": 2e-4, "at_edge": False}}}
+    assert package_function("grow_grid") is analysis.grow_grid
+    monkeypatch.delattr(analysis, "grow_grid")
+    older = package_function("grow_grid")
+    assert older is not None and older(grids, choice) == (
+        {"hard": {"a": (1e-4, 2e-4, 4e-4, 8e-4), "b": (1e-4, 2e-4)}},
+        ["hard/a +0.0008"],
+    )
+
+
+def test_long_answer_pools_load_the_running_sums_warm_start_and_an_older_package_the_arithmetic_one(monkeypatch):
+    """The runner measured long-answer pools with the arithmetic model (every exact rate 0: `long-hard` came out
+    empty); it now asks the package which warm start the pools need, as `compare` does."""
+    import reinforce_ada.bench.testbed as testbed
+    from studies.protocol.jobrunner import pools_task
+
+    assert pools_task(["long-hard", "long-default"]) == "running_sums"
+    assert pools_task(["hard", "default"]) == "arithmetic"
+    monkeypatch.delattr(testbed, "pools_task")  # a registered commit from before the long-answer task
+    assert pools_task(["hard"]) == "arithmetic"
