@@ -9,7 +9,8 @@
    and exact pass rates a warm start measures, the spread of its per-prompt rates and, for running sums, the share
    of final-correct samples whose working is not the canonical one (`working_gap`) and how long its wrong answers
    run (`lengths`).
-3) The shipped running-sums warm start is trained on answers that sometimes repeat a step (`SFTConfig.repeat_rate`,
+3) The shipped running-sums warm start is trained on answers that sometimes overshoot, adding the last term again
+   after the last step (`SFTConfig.repeat_rate`,
    `tasks.running_sums.with_repeats`): without them its wrong answers were as long as its right ones (1,316 sampled
    answers, none 20% past its canonical length), so no length lever had anything to cut.
 """

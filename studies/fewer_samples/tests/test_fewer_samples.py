@@ -385,13 +385,10 @@ def test_a_twin_claim_reads_the_best_uniform_arms_lever_against_it(tmp_path):
 
 
 def test_samples_per_step_rank_the_arms_by_spearman_with_ties_and_oracles_left_out():
-    def run(arm, samples, factor_speed, seed=0):
-        r = synthetic_run(arm, seed, factor_speed, 0.40)
-        return {**r, "head": {"mean": {"samples_per_step": samples}}}
-
+    arms = [("grpo-n4", 64, 1.0), ("grpo-n8", 128, 0.8), ("grpo-n2x32", 64, 1.2), ("spo-64", 64, 2.0)]
+    arms += [("spo-32", 32, 3.0), ("spo-64-oracle", 8, 0.1)]  # an oracle breaking the order: left out
+    runs = [{**synthetic_run(a, 0, v, 0.40), "head": {"mean": {"samples_per_step": n}}} for a, n, v in arms]
     reg = load(PREREG)
-    runs = [run("grpo-n4", 64, 1.0), run("grpo-n8", 128, 0.8), run("grpo-n2x32", 64, 1.2), run("spo-64", 64, 2.0)]
-    runs += [run("spo-32", 32, 3.0), run("spo-64-oracle", 8, 0.1)]  # an oracle breaking the order: left out
     f = analysis.pool_figures(runs, [], reg)
     s1 = f["samples_rank"]
     assert "spo-64-oracle" not in s1["arms"] and len(s1["arms"]) == 5

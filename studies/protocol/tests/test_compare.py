@@ -15,7 +15,7 @@ from studies.protocol.compare import main as study_compare
 from studies.protocol.goals import agreement, format_agreement
 from studies.protocol.goals import goals as study_goals
 from studies.protocol.headlines import figures
-from tests.test_compare import record
+from tests.test_compare import three_arms
 from tests.test_compute import UNIFORM, pool
 
 
@@ -101,13 +101,7 @@ def test_compare_end_to_end_with_a_preregistration_and_resumable_records(tmp_pat
 
 
 def test_goals_from_synthetic_runs_with_known_factors():
-    recs = []
-    for s in range(5):
-        recs += [
-            record("grpo-n4", s, 1.0, 400, 100, 0.6 + 0.01 * s, 0.05),
-            record("seq-bal", s, 2.0, 200, 500, 0.12, 0.1),
-            record("grpo-matched", s, 1.6, 200, 500, 0.3, 0.2),
-        ]
+    recs = three_arms()
     summ = analysis.summarize_pool(recs, "grpo-n4", "grpo-matched", 200)
     goals = study_goals(recs, summ, "grpo-n4", "grpo-matched", "seq-bal", 200)
     assert goals["P1"]["value"] == pytest.approx(2.0, rel=0.02)
