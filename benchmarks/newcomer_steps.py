@@ -319,6 +319,9 @@ NOT_RUN = {
     "nice -n 10 python -m studies.fewer_samples.run --workers 2 --prereg "
     "studies/fewer_samples/registrations/confirmation.toml": "a later registration's run (CPU-hours, resumable; "
     "writes results/confirmation/; its pieces are tested in studies/fewer_samples/tests)",
+    "nice -n 10 python -m studies.fewer_samples.run --workers 2 --prereg "
+    "studies/fewer_samples/registrations/long_answers.toml": "a later registration's run (tens of CPU-hours, "
+    "resumable; writes results/long_answers/; its pieces are tested in studies/fewer_samples/tests)",
     "python -m studies.fewer_samples.run --report-only": "records the runs a running study has finished (a fresh clone "
     "has none; studies/fewer_samples/tests/test_resume.py runs its pieces on a tiny study)",
     'git add studies/fewer_samples/results && git commit -m "fewer_samples: runs recorded so far"': "commits a "
