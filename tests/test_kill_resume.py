@@ -219,3 +219,39 @@ def test_a_04_feature_option_set_without_its_feature_is_named(tmp_path):
     (tmp_path / "config.toml").write_text(text)
     with pytest.raises(ConfigError, match=r"iw_mix \(an option of select=iw\)"):
         load_toml(tmp_path / "config.toml")
+
+
+def test_a_benchmark_run_that_raises_stops_no_other_and_only_it_runs_again(tmp_path, monkeypatch):
+    """`bench.jobs.run_jobs`: a job that raises is logged with its traceback, the others finish and keep their
+    records, and the call ends with `RunsFailed` naming it; the same call again runs only it. With worker processes
+    too (two jobs whose model does not exist): the loop goes on past the first failure."""
+    from reinforce_ada.bench import jobs as bench_jobs
+    from reinforce_ada.bench.run import Job
+    from reinforce_ada.sampling.configure import parse_arm
+
+    calls = []
+
+    def fake_run(job):
+        calls.append(job.arm)
+        if job.arm == "b":
+            raise ValueError("diverged at step 7")
+        return {"key": job.key, "accuracy": [0.1, 0.2], "samples_per_step": [4.0], "steps": 1, "seconds": {"total": 0}}
+
+    def job(arm, model="m"):
+        return Job("p", arm, parse_arm("uniform"), 1e-4, 0, 1, 4, 1, model, "t", "e", None, str(tmp_path / arm))
+
+    monkeypatch.setattr(bench_jobs, "run_job", fake_run)
+    logs, jobs = [], [job("a"), job("b"), job("c")]
+    with pytest.raises(bench_jobs.RunsFailed, match=r"1 of 3 runs failed: .*/b/.*ValueError: diverged at step 7") as e:
+        bench_jobs.run_jobs(jobs, 1, logs.append, tmp_path / "rec", "code")
+    assert (
+        isinstance(e.value, ConfigError) and calls == ["a", "b", "c"] and len(list((tmp_path / "rec").iterdir())) == 2
+    )
+    assert any(line.startswith("FAILED main/p/b/") and "Traceback" in line for line in logs)
+    with pytest.raises(bench_jobs.RunsFailed):
+        bench_jobs.run_jobs(jobs, 1, logs.append, tmp_path / "rec", "code")
+    assert calls == ["a", "b", "c", "b"]
+    monkeypatch.undo()
+    missing = [job(x, str(tmp_path / "no-model")) for x in ("d", "e")]
+    with pytest.raises(bench_jobs.RunsFailed, match="2 of 2 runs failed"):
+        bench_jobs.run_jobs(missing, 2, logs.append, tmp_path / "rec2", "code")

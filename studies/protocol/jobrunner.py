@@ -5,9 +5,10 @@ resumable study (`protocol.resume` is the other half, in this checkout's package
 
 Why a separate process: a registration promises that its runs are made by the commit it names, so the jobs are
 planned (`bench.compare.plan_jobs`), keyed (`bench.jobs._record_path`: the name of the run's record file, its id) and
-run (`bench.jobs.run_jobs`) by that commit's package, imported here and nowhere else; this module imports nothing
-else of the repository, and at import time only the standard library, so it runs under any commit's package (a
-function newer than that commit, `bench.analysis.grow_grid`, is read from this checkout's source: `package_function`).
+run (`bench.jobs.run_jobs`, on one job at a time in each worker: `run_each`) by that commit's package, imported here
+and nowhere else; this module imports nothing else of the repository, and at import time only the standard library,
+so it runs under any commit's package (a function newer than that commit, `bench.analysis.grow_grid`, is read from
+this checkout's source: `package_function`).
 
 What it does is `bench.compare.run_compare`'s order of work without its report: the lr sweep round by round (an arm
 whose best lr sits at its grid's edge gets one more lr, up to `extend_sweep` times) with each pool's choice made by
@@ -141,13 +142,64 @@ def package_function(name: str) -> Callable[..., Any]:
     return space[name]
 
 
+def run_one(job: Any, cache: str, fingerprint: str, identity: dict[str, str]) -> dict[str, Any]:
+    """One job in a worker process: the package's own `bench.jobs.run_jobs` on it alone, which runs it and writes
+    its record where a resume looks for it."""
+    from reinforce_ada.bench.jobs import run_jobs
+
+    (rec,) = run_jobs([job], 1, _failures_only, Path(cache), fingerprint, identity)
+    return rec
+
+
+def _failures_only(line: str) -> None:
+    """A worker's log: a package that handles failures logs the failing job's traceback; its progress line is the
+    parent's to write."""
+    if line.startswith("FAILED"):
+        print(line, flush=True)
+
+
+def run_each(
+    todo: list[Any], workers: int, log: Callable[[str], None], cache: Path, fingerprint: str, identity: dict[str, str]
+) -> None:
+    """Run the jobs, `workers` at a time, each by `run_one`; a job that raises is logged with its traceback and the
+    others go on, and once all have ended the phase stops naming the failed ones (`RunsFailed`). Here, not in the
+    package's `run_jobs`, because the registered commit's `run_jobs` may predate its own failure handling: there, one
+    raising job ended the loop while the pool still ran every queued job and threw its record away."""
+    import multiprocessing
+    import traceback
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    failed: dict[str, str] = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = {ex.submit(run_one, j, str(cache), fingerprint, identity): j for j in todo}
+        for i, f in enumerate(as_completed(futures), 1):
+            key = futures[f].key
+            try:
+                rec = f.result()
+            except Exception as e:  # a package with its own failure handling wraps the error: name the inner one
+                failed[key] = next(iter(e.failed.values())) if hasattr(e, "failed") else f"{type(e).__name__}: {e}"
+                log(f"[{i}/{len(todo)}] FAILED {key}; the others go on\n" + "".join(traceback.format_exception(e)))
+                continue
+            spent = rec["seconds"]["total"]
+            log(f"[{i}/{len(todo)}] {key}: acc {rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}, {spent:.0f} s")
+    if failed:
+        raise RunsFailed(
+            f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items())
+        )
+
+
+class RunsFailed(RuntimeError):
+    """Jobs of a phase raised (each logged with its traceback); every other job's record is kept, and the same
+    command runs only the failed ones again."""
+
+
 def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Plan every phase, run the missing jobs (`req.run`), write and return the plan (module docstring)."""
     import reinforce_ada
     from reinforce_ada.bench.analysis import choose_lrs
     from reinforce_ada.bench.arms import MATCHED_TO, matched_n, resolve_arms
     from reinforce_ada.bench.compare import CompareConfig, _cfg, _git_commit, plan_jobs
-    from reinforce_ada.bench.jobs import _read_record, _record_path, code_fingerprint, run_jobs
+    from reinforce_ada.bench.jobs import _read_record, _record_path, code_fingerprint
     from reinforce_ada.bench.testbed import build_pool, check_weights, parse_pool, with_size
     from reinforce_ada.models.config import ModelConfig
     from reinforce_ada.models.load import load_policy
@@ -218,7 +270,7 @@ def plan_and_run(req: Request, log: Callable[[str], None] = print) -> dict[str, 
             + ("" if req.run else " (plan only: none is run)")
         )
         if req.run and todo:
-            run_jobs(todo, c.workers, log, cache, fingerprint, identity)
+            run_each(todo, c.workers, log, cache, fingerprint, identity)
             plan["ran"][phase] += len(todo)
 
     def curve(e: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +331,7 @@ def main(argv: list[str]) -> int:
     except StudyChanged as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return CHANGED
-    except ConfigError as e:  # e.g. a raw record it cannot read: the message names it and what to do
+    except (ConfigError, RunsFailed) as e:  # e.g. a raw record it cannot read: the message names it and what to do
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
     return 0

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from reinforce_ada.bench.run import Job, run_job
-from reinforce_ada.errors import ConfigError
+from reinforce_ada.errors import ConfigError, RunStopped
 from reinforce_ada.sampling.configure import strategy_config
 from reinforce_ada.sampling.strategies import strategy_class
 
@@ -255,9 +256,19 @@ def run_jobs(
             f"(elapsed {el / 60:.1f} min, ETA {eta / 60:.1f} min)"
         )
 
+    failed: dict[str, str] = {}
+
+    def failure(j: Job, e: BaseException) -> None:
+        failed[j.key] = f"{type(e).__name__}: {e}"
+        log(f"FAILED {j.key}: the other runs go on, their records kept\n" + "".join(traceback.format_exception(e)))
+
     if workers == 1:
         for j in todo:
-            out[j.key] = run_job(j)
+            try:
+                out[j.key] = run_job(j)
+            except Exception as e:
+                failure(j, e)
+                continue
             report(out[j.key])
     else:
         import multiprocessing
@@ -266,7 +277,28 @@ def run_jobs(
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
             futures = {ex.submit(run_job, j): j for j in todo}
             for f in as_completed(futures):
-                rec = f.result()
+                try:
+                    rec = f.result()
+                except Exception as e:  # one run's error must not stop the loop: the pool would still run every
+                    failure(futures[f], e)  # queued job and throw its record away
+                    continue
                 out[rec["key"]] = rec
                 report(rec)
+    if failed:
+        raise RunsFailed(failed, len(todo), cache)
     return [out[j.key] for j in jobs]
+
+
+class RunsFailed(RunStopped):
+    """Some runs of `run_jobs` raised (each error and its traceback went to the log as it happened); every other run
+    finished and, with a cache, its record is kept, so the same call again runs only the failed ones."""
+
+    def __init__(self, failed: dict[str, str], of: int, cache: Path | None) -> None:
+        self.failed, self.of, self.cache = failed, of, cache
+        kept = f"; the others' records are in {cache}, and the same command runs only these again" if cache else ""
+        lines = "; ".join(f"{k}: {v}" for k, v in list(failed.items())[:5])
+        more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+        super().__init__(f"{len(failed)} of {of} runs failed: {lines}{more}{kept}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, it must reach the parent whole
+        return (type(self), (self.failed, self.of, self.cache))

@@ -174,6 +174,35 @@ def test_the_job_runner_names_a_request_it_cannot_read(tmp_path, capsys):
     assert "error: request" in err and str(req) in err and "Traceback" not in err
 
 
+def test_the_job_runner_runs_past_a_job_that_raises_and_names_it_at_the_end(tmp_path):
+    """`run_each`, in worker processes: the job whose record exists comes back from it, the one whose model does not
+    exist is logged with its traceback, and the phase ends naming only it."""
+    from reinforce_ada.bench import jobs as bench_jobs
+    from reinforce_ada.bench.run import Job
+    from reinforce_ada.sampling.configure import parse_arm
+
+    def job(arm, model):
+        return Job("p", arm, parse_arm("uniform"), 1e-4, 0, 1, 4, 1, model, "t", "e", None, str(tmp_path / arm))
+
+    done = {
+        "key": "main/p/a/lr0.0001/seed0",
+        "accuracy": [0.1, 0.3],
+        "samples_per_step": [4.0],
+        "steps": 1,
+        "seconds": {"total": 9},
+    }
+    ok, bad = job("a", "m"), job("b", str(tmp_path / "no-model"))
+    bench_jobs._write_record(bench_jobs._record_path(tmp_path, ok, "code", {}), done)
+    logs = []
+    with pytest.raises(
+        jobrunner.RunsFailed, match=r"^1 of 2 runs failed: main/p/b/lr0\.0001/seed0: ConfigError: model.path="
+    ) as e:
+        jobrunner.run_each([bad, ok], 2, logs.append, tmp_path, "code", {})
+    assert "p/a" not in str(e.value)
+    assert any("FAILED main/p/b/" in line and "Traceback" in line for line in logs)
+    assert any(line.endswith("] main/p/a/lr0.0001/seed0: acc 0.100 -> 0.300, 9 s") for line in logs)
+
+
 def test_a_commit_without_grow_grid_grows_its_grid_with_this_checkouts_function(monkeypatch):
     """cc18bcd (the confirmation's code) wrote the lr-grid growth inline: the runner reads `grow_grid` from this
     checkout's source and plans the same grown grids as the package's function."""
