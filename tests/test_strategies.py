@@ -350,3 +350,16 @@ def test_first_visit_hopeless_prompts_are_given_up_only_where_the_point_says(giv
         assert m["given_up_prompts"] == 50 and batch.ledger.samples_generated == 50 * 24
     else:
         assert m["given_up_prompts"] == 0 and batch.ledger.samples_generated == 50 * 32
+
+
+@pytest.mark.parametrize("arm", ["spo", "uniform:n=2,length_cap=relative,cap_ratio=1.2", "uniform:select=mopps"])
+def test_a_config_whose_options_compose_features_pickles_to_the_same_class_and_values(arm):
+    """Worker processes (`compare --workers 2`) receive jobs by pickle; a class composed with features is made at run
+    time, so it pickles by its base, its features and its values (before, pickle could not find it by name)."""
+    import pickle
+
+    from reinforce_ada.sampling.configure import parse_arm
+
+    cfg = parse_arm(arm)
+    back = pickle.loads(pickle.dumps(cfg))
+    assert type(back.options) is type(cfg.options) and back == cfg and back.options.features

@@ -142,12 +142,30 @@ def package_function(name: str) -> Callable[..., Any]:
     return space[name]
 
 
-def run_one(job: Any, cache: str, fingerprint: str, identity: dict[str, str]) -> dict[str, Any]:
+def portable(job: Any) -> dict[str, Any]:
+    """A job as plain values for a worker process: a commit's options class composed with features (`spo`,
+    `length_cap=...`, `select=mopps`) may be made at run time, and pickle could not send it before commit e3a1b77."""
+    s = job.strategy
+    opts = {f.name: getattr(s.options, f.name) for f in dataclasses.fields(s.options)}
+    return {**{f.name: getattr(job, f.name) for f in dataclasses.fields(job)}, "strategy": [s.name, s.seed, opts]}
+
+
+def rebuild(fields: dict[str, Any]) -> Any:
+    """`portable`'s job again, its strategy made by the package's `strategy_config` (the same features, the same
+    values)."""
+    from reinforce_ada.bench.run import Job
+    from reinforce_ada.sampling.configure import strategy_config
+
+    name, seed, opts = fields["strategy"]
+    return Job(**{**fields, "strategy": strategy_config(name, seed=seed, **opts)})
+
+
+def run_one(fields: dict[str, Any], cache: str, fingerprint: str, identity: dict[str, str]) -> dict[str, Any]:
     """One job in a worker process: the package's own `bench.jobs.run_jobs` on it alone, which runs it and writes
     its record where a resume looks for it."""
     from reinforce_ada.bench.jobs import run_jobs
 
-    (rec,) = run_jobs([job], 1, _failures_only, Path(cache), fingerprint, identity)
+    (rec,) = run_jobs([rebuild(fields)], 1, _failures_only, Path(cache), fingerprint, identity)
     return rec
 
 
@@ -169,9 +187,15 @@ def run_each(
     import traceback
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from reinforce_ada.bench.jobs import _record_path
+
+    sent = [portable(j) for j in todo]
+    for j, fields in zip(todo, sent, strict=True):  # the worker must write the record the plan looks for
+        if _record_path(cache, rebuild(fields), fingerprint, identity) != _record_path(cache, j, fingerprint, identity):
+            raise RuntimeError(f"{j.key}: its strategy does not survive being sent to a worker ({fields['strategy']})")
     failed: dict[str, str] = {}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        futures = {ex.submit(run_one, j, str(cache), fingerprint, identity): j for j in todo}
+        futures = {ex.submit(run_one, f, str(cache), fingerprint, identity): j for j, f in zip(todo, sent, strict=True)}
         for i, f in enumerate(as_completed(futures), 1):
             key = futures[f].key
             try:

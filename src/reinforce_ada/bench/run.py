@@ -91,6 +91,7 @@ def pool_accuracy(per_level: dict[str, float], overall: float, weights: tuple[tu
 def train_config(job: Job) -> Any:
     from reinforce_ada.training.config import TrainConfig, apply_overrides
 
+    # exact match of the answer: on running-sums pools that is `running_sums_strict`, the event the exact rate measures
     cfg = apply_overrides(
         TrainConfig(),
         {

@@ -236,7 +236,17 @@ def _compose(base: type[Options], features: tuple[type[FeatureOptions], ...]) ->
         return base
     name = base.__name__ + "".join(f.__name__.removesuffix("Options") for f in features)
     namespace = {"features": features, "declared_as": base, "__module__": base.__module__, "__doc__": base.__doc__}
+
+    def __reduce__(self: Options) -> tuple[Any, ...]:  # pickle finds no module attribute for a class made here
+        return (_remake, (base, features, {f.name: getattr(self, f.name) for f in fields(self)}))
+
+    namespace["__reduce__"] = __reduce__
     return make_dataclass(name, [], bases=(base, *features), frozen=True, namespace=namespace)
+
+
+def _remake(base: type[Options], features: tuple[type[FeatureOptions], ...], values: dict[str, Any]) -> Options:
+    """A composed options instance from its pickle (`_compose`'s `__reduce__`): the same class, the same values."""
+    return _compose(base, features)(**values)
 
 
 def feature_label(cls: type[FeatureOptions]) -> str:

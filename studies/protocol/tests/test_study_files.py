@@ -203,6 +203,21 @@ def test_the_job_runner_runs_past_a_job_that_raises_and_names_it_at_the_end(tmp_
     assert any(line.endswith("] main/p/a/lr0.0001/seed0: acc 0.100 -> 0.300, 9 s") for line in logs)
 
 
+def test_a_job_goes_to_a_worker_as_plain_values_and_comes_back_the_same_job():
+    """`portable`: a commit whose feature-composed options class pickle cannot send (`spo`, a length cap, MoPPS draws)
+    still has its jobs run in workers; the rebuilt job has the same record path, so the plan finds its record."""
+    import pickle
+
+    from reinforce_ada.bench.jobs import _record_path
+    from reinforce_ada.bench.run import Job
+    from reinforce_ada.sampling.configure import parse_arm
+
+    for arm in ("spo", "uniform:n=2,length_cap=relative,cap_ratio=1.2", "uniform:select=mopps", "seq:exit=balanced"):
+        job = Job("p", "a", parse_arm(arm), 1e-4, 0, 1, 4, 1, "m", "t", "e", None, "x")
+        back = jobrunner.rebuild(pickle.loads(pickle.dumps(jobrunner.portable(job))))
+        assert back == job and _record_path(Path("/c"), back, "fp", {}) == _record_path(Path("/c"), job, "fp", {})
+
+
 def test_a_commit_without_grow_grid_grows_its_grid_with_this_checkouts_function(monkeypatch):
     """cc18bcd (the confirmation's code) wrote the lr-grid growth inline: the runner reads `grow_grid` from this
     checkout's source and plans the same grown grids as the package's function."""
