@@ -328,6 +328,8 @@ NOT_RUN = {
     "study's state at the end of a session",
     "python -m studies.fewer_samples.run --quick --pools hard": "a scratch run of minutes (its pieces are tested in "
     "tests/test_compute.py)",
+    "python -m benchmarks.smollm2": "a sizing of SmolLM2 writing its working (minutes of CPU, needs the smollm2 "
+    "extra; prints the table docs/long_answers.md quotes)",
     "python -m studies.fewer_samples.regenerate": "the study has no recorded runs yet (its test regenerates a "
     "synthetic one)",
 }

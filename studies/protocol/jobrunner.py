@@ -27,7 +27,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,19 +193,32 @@ def run_each(
     for j, fields in zip(todo, sent, strict=True):  # the worker must write the record the plan looks for
         if _record_path(cache, rebuild(fields), fingerprint, identity) != _record_path(cache, j, fingerprint, identity):
             raise RuntimeError(f"{j.key}: its strategy does not survive being sent to a worker ({fields['strategy']})")
+
+    pairs = list(zip(todo, sent, strict=True))
+
+    def ended() -> Iterator[tuple[Any, Any]]:  # (job, its record or its error), in the order the jobs end
+        if workers == 1:  # in this process, as the package's run_jobs does with one worker
+            for j, fields in pairs:
+                try:
+                    yield j, run_one(fields, str(cache), fingerprint, identity)
+                except Exception as e:
+                    yield j, e
+            return
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            futures = {ex.submit(run_one, f, str(cache), fingerprint, identity): j for j, f in pairs}
+            for f in as_completed(futures):
+                yield futures[f], f.exception() or f.result()
+
     failed: dict[str, str] = {}
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-        futures = {ex.submit(run_one, f, str(cache), fingerprint, identity): j for j, f in zip(todo, sent, strict=True)}
-        for i, f in enumerate(as_completed(futures), 1):
-            key = futures[f].key
-            try:
-                rec = f.result()
-            except Exception as e:  # a package with its own failure handling wraps the error: name the inner one
-                failed[key] = next(iter(e.failed.values())) if hasattr(e, "failed") else f"{type(e).__name__}: {e}"
-                log(f"[{i}/{len(todo)}] FAILED {key}; the others go on\n" + "".join(traceback.format_exception(e)))
-                continue
-            spent = rec["seconds"]["total"]
-            log(f"[{i}/{len(todo)}] {key}: acc {rec['accuracy'][0]:.3f} -> {rec['accuracy'][-1]:.3f}, {spent:.0f} s")
+    for i, (job, rec) in enumerate(ended(), 1):
+        if isinstance(rec, BaseException):  # a package with its own failure handling wraps the error: the inner one
+            failed[job.key] = (
+                next(iter(rec.failed.values())) if hasattr(rec, "failed") else f"{type(rec).__name__}: {rec}"
+            )
+            log(f"[{i}/{len(todo)}] FAILED {job.key}; the others go on\n" + "".join(traceback.format_exception(rec)))
+            continue
+        acc, spent = rec["accuracy"], rec["seconds"]["total"]
+        log(f"[{i}/{len(todo)}] {job.key}: acc {acc[0]:.3f} -> {acc[-1]:.3f}, {spent:.0f} s")
     if failed:
         raise RunsFailed(
             f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items())
