@@ -141,3 +141,25 @@ def test_first_quoted_edits_elsewhere_and_a_late_registration(tmp_path):
     f.write_text(GOOD.replace("steps = 200", "steps = 100"))
     inst = prereg.check(prereg.load(f), prov, "C1", "mopps", "hard", {**run, "steps": 100}, then)
     assert not inst["preregistered"] and "[instrument] ['steps']" in inst["why"][0]
+
+
+def test_every_registration_names_a_commit_of_this_repository():
+    """A registration's `code` is the commit its runs are made by (a worktree of it): a hash that names no commit
+    would stop the study at its first session. Skipped in a shallow clone, which lacks old commits."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    git = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=root, capture_output=True, text=True)
+    if git.returncode != 0 or git.stdout.strip() != "false":
+        pytest.skip("not a full git clone")
+    files = sorted(root.glob("studies/*/registrations/*.toml"))
+    codes = {
+        f.name: line.split('"')[1] for f in files for line in f.read_text().splitlines() if line.startswith("code =")
+    }
+    assert len(codes) >= 10
+    missing = {
+        name: c
+        for name, c in codes.items()
+        if subprocess.run(["git", "cat-file", "-e", f"{c}^{{commit}}"], cwd=root, capture_output=True).returncode
+    }
+    assert missing == {}
