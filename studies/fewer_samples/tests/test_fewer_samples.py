@@ -377,9 +377,7 @@ def test_a_twin_claim_reads_the_best_uniform_arms_lever_against_it(tmp_path):
     no_twin = analysis.pool_figures([r for r in runs if r["arm"] != "grpo-n2x32-cap"], [], reg)
     assert no_twin["twins"] == {}  # the best arm's twin has not run: no figure, the claim stays incomplete
     assert analysis.claims({"default": no_twin}, reg)["L1"]["verdict"] == "incomplete"
-    text = CONFIRMATION.read_text()
-    bad = tmp_path / "twin.toml"
-    bad.write_text(text + '\n[[claim]]\nfigure = "L1"\ntwin = "-cap"\naxis = "tokens"\n')
+    (bad := tmp_path / "twin.toml").write_text(CONFIRMATION.read_text() + '\n[[claim]]\nfigure = "L1"\ntwin = "-cap"\n')
     with pytest.raises(SystemExit, match="twin of every uniform arm; missing: \\['grpo-n2x16-cap'"):
         load(bad)
 
