@@ -15,7 +15,8 @@ Per pool, against the best uniform arm of the registered grid (n x prompts per s
 6) whether samples per step still rank the arms (S1): Spearman's rho between each arm's mean samples per step and
    its tokens factor against the best uniform arm, over every arm that is not an oracle (`estimator=oracle` reads
    what no deployable arm can; their names hold "oracle"), ties at their mean rank.
-Each registered claim is read against its goal where it has one (`verdict`).
+Each registered claim is read against its goal where it has one (`verdict`); one whose arms a dated amendment
+stopped is reported as stopped, with what the stopped arms' recorded runs show (`amendments`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from reinforce_ada.bench import compute, equal_tokens
-from studies.fewer_samples.study import pool_names
+from studies.fewer_samples.study import claim_stopped, live_arms, pool_names
 
 ERROR_SERIES = ("value_abs_error", "group_mean_abs_error")
 OLD_FAMILY = ("grpo-n2x16", "grpo-n4", "grpo-n8")
@@ -62,7 +63,7 @@ def pool_figures(
     axes = (*compute.AXES, *inst.get("length_axes", ()))  # a long-answer registration adds bill_tokens, gpu_len_s
     summ = compute.summarize(main, sweep, uniform, (), fractions=inst.get("targets", compute.TARGETS), axes=axes)
     old = [u for u in OLD_FAMILY if u in {r["arm"] for r in main}]
-    names = [a.partition("=")[0].strip() for a in inst["arms"]]
+    names = live_arms(reg)  # an arm an amendment stopped is not waited for
     seeds = {a: {int(r["seed"]) for r in main if r["arm"] == a} for a in names}
     out = {
         "complete": all(set(inst["seeds"]) <= seeds[a] for a in names),  # every arm, every seed: final figures
@@ -170,6 +171,12 @@ def claims(by_pool: dict[str, Any], reg: dict[str, Any]) -> dict[str, Any]:
     for claim in reg.get("claim", []):
         fig, goal = claim["figure"], goal_of(claim)
         arm = claim.get("arm") or f"the best uniform arm{claim['twin']}"
+        gone = claim_stopped(reg, claim)
+        if gone is not None:  # every arm it reads was stopped by a dated amendment: reported as such, never read
+            axis = goal.axis if goal else None
+            out[fig] = {"arm": arm, "goal": claim.get("goal"), "axis": axis, "by_pool": {}, "verdict": "stopped"}
+            out[fig]["stopped"] = gone
+            continue
         rows = {}
         for pool, f in by_pool.items():
             if goal is not None:
@@ -238,6 +245,26 @@ def verdict(goal: Goal | None, rows: dict[str, Any]) -> str | None:
     return "met" if ok else "missed"
 
 
+def amendments(reg: dict[str, Any], kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each dated amendment with what its stopped arms' recorded runs (`kept`) show: how many there are and, for a
+    twin (an arm named with a registered claim's `twin` suffix), how many equal their base arm's run (same pool,
+    phase, lr and seed, among `runs`) at every evaluation, in accuracy and in tokens."""
+    suffixes = [str(c["twin"]) for c in reg.get("claim", []) if "twin" in c]
+    base = {(r["pool"], r["phase"], r["arm"], r["lr"], r["seed"]): r for r in runs}
+    out = []
+    for a in reg.get("amendment", []):
+        mine = [r for r in kept if r["arm"] in a["stop"]]
+        pairs = []
+        for r in mine:
+            sfx = next((x for x in suffixes if r["arm"].endswith(x)), None)
+            b = base.get((r["pool"], r["phase"], r["arm"].removesuffix(sfx), r["lr"], r["seed"])) if sfx else None
+            if b is not None:
+                pairs.append(b["accuracy"] == r["accuracy"] and b["eval_tokens"] == r["eval_tokens"])
+        row = {"date": str(a["date"]), "why": a["why"], "stop": list(a["stop"]), "recorded": len(mine)}
+        out.append(row | {"with_base": len(pairs), "equal_to_base": sum(pairs)})
+    return out
+
+
 def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
     """Every pool's figures and the claims, under the run's own grid and budget (a --quick run's are smaller)."""
     main_runs, sweep = results["runs"]["main"], results["runs"]["sweep"]
@@ -249,4 +276,7 @@ def figures(results: dict[str, Any], reg: dict[str, Any], pools: list[str]) -> d
         for p in pools
         if p in read
     }
-    return {"by_pool": by_pool, "claims": claims(by_pool, reg)}
+    out = {"by_pool": by_pool, "claims": claims(by_pool, reg)}
+    if reg.get("amendment"):
+        out["amendments"] = amendments(reg, results["runs"].get("stopped", []), [*sweep, *main_runs])
+    return out

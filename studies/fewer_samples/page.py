@@ -19,6 +19,7 @@ OPT_TEXT = (str, type(None))
 SHAPE = {
     "date?": str,
     "partial?": (str, bool, type(None)),
+    "amendments?": list,
     "claims": {
         "*": {"verdict?": OPT_TEXT, "goal?": OPT_TEXT, "arm?": OPT_TEXT, "axis?": OPT_TEXT, "by_pool": {"*": dict}}
     },
@@ -45,8 +46,7 @@ def page() -> Page:
     page.by_strategy = by_strategy()
     reg, result, body = _registration(regs / "preregistration.toml", "## Registration")
     page.body = body
-    inst = reg.get("instrument", {})
-    main = _main_runs(inst)
+    main = _main_runs(reg)
     later = [(f, read_toml(f)) for f in sorted(regs.glob("*.toml")) if f.name != "preregistration.toml"]
     if not result.exists():
         runs, _ = read_records(study)
@@ -77,7 +77,7 @@ def page() -> Page:
         _, later_result, body = _registration(path, f"## Later registration: `{name}`")
         page.body += ["", *body, ""]
         runs, results = read_records(study, name)
-        planned = _main_runs(later_reg.get("instrument", {}))
+        planned = _main_runs(later_reg)
         if not later_result.exists():
             phases = [r.get("phase") for r in runs.values()]
             page.body += [
@@ -126,12 +126,18 @@ def _registration(path: Path, heading: str) -> tuple[dict[str, Any], Path, list[
         "|---|---|",
         *[f"| `{a.split('=', 1)[0]}` | {code(a.split('=', 1)[1])} |" for a in inst.get("arms", [])],
     ]
+    for a in reg.get("amendment", []):  # `study.check_amendments`
+        stops = ", ".join(f"`{arm}`" for arm in a.get("stop", []))
+        body += ["", f"**Amendment of {a.get('date')}** (after runs began): stops {stops}. {cell(a.get('why', ''))}"]
     return reg, result, body
 
 
-def _main_runs(inst: dict[str, Any]) -> int:
-    """A registration's main runs: every arm on every pool with every seed."""
-    return len(inst.get("arms", [])) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
+def _main_runs(reg: dict[str, Any]) -> int:
+    """A registration's main runs: every arm no dated amendment stopped, on every pool with every seed."""
+    inst = reg.get("instrument", {})
+    gone = {arm for a in reg.get("amendment", []) for arm in a.get("stop", [])}
+    arms = [a for a in inst.get("arms", []) if a.partition("=")[0].strip() not in gone]
+    return len(arms) * len(inst.get("pools", [])) * len(inst.get("seeds", []))
 
 
 def _span(seeds: list[int]) -> str:

@@ -69,6 +69,20 @@ def diff_cell(a: dict[str, Any]) -> str:
     return f"{d:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None else "")
 
 
+def amendment_lines(res: dict[str, Any]) -> list[str]:
+    """What each dated amendment stopped and what its arms' recorded runs show (`analysis.amendments`)."""
+    lines = []
+    for a in res.get("amendments", []):
+        stopped = [f for f, c in res.get("claims", {}).items() if c.get("verdict") == "stopped"]
+        seen = f"{a['recorded']} runs of the stopped arms were recorded before it and are kept in the records file"
+        if a["with_base"]:
+            seen += f"; {a['equal_to_base']} of the {a['with_base']} with their base arm's run equal it at every "
+            seen += "evaluation, in accuracy and in tokens"
+        claims = f" Claims stopped with them: {', '.join(stopped)}." if stopped else ""
+        lines += [f"**Amendment of {a['date']}**: {len(a['stop'])} arms stopped. {seen}.{claims}", ""]
+    return lines
+
+
 def claims_rows(res: dict[str, Any]) -> list[str]:
     """C1/C2/C2g per pool with the reference, the interval, the seeds and the verdict against the goal."""
     interim = bool(res.get("partial"))
@@ -188,6 +202,7 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         *([note, ""] if note else []),
         f"{sub} The registered claims",
         "",
+        *amendment_lines(res),
         *claims_rows(res),
         "",
         f"{sub} Every arm's tokens factor",

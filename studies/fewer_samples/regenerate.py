@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from studies.fewer_samples.study import RECORDS, RESULTS, later_registrations, pool_names
+from studies.fewer_samples.study import RECORDS, RESULTS, later_registrations, live_arms, pool_names
 
 
 def partial(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> str | None:
@@ -33,7 +33,7 @@ def partial(ctx: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> str |
         have.setdefault((r["pool"], r["arm"]), set()).add(int(r["seed"]))
     missing = []
     for pool in pool_names(reg):
-        for arm in (a.partition("=")[0].strip() for a in inst["arms"]):
+        for arm in live_arms(reg):  # an arm a dated amendment stopped is not missing
             got = have.get((pool, arm), set())
             if set(inst["seeds"]) - got:
                 missing.append(f"{pool}/{arm}: {len(got & set(inst['seeds']))} of {len(inst['seeds'])} seeds")

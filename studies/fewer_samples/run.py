@@ -20,7 +20,8 @@ survives. So the committed compact records file (results/records.jsonl.gz) is th
    runs only what is missing, its lr choice read from the recorded sweep runs' curves. A later registration (one with
    a `name`) keeps the same in results/<name>/ (`study.places`).
 3) A recorded run whose job the plan now makes differently (the registration or the code edited after runs started)
-   stops the session, naming the pool and arm, before anything runs.
+   stops the session, naming the pool and arm, before anything runs. Arms a dated amendment stops (`study.stopped`)
+   are planned no more; their recorded runs stay in the records file, apart (`protocol.resume`, 5).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from studies.fewer_samples.study import PREREG, ROOT, config_fields, load, name_of, places, pool_names
+from studies.fewer_samples.study import PREREG, ROOT, config_fields, load, name_of, places, pool_names, stopped
 from studies.protocol.resume import Places, Study
 
 QUICK = {"pool_size": 256, "seeds": 1, "other_seeds": 1, "sweep_seeds": 1, "token_budget": 12000, "eval_points": 4}
@@ -89,7 +90,8 @@ def build_study(reg: dict[str, Any], fields: dict[str, Any], args: argparse.Name
     """The study as `protocol.resume` runs it: `fields` (`study.config_fields`) for the runner, this study's
     compaction and the result's context."""
     compact = functools.partial(compact_run, steps=fields["steps"])
-    return Study(name_of(reg), {**fields, "workers": args.workers}, compact, context_meta(reg, fields, args))
+    meta = context_meta(reg, fields, args)
+    return Study(name_of(reg), {**fields, "workers": args.workers}, compact, meta, frozenset(stopped(reg)))
 
 
 def _terminated(signum: int, frame: Any) -> None:

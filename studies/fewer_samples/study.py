@@ -6,6 +6,10 @@ budget every arm runs to, the lr grid, the arms as `NAME=SPEC` (each with its ow
 reference family (every uniform arm of the grid: the best of them per pool and axis is the reference) and the claims.
 A claim with `twin = SUFFIX` and no `arm` reads the best uniform arm's twin (the uniform arm named with SUFFIX)
 against it (`analysis.twins`).
+A dated `[[amendment]]` table (`date`, `why`, `stop`: arm names) stops arms after runs began (`stopped`): they are no
+longer planned or run, their recorded runs stay in the records file apart from the result's (`protocol.resume`), and a
+claim that reads only stopped arms is reported as stopped with the amendment's reason. A uniform arm cannot be stopped
+(it is the reference), nor part of a twin family (a twin claim reads the best uniform arm's twin, whichever it is).
 A later registration (`registrations/confirmation.toml`) carries a `name` of its own: its records and result live in
 `results/<name>/`, its scratch in `runs/fewer_samples/<name>/`, and its pools may be specs of their own
 (`NAME=arithmetic:...`, `bench.testbed.parse_pool`), read by their names.
@@ -77,6 +81,7 @@ def load(path: str | Path = PREREG) -> dict[str, Any]:
                 f"{path}: claim {claim['figure']} reads arm {claim.get('arm')!r}, which the study does not run"
             )
         check_goal(path, claim, pools)
+    check_amendments(path, reg, names)
     seeds = sorted(inst["seeds"])
     if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise SystemExit(f"{path}: registered seeds must be consecutive (compare numbers them from an offset)")
@@ -87,8 +92,9 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
     """`bench.compare.CompareConfig` fields of the registration (every arm is main, every seed paired)."""
     inst = reg["instrument"]
     seeds = sorted(inst["seeds"])
+    gone = stopped(reg)
     return {
-        "arms": tuple(inst["arms"]),
+        "arms": tuple(a for a in inst["arms"] if a.partition("=")[0].strip() not in gone),
         "pools": tuple(pools),
         "steps": inst["step_cap"],
         "token_budget": inst["token_budget"],
@@ -106,6 +112,64 @@ def config_fields(reg: dict[str, Any], pools: list[str]) -> dict[str, Any]:
         "value_errors": True,
         "compute_arm": next((c["arm"] for c in reg.get("claim", []) if c["figure"] == "C1"), "spo-64"),
     }
+
+
+def check_amendments(path: str | Path, reg: dict[str, Any], names: list[str]) -> None:
+    """Each `[[amendment]]` names a `date` (YYYY-MM-DD), a `why` and the registered arms it `stop`s (module
+    docstring); the error names the amendment and what would be valid."""
+    amendments = reg.get("amendment", [])
+    if not isinstance(amendments, list) or not all(isinstance(a, dict) for a in amendments):
+        raise SystemExit(f"{path}: amendment must be [[amendment]] tables (date, why, stop)")
+    inst = reg["instrument"]
+    for k, a in enumerate(amendments, 1):
+        where = f"{path}: amendment {k}"
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(a.get("date", ""))):
+            raise SystemExit(f"{where}: date = {a.get('date')!r}; write the day it was made, YYYY-MM-DD")
+        if not isinstance(a.get("why"), str) or not a["why"].strip():
+            raise SystemExit(f"{where}: why = {a.get('why')!r}; say what was seen and why the arms stop")
+        stop = a.get("stop")
+        if not isinstance(stop, list) or not stop or not all(isinstance(s, str) for s in stop):
+            raise SystemExit(f"{where}: stop = {stop!r}; list the arm names it stops")
+        unknown = [s for s in stop if s not in names]
+        if unknown:
+            raise SystemExit(f"{where}: stop names arms the study does not run: {unknown}")
+        reference = [s for s in stop if s in inst["uniform"]]
+        if reference:
+            raise SystemExit(f"{where}: {reference} are uniform arms (the reference); register a new study instead")
+    gone = set(stopped(reg))
+    for claim in reg.get("claim", []):
+        twins = {u + str(claim["twin"]) for u in inst["uniform"]} if "twin" in claim else set()
+        if gone & twins and not twins <= gone:
+            raise SystemExit(
+                f"{path}: claim {claim['figure']} reads the best uniform arm's twin: stop all of {sorted(twins)} or "
+                f"none (stopped: {sorted(gone & twins)})"
+            )
+
+
+def stopped(reg: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The arms that dated amendments stopped, each with its amendment's `date` and `why` (the first that names it)."""
+    out: dict[str, dict[str, str]] = {}
+    for a in reg.get("amendment", []):
+        for arm in a["stop"]:
+            out.setdefault(arm, {"date": str(a["date"]), "why": a["why"]})
+    return out
+
+
+def claim_stopped(reg: dict[str, Any], claim: dict[str, Any]) -> dict[str, str] | None:
+    """The amendment that stopped every arm `claim` reads (its `arm`, or every twin of its `twin`), else None."""
+    gone = stopped(reg)
+    if "twin" in claim:
+        arms = [u + str(claim["twin"]) for u in reg["instrument"]["uniform"]]
+    else:
+        arms = [claim.get("arm")]
+    return gone[arms[0]] if arms and all(a in gone for a in arms) else None
+
+
+def live_arms(reg: dict[str, Any]) -> list[str]:
+    """The registered arms' names that no amendment stopped, in order."""
+    gone = stopped(reg)
+    names = (a.partition("=")[0].strip() for a in reg["instrument"]["arms"])
+    return [a for a in names if a not in gone]
 
 
 def check_goal(path: str | Path, claim: dict[str, Any], pools: list[str]) -> None:

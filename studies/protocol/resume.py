@@ -17,6 +17,8 @@ records file (`protocol.records`) is the only state a session leaves.
 4) A records file that is not whole (`records.read`), a raw record that is not readable or fails its digest
    (`bench.jobs._read_record`) or a plan that is not JSON stops the session with one line naming the file and what
    to do, before anything runs (the records file) or with the runner stopped (`session`); nothing is overwritten.
+5) Arms stopped by a dated amendment (`Study.stopped`) leave the plan; their recorded runs stay in the records file
+   under the context's `runs["stopped"]`, so what was seen before stopping them can still be read off them.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class Study:
     """A full record and its id -> its compact run (`records.compact` plus the study's own fields)."""
     meta: dict[str, Any]
     """The context's fields beside the plan's (the settings, the registration as it is, the command)."""
+    stopped: frozenset[str] = frozenset()
+    """Arms a dated amendment stopped: not in `config`'s arms; their recorded runs are not sent to the runner (whose
+    plan no longer holds them) and stay in the records file, listed under the context's `runs["stopped"]`, which
+    no phase of the result reads (module docstring, 5)."""
 
 
 class Runner(Protocol):
@@ -106,7 +112,7 @@ def request(study: Study, places: Places, package: Path, run: bool, run_pools: l
         config={**study.config, "run_root": str(places.run_root)},
         cache=str(places.raw),
         plan=str(places.plan),
-        recorded=[{"id": i, **{k: r[k] for k in CURVE}} for i, r in runs.items()],
+        recorded=[{"id": i, **{k: r[k] for k in CURVE}} for i, r in runs.items() if r["arm"] not in study.stopped],
         run=run,
         run_pools=run_pools,
         package=str(package),
@@ -242,11 +248,14 @@ def checkpoint(study: Study, places: Places, plan: dict[str, Any]) -> dict[str, 
         if e["id"] not in runs and f.exists():
             fresh[e["id"]] = study.compact(_raw(f), e["id"])
     have = runs.keys() | fresh.keys()
+    parked = [i for i, r in runs.items() if r["arm"] in study.stopped]  # kept, read by no phase (`Study.stopped`)
     ids = {phase: [e["id"] for e in plan[phase] if e["id"] in have] for phase in PHASES}
     if prev is not None and not plan["final"]:  # the plan does not reach every phase yet: its recorded runs stay
         for phase in PHASES:
             planned = {e["id"] for e in plan[phase]}
-            ids[phase] += [i for i in prev["runs"].get(phase, []) if i not in planned]
+            ids[phase] += [i for i in prev["runs"].get(phase, []) if i not in planned and i not in parked]
+    if parked:
+        ids["stopped"] = parked
     ctx = context(study, plan, ids, prev)
     if fresh or ctx != prev:
         records.update(places.records, ctx, fresh.values())

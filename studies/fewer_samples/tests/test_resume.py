@@ -254,3 +254,68 @@ def test_a_plan_still_in_its_sweep_keeps_the_recorded_main_runs_and_lr_choice(tm
     )
     assert again["runs"] == done["runs"] == {"sweep": [sweep["id"]], "main": [main["id"]]}
     assert again["meta"]["lrs_by_pool"] == choice["lrs_by_pool"] and len(records.read(places.records)[0]) == 2
+
+
+AMENDMENT = '\n[[amendment]]\ndate = "2026-12-07"\nwhy = "seen: it repeats grpo-n4"\nstop = ["{arm}"]\n'
+
+
+@pytest.mark.slow
+def test_an_amendment_stops_an_arm_and_keeps_its_recorded_runs_apart(copy, no_runs):
+    (copy / "amended.toml").write_text(PREREG.read_text() + AMENDMENT.format(arm="spo-128"))
+    _, places, _ = tiny_study(copy)
+    runs, ctx = resume.recorded("fewer_samples", places.records)
+    spo = [i for i, r in runs.items() if r["arm"] == "spo-128"]
+    shutil.rmtree(places.raw.parent)
+    amended, _ = session(copy, prereg=copy / "amended.toml")  # no StudyChanged, nothing run (`no_runs`)
+    assert len(spo) == 5 and amended["runs"]["stopped"] == spo  # 3 sweep lrs, 2 main seeds
+    assert {p: [i for i in ids if i not in spo] for p, ids in ctx["runs"].items()} == {
+        p: amended["runs"][p] for p in ctx["runs"]
+    }
+    assert set(spo) <= records.read(places.records)[0].keys()  # kept in the file, read by no phase
+    res = result(amended, places, copy / "amended")
+    assert res["amendments"] == [
+        {"date": "2026-12-07", "why": "seen: it repeats grpo-n4", "stop": ["spo-128"], "recorded": 5}
+        | {"with_base": 0, "equal_to_base": 0}
+    ]
+    assert res["runs"]["stopped"] == spo and "spo-128" not in (res["partial"] or "")  # not waited for
+    undone, _ = session(copy)  # the amendment withdrawn: the same runs are read again, none is run
+    assert undone["runs"] == ctx["runs"]
+
+
+def test_amendments_are_checked_naming_what_is_wrong(tmp_path):
+    def loaded(extra: str) -> None:
+        (tmp_path / "r.toml").write_text(PREREG.read_text() + extra)
+        load(tmp_path / "r.toml")
+
+    with pytest.raises(SystemExit, match=r"amendment 1: date = 'yesterday'"):
+        loaded(AMENDMENT.format(arm="spo-128").replace("2026-12-07", "yesterday"))
+    with pytest.raises(SystemExit, match=r"does not run: \['spo-999'\]"):
+        loaded(AMENDMENT.format(arm="spo-999"))
+    with pytest.raises(SystemExit, match=r"\['grpo-n4'\] are uniform arms"):
+        loaded(AMENDMENT.format(arm="grpo-n4"))
+    with pytest.raises(SystemExit, match=r"why = ''"):
+        loaded(AMENDMENT.format(arm="spo-128").replace("seen: it repeats grpo-n4", ""))
+    twins = Path(__file__).parents[1] / "registrations" / "long_answers.toml"
+    (tmp_path / "t.toml").write_text(twins.read_text() + AMENDMENT.format(arm="grpo-n4-cap"))
+    with pytest.raises(SystemExit, match=r"claim L1 reads the best uniform arm's twin: stop all of"):
+        load(tmp_path / "t.toml")
+
+
+def test_an_amendment_reports_its_claims_stopped_and_its_twins_against_their_base_arms():
+    from studies.fewer_samples.analysis import amendments, claims
+
+    reg = load(Path(__file__).parents[1] / "registrations" / "long_answers.toml")
+    twins = [u + "-cap" for u in reg["instrument"]["uniform"]]
+    reg["amendment"] = [{"date": "2026-12-07", "why": "w", "stop": twins}]
+    got = claims({}, reg)
+    assert {f for f, c in got.items() if c["verdict"] == "stopped"} == {"L1", "L2", "L3"}
+    assert got["L1"]["stopped"] == {"date": "2026-12-07", "why": "w"} and got["C1"]["verdict"] != "stopped"
+    run = {"pool": "p", "phase": "sweep", "lr": 1e-4, "seed": 1300, "accuracy": [0.1, 0.2], "eval_tokens": [0, 9]}
+    kept = [
+        {**run, "arm": "grpo-n4-cap"},  # equal to its base run
+        {**run, "arm": "grpo-n2x8-cap", "accuracy": [0.1, 0.3]},  # not equal
+        {**run, "arm": "grpo-n8x8-cap"},  # no base run recorded
+    ]
+    runs = [{**run, "arm": "grpo-n4"}, {**run, "arm": "grpo-n2x8"}, {**run, "arm": "grpo-n4", "seed": 1301}]
+    (row,) = amendments(reg, kept, runs)
+    assert (row["recorded"], row["with_base"], row["equal_to_base"]) == (3, 2, 1)
