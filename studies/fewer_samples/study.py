@@ -158,6 +158,8 @@ def stopped(reg: dict[str, Any]) -> dict[str, dict[str, str]]:
 def claim_stopped(reg: dict[str, Any], claim: dict[str, Any]) -> dict[str, str] | None:
     """The amendment that stopped every arm `claim` reads (its `arm`, or every twin of its `twin`), else None."""
     gone = stopped(reg)
+    if not gone:
+        return None
     if "twin" in claim:
         arms = [u + str(claim["twin"]) for u in reg["instrument"]["uniform"]]
     else:

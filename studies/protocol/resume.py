@@ -112,7 +112,7 @@ def request(study: Study, places: Places, package: Path, run: bool, run_pools: l
         config={**study.config, "run_root": str(places.run_root)},
         cache=str(places.raw),
         plan=str(places.plan),
-        recorded=[{"id": i, **{k: r[k] for k in CURVE}} for i, r in runs.items() if r["arm"] not in study.stopped],
+        recorded=[{"id": i, **{k: r[k] for k in CURVE}} for i, r in runs.items() if r.get("arm") not in study.stopped],
         run=run,
         run_pools=run_pools,
         package=str(package),
@@ -248,7 +248,7 @@ def checkpoint(study: Study, places: Places, plan: dict[str, Any]) -> dict[str, 
         if e["id"] not in runs and f.exists():
             fresh[e["id"]] = study.compact(_raw(f), e["id"])
     have = runs.keys() | fresh.keys()
-    parked = [i for i, r in runs.items() if r["arm"] in study.stopped]  # kept, read by no phase (`Study.stopped`)
+    parked = [i for i, r in runs.items() if r.get("arm") in study.stopped]  # kept, read by no phase (`Study.stopped`)
     ids = {phase: [e["id"] for e in plan[phase] if e["id"] in have] for phase in PHASES}
     if prev is not None and not plan["final"]:  # the plan does not reach every phase yet: its recorded runs stay
         for phase in PHASES:

@@ -296,7 +296,8 @@ def test_amendments_are_checked_naming_what_is_wrong(tmp_path):
     with pytest.raises(SystemExit, match=r"why = ''"):
         loaded(AMENDMENT.format(arm="spo-128").replace("seen: it repeats grpo-n4", ""))
     twins = Path(__file__).parents[1] / "registrations" / "long_answers.toml"
-    (tmp_path / "t.toml").write_text(twins.read_text() + AMENDMENT.format(arm="grpo-n4-cap"))
+    unamended = twins.read_text().split("\n# Amendment,")[0]
+    (tmp_path / "t.toml").write_text(unamended + AMENDMENT.format(arm="grpo-n4-cap"))
     with pytest.raises(SystemExit, match=r"claim L1 reads the best uniform arm's twin: stop all of"):
         load(tmp_path / "t.toml")
 
@@ -304,9 +305,10 @@ def test_amendments_are_checked_naming_what_is_wrong(tmp_path):
 def test_an_amendment_reports_its_claims_stopped_and_its_twins_against_their_base_arms():
     from studies.fewer_samples.analysis import amendments, claims
 
-    reg = load(Path(__file__).parents[1] / "registrations" / "long_answers.toml")
+    reg = load(Path(__file__).parents[1] / "registrations" / "long_answers.toml")  # its twins stopped on 2026-12-07
     twins = [u + "-cap" for u in reg["instrument"]["uniform"]]
     reg["amendment"] = [{"date": "2026-12-07", "why": "w", "stop": twins}]
+    assert claims({}, {**reg, "amendment": []})["L1"]["verdict"] == "incomplete"  # as registered: read, not stopped
     got = claims({}, reg)
     assert {f for f, c in got.items() if c["verdict"] == "stopped"} == {"L1", "L2", "L3"}
     assert got["L1"]["stopped"] == {"date": "2026-12-07", "why": "w"} and got["C1"]["verdict"] != "stopped"
