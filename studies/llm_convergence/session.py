@@ -38,7 +38,11 @@ class Study:
             raise SystemExit(f"--model {self.model}: no config.json there (give a Hugging Face Llama folder)")
         levels = {int(k): float(v) for k, v in self.inst["levels"].items()}
         self.train_path, self.eval_path = make_task(
-            self.work / "data", levels, self.inst["train_prompts"], self.inst["eval_prompts"]
+            self.work / "data",
+            levels,
+            self.inst["train_prompts"],
+            self.inst["eval_prompts"],
+            self.inst.get("ask", "number"),
         )
         self.data = hashlib.sha256(self.train_path.read_bytes() + b"\0" + self.eval_path.read_bytes()).hexdigest()
         self.records: dict[str, dict[str, Any]] = {}

@@ -3,7 +3,8 @@
 `run` runs the study; this module reads what it ran.
 
 1) Pre-registration: a TOML file (registrations/preregistration_llm.toml) committed before the runs, the same idea as
-   `protocol.prereg` (whose loader knows only the testbed's C-figures and pools): the instrument (task, held-out size,
+   `protocol.prereg` (whose loader knows only the testbed's C-figures and pools): the instrument (task and what it
+   asks for after each question, `ask`: the bare number by default or the working, `task.ASKS`; held-out size,
    evaluation measure, horizon, seeds per arm, lr grid, targets) and the arm the headline figures L1 (tokens to
    target, GRPO-n4 / the arm) and L2 (CPU wall-clock to target, same) are read for. `load` checks every key and
    names what would be valid; provenance (committed or not) is `protocol.prereg.provenance`.
@@ -125,6 +126,12 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
     if len(inst["lrs"]) < 3 or not all(isinstance(x, int | float) and 0 < x < 1 for x in inst["lrs"]):
         raise ConfigError(
             f"pre-registration {p}: [instrument] lrs = {inst['lrs']} must be >= 3 learning rates in (0, 1)"
+        )
+    ask = inst.get("ask", "number")
+    if ask not in ("number", "working"):  # `task.ASKS`
+        raise ConfigError(
+            f"pre-registration {p}: [instrument] ask = {ask!r}; use 'number' (the bare answer, the default) or "
+            "'working' (the working, then 'The answer is <number>.')"
         )
     for lv, w in inst["levels"].items():
         if not (str(lv).isdigit() and isinstance(w, int | float) and w > 0):

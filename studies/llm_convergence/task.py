@@ -25,10 +25,22 @@ def level_schedule(levels: dict[int, float], n: int) -> list[int]:
     return out
 
 
-def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int) -> tuple[Path, Path]:
-    """`benchmarks.smollm2`'s word problems: held-out first, then training questions, distinct and kept apart from the
-    held-out ones while the level has room, in `folder/<content hash>/`. Deterministic."""
-    from benchmarks.smollm2 import OPS, SUFFIX
+ASKS = ("number", "working")
+"""What a registration's `ask` requests after each question: the bare number (`benchmarks.smollm2.SUFFIX`, the
+default) or the working, ending with "The answer is <number>." (`benchmarks.smollm2.WORKING`: long answers)."""
+
+
+def make_task(
+    folder: Path, levels: dict[int, float], n_train: int, n_eval: int, ask: str = "number"
+) -> tuple[Path, Path]:
+    """`benchmarks.smollm2`'s word problems, each followed by the request `ask` names (`ASKS`): held-out first, then
+    training questions, distinct and kept apart from the held-out ones while the level has room, in
+    `folder/<content hash>/`. Deterministic."""
+    from benchmarks.smollm2 import OPS, SUFFIX, WORKING
+
+    if ask not in ASKS:
+        raise SystemExit(f"[instrument] ask = {ask!r}; use one of {ASKS}")
+    suffix = WORKING if ask == "working" else SUFFIX
 
     bad = [lv for lv in levels if not 1 <= lv <= len(OPS)]
     if bad:
@@ -43,7 +55,7 @@ def make_task(folder: Path, levels: dict[int, float], n_train: int, n_eval: int)
                 if q not in seen or (tries >= 50 and q not in held):
                     break
             seen.add(q)
-            rows[split].append({"id": f"{split}-{i:05d}", "prompt": q + SUFFIX, "answer": str(a), "level": lv})
+            rows[split].append({"id": f"{split}-{i:05d}", "prompt": q + suffix, "answer": str(a), "level": lv})
         held = seen
     texts = {split: "".join(json.dumps(x) + "\n" for x in rows[split]) for split in rows}
     digest = hashlib.sha256((texts["train"] + texts["eval"]).encode()).hexdigest()[:12]

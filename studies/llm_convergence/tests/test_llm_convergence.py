@@ -222,6 +222,11 @@ def test_level_schedule_and_task(tmp_path):
     assert task.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40) == (train, held)  # deterministic
     with pytest.raises(SystemExit, match=r"\[9\]: levels are 1..5"):
         task.make_task(tmp_path, {9: 1.0}, 4, 4)
+    working, _ = task.make_task(tmp_path, {2: 1.0, 5: 3.0}, 80, 40, ask="working")  # another request: other data
+    first = json.loads(working.read_text().splitlines()[0])["prompt"]
+    assert working.parent != train.parent and first.endswith("then end with: The answer is <number>.")
+    with pytest.raises(SystemExit, match=r"ask = 'sentence'; use one of \('number', 'working'\)"):
+        task.make_task(tmp_path, {2: 1.0}, 4, 4, ask="sentence")
 
 
 def test_bad_input_is_named(tmp_path, model_dir):

@@ -78,6 +78,9 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
         lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match=r"name = 'My Study' must be a lower-case identifier"):
         lc.main(argv(tmp_path, write_prereg(tmp_path, **{"version = 1": 'version = 1\nname = "My Study"'}), model_dir))
+    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nask = "sentence"\ntargets'})
+    with pytest.raises(SystemExit, match=r"ask = 'sentence'; use 'number' .* or 'working'"):
+        lc.main(argv(tmp_path, bad, model_dir))
 
 
 def test_the_recorded_command_is_the_one_its_user_typed(monkeypatch):
