@@ -314,6 +314,12 @@ def gpu_length_seconds(record: Mapping[str, Any], cost: GpuCost | None = None) -
     scaling: the record is priced as it ran, at its own rows); rows beyond `slots` are not queued (a testbed step is
     far below it); a round's tokens are not split out, so `row_token_s` is charged on the step's total.
 
+    What it measures at testbed scale: `step_s` (fitted to the paper's 512-prompt steps) is charged whole on every
+    step while the length terms are the record's own, so with answers of tens of tokens and 16-64 rows a step it is
+    94-96% of the price (the long-answer testbed's runs, GRPO-n4 and SPO-64 alike): the axis then ranks arms by their
+    steps to target, and a length lever shows only through the steps it adds or saves. It prices lengths where a
+    step's decode and tokens are a real share of it: answers in the hundreds of tokens, or steps of hundreds of rows.
+
     >>> rec = {"longest_per_round": [[10, 4]], "tokens_per_step": [100], "prefill_tokens_per_step": [50],
     ...        "tokens_trained": [80]}
     >>> c = GpuCost(step_s=1.0, decode_step_s=0.1, row_token_s=0.01, learner_token_s=0.001, prefill_token_s=0.002)
