@@ -246,9 +246,10 @@ def verdict(goal: Goal | None, rows: dict[str, Any]) -> str | None:
 
 
 def amendments(reg: dict[str, Any], kept: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each dated amendment with what its stopped arms' recorded runs (`kept`) show: how many there are and, for a
-    twin (an arm named with a registered claim's `twin` suffix), how many equal their base arm's run (same pool,
-    phase, lr and seed, among `runs`) at every evaluation, in accuracy and in tokens."""
+    """Each dated amendment with what its stopped arms' recorded runs (`kept`) show: how many there are and, for an
+    arm with a base (the amendment's `base` names it; a twin's, named with a registered claim's `twin` suffix, is its
+    base arm), how many equal their base arm's run (same pool, phase, lr and seed, among `runs`) at every
+    evaluation, in accuracy and in tokens."""
     suffixes = [str(c["twin"]) for c in reg.get("claim", []) if "twin" in c]
     base = {(r["pool"], r["phase"], r["arm"], r["lr"], r["seed"]): r for r in runs}
     out = []
@@ -257,7 +258,8 @@ def amendments(reg: dict[str, Any], kept: list[dict[str, Any]], runs: list[dict[
         pairs = []
         for r in mine:
             sfx = next((x for x in suffixes if r["arm"].endswith(x)), None)
-            b = base.get((r["pool"], r["phase"], r["arm"].removesuffix(sfx), r["lr"], r["seed"])) if sfx else None
+            of = a.get("base", {}).get(r["arm"]) or (r["arm"].removesuffix(sfx) if sfx else None)
+            b = base.get((r["pool"], r["phase"], of, r["lr"], r["seed"])) if of else None
             if b is not None:
                 pairs.append(b["accuracy"] == r["accuracy"] and b["eval_tokens"] == r["eval_tokens"])
         row = {"date": str(a["date"]), "why": a["why"], "stop": list(a["stop"]), "recorded": len(mine)}

@@ -6,7 +6,8 @@ budget every arm runs to, the lr grid, the arms as `NAME=SPEC` (each with its ow
 reference family (every uniform arm of the grid: the best of them per pool and axis is the reference) and the claims.
 A claim with `twin = SUFFIX` and no `arm` reads the best uniform arm's twin (the uniform arm named with SUFFIX)
 against it (`analysis.twins`).
-A dated `[[amendment]]` table (`date`, `why`, `stop`: arm names) stops arms after runs began (`stopped`): they are no
+A dated `[[amendment]]` table (`date`, `why`, `stop`: arm names; optionally `base`, each stopped arm's registered arm
+that its runs are compared with, a twin's being its base arm) stops arms after runs began (`stopped`): they are no
 longer planned or run, their recorded runs stay in the records file apart from the result's (`protocol.resume`), and a
 claim that reads only stopped arms is reported as stopped with the amendment's reason. A uniform arm cannot be stopped
 (it is the reference), nor part of a twin family (a twin claim reads the best uniform arm's twin, whichever it is).
@@ -136,6 +137,11 @@ def check_amendments(path: str | Path, reg: dict[str, Any], names: list[str]) ->
         reference = [s for s in stop if s in inst["uniform"]]
         if reference:
             raise SystemExit(f"{where}: {reference} are uniform arms (the reference); register a new study instead")
+        base = a.get("base", {})
+        if not isinstance(base, dict) or not set(base) <= set(stop) or not set(base.values()) <= set(names) - set(stop):
+            raise SystemExit(
+                f'{where}: base = {base!r}; map a stopped arm to the registered arm it repeats, e.g. {{ a-2 = "a" }}'
+            )
     gone = set(stopped(reg))
     for claim in reg.get("claim", []):
         twins = {u + str(claim["twin"]) for u in inst["uniform"]} if "twin" in claim else set()

@@ -293,6 +293,8 @@ def test_amendments_are_checked_naming_what_is_wrong(tmp_path):
         loaded(AMENDMENT.format(arm="spo-999"))
     with pytest.raises(SystemExit, match=r"\['grpo-n4'\] are uniform arms"):
         loaded(AMENDMENT.format(arm="grpo-n4"))
+    with pytest.raises(SystemExit, match=r"base = \{'spo-128': 'spo-999'\}; map a stopped arm"):
+        loaded(AMENDMENT.format(arm="spo-128") + 'base = { spo-128 = "spo-999" }\n')
     with pytest.raises(SystemExit, match=r"why = ''"):
         loaded(AMENDMENT.format(arm="spo-128").replace("seen: it repeats grpo-n4", ""))
     twins = Path(__file__).parents[1] / "registrations" / "long_answers.toml"
@@ -321,3 +323,6 @@ def test_an_amendment_reports_its_claims_stopped_and_its_twins_against_their_bas
     runs = [{**run, "arm": "grpo-n4"}, {**run, "arm": "grpo-n2x8"}, {**run, "arm": "grpo-n4", "seed": 1301}]
     (row,) = amendments(reg, kept, runs)
     assert (row["recorded"], row["with_base"], row["equal_to_base"]) == (3, 2, 1)
+    reg["amendment"] = [{"date": "2026-12-07", "why": "w", "stop": ["alloc-tokens"], "base": {"alloc-tokens": "alloc"}}]
+    (row,) = amendments(reg, [{**run, "arm": "alloc-tokens"}], [{**run, "arm": "alloc"}])  # a base named, no twin
+    assert (row["recorded"], row["with_base"], row["equal_to_base"]) == (1, 1, 1)
