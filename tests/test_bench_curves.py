@@ -51,6 +51,24 @@ def test_crossing_interpolates_and_ignores_blips():
         crossing([0, 10, 10], [0.1, 0.2, 0.3], 0.15)
 
 
+def test_a_crossing_read_at_step_ends_and_the_half_step_it_removes():
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 1, 2]) == pytest.approx(20.0)  # one tread
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 5, 15]) == pytest.approx(15.0)  # on a step end
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.31, steps=[0, 5, 15]) == pytest.approx(16.0)  # the next one
+    assert crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.05, steps=[0, 1, 2]) == 0.0  # met at the start
+    # two arms of the same smooth curve on tokens, one evaluated after every step of 10 tokens, the other stepping 10x
+    # as long: the straight line reads them the same (k = 1); at step ends the long-step arm pays its treads
+    x = np.arange(0, 401, 100.0)
+    y = 1 - np.exp(-x / 200)
+    ks = [scale_factor((x, y), (x, y), steps=(x / 10, x / m))["k"] for m in (10, 100)]
+    assert scale_factor((x, y), (x, y))["k"] == pytest.approx(1.0) and ks[0] == pytest.approx(1.0)
+    assert 0.5 < ks[1] < 0.9  # the long-step arm's crossings move to its step ends: later, so k < 1
+    with pytest.raises(ValueError, match="steps has 2 entries for a curve of 3"):
+        crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 1])
+    with pytest.raises(ValueError, match="steps must increase"):
+        crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 1, 1])
+
+
 @pytest.mark.parametrize("true_k", [0.5, 1.0, 1.5, 2.0, 3.0])
 def test_scale_factor_recovers_a_known_time_compression(true_k):
     k = scale_factor((X_REF, g(X_REF)), (X_ARM, g(true_k * X_ARM)))

@@ -83,6 +83,24 @@ def amendment_lines(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def step_end_lines(res: dict[str, Any], moved: float = 0.02) -> list[str]:
+    """The arms whose tokens factor moves by more than `moved` (relative) when every crossing is read at a step end
+    (`analysis.step_ends`: a sensitivity reading, not registered), or one line saying none does."""
+    out = []
+    for pool, f in res.get("by_pool", {}).items():
+        table, ends = f["compute"]["table"], f.get("step_ends") or {}
+        for arm, e in ends.items():
+            v, w = (table.get(arm, {}).get("tokens") or {}).get("value"), e.get("value")
+            if v and w and abs(w / v - 1) > moved:
+                out.append(f"`{arm}` on {pool}: {v:.3g} -> {w:.3g}")
+    if not any(f.get("step_ends") for f in res.get("by_pool", {}).values()):
+        return []
+    lead = "Read with every crossing at a step end (a sensitivity reading, not registered: `analysis.step_ends`), "
+    if not out:
+        return [lead + f"no arm's tokens factor moves by more than {moved:.0%}.", ""]
+    return [lead + f"these move by more than {moved:.0%}: " + "; ".join(out) + ".", ""]
+
+
 def claims_rows(res: dict[str, Any]) -> list[str]:
     """C1/C2/C2g per pool with the reference, the interval, the seeds and the verdict against the goal."""
     interim = bool(res.get("partial"))
@@ -217,6 +235,7 @@ def result_section(res: dict[str, Any], registered_runs: int, headline: str = "s
         "",
         *factors_rows(res),
         "",
+        *step_end_lines(res),
         f"{sub} Accuracy at equal tokens (E1)",
         "",
         *equal_tokens_rows(res, controls or (headline,)),

@@ -117,11 +117,19 @@ def _by_arm(records: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, 
     return out
 
 
-def factor(arm: dict[int, dict], ref: dict[int, dict], axis: str, min_gain: float = 1e-4) -> dict[str, Any]:
+def factor(
+    arm: dict[int, dict], ref: dict[int, dict], axis: str, min_gain: float = 1e-4, *, step_ends: bool = False
+) -> dict[str, Any]:
     """Paired time-scale factor of `arm` against `ref` on `axis` over their shared seeds; a seed whose curves share
-    less than `min_gain` of accuracy has no factor (`curves.scale_factor`)."""
+    less than `min_gain` of accuracy has no factor (`curves.scale_factor`). `step_ends`: every crossing read at a
+    step end (`curves.crossing`, from the records' `eval_step`), the sensitivity reading for long steps."""
     seeds = sorted(set(arm) & set(ref))
-    ks = [scale_factor(_curve(ref[s], axis), _curve(arm[s], axis), min_gain=min_gain)["k"] for s in seeds]
+
+    def k(s: int) -> float | None:
+        steps = (ref[s]["eval_step"], arm[s]["eval_step"]) if step_ends else None
+        return scale_factor(_curve(ref[s], axis), _curve(arm[s], axis), min_gain=min_gain, steps=steps)["k"]
+
+    ks = [k(s) for s in seeds]
     out = paired_factor(ks)
     out["seeds"] = seeds
     return out

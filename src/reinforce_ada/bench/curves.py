@@ -6,7 +6,9 @@ y = held-out accuracy there. Two arms of the same seed start from the same model
 1) `isotonic(y)`: the least-squares non-decreasing fit (pool adjacent violators). Crossing times are read off it,
    so a noisy upward blip cannot count as "reached" and a fall-back cannot un-reach.
 2) `crossing(x, y, level)`: the first x at which the isotonic fit, linearly interpolated between evaluations,
-   reaches `level` (None if it never does). Interpolation removes the evaluation grid from every measure.
+   reaches `level` (None if it never does). Interpolation removes the evaluation grid from every measure. Given the
+   step counts (`steps`), it is read at the first step end past that point instead: a sensitivity reading for arms
+   whose steps are long against the evaluation interval, which the straight line credits with about half a step.
 3) `scale_factor(ref, arm)`: the time-scale factor k with arm(x) ~ ref(k * x) over the accuracy range both curves
    cover. For accuracy levels y_j at fixed fractions of the shared gain (from the common start to the lower of the
    two fitted maxima) it takes the geometric mean of x_ref(y_j) / x_arm(y_j). k = 2 means the arm reaches every
@@ -56,11 +58,23 @@ def _check(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarr
     return xa, ya
 
 
-def crossing(x: Sequence[float], y: Sequence[float], level: float, *, fitted: bool = False) -> float | None:
+def crossing(
+    x: Sequence[float], y: Sequence[float], level: float, *, fitted: bool = False, steps: Sequence[int] | None = None
+) -> float | None:
     """First x where the (isotonic, unless `fitted`) curve reaches `level`, interpolated; None if it never does.
+
+    With `steps` (the RL step count at each evaluation) the crossing is read at a step end: the policy changes only
+    when a step ends, so between two evaluations k steps apart (each taken to cost the same) the curve is a staircase
+    of k treads, and the level is reached at the first step end at or past the straight line's crossing. Without it,
+    the straight line credits an arm with about half a step per crossing: a sensitivity reading, where the steps are
+    long against the evaluation interval.
 
     >>> round(crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3), 6)
     15.0
+    >>> round(crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 1, 3]), 6)  # steps of 5 from x = 10
+    15.0
+    >>> round(crossing([0, 10, 20], [0.1, 0.2, 0.4], 0.3, steps=[0, 1, 2]), 6)  # one step: reached at its end
+    20.0
     """
     xa, ya = _check(x, y)
     f = ya if fitted else isotonic(ya)
@@ -71,7 +85,15 @@ def crossing(x: Sequence[float], y: Sequence[float], level: float, *, fitted: bo
     if i == 0:
         return float(xa[0])
     x0, x1, y0, y1 = xa[i - 1], xa[i], f[i - 1], f[i]
-    return float(x0 + (x1 - x0) * (level - y0) / (y1 - y0))
+    share = (level - y0) / (y1 - y0)
+    if steps is None:
+        return float(x0 + (x1 - x0) * share)
+    if len(steps) != len(xa):
+        raise ValueError(f"steps has {len(steps)} entries for a curve of {len(xa)} evaluations")
+    k = int(steps[i]) - int(steps[i - 1])
+    if k < 1:
+        raise ValueError(f"steps must increase between evaluations; got {steps[i - 1]} then {steps[i]}")
+    return float(x0 + (x1 - x0) * np.ceil(share * k - 1e-9) / k)
 
 
 def scale_factor(
@@ -80,8 +102,11 @@ def scale_factor(
     fractions: Sequence[float] = SCALE_FRACTIONS,
     *,
     min_gain: float = 1e-4,
+    steps: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> dict[str, float | None]:
     """k with arm(x) ~ ref(k x) over the shared accuracy range; None where the two curves share less than `min_gain`.
+    With `steps` (the reference's and the arm's step counts at each evaluation) every crossing is read at a step end
+    (`crossing`).
 
     Returns `k`, the shared range (`start`, `top`) and `ref_gain_share`: the shared gain over the reference's own
     (1.0 when the arm gets at least as high as the reference).
@@ -98,7 +123,8 @@ def scale_factor(
     logs = []
     for f in fractions:
         level = start + f * (top - start)
-        t_ref, t_arm = crossing(xr, fr, level, fitted=True), crossing(xa, fa, level, fitted=True)
+        sr, sa = steps if steps is not None else (None, None)
+        t_ref, t_arm = crossing(xr, fr, level, fitted=True, steps=sr), crossing(xa, fa, level, fitted=True, steps=sa)
         if t_ref and t_arm:  # both > 0: a level the start already meets says nothing about speed
             logs.append(np.log(t_ref / t_arm))
     out["k"] = float(np.exp(np.mean(logs))) if logs else None
