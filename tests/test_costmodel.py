@@ -211,6 +211,23 @@ def test_a_run_record_has_what_both_models_read(tmp_path, model_dir, tiny_llama,
     assert len(cumulative(rec, "gpu")) == len(cumulative(rec, "cpu")) == len(rec["eval_step"]) == 3
     assert cumulative(rec, "cpu")[-1] == pytest.approx(sum(rec["time_step_s"]))
     assert set(rec["load"]) == {"start", "end", "cores"} and "cores" in rec["cpu"]
+    assert rec["epochs"] == 1  # updates per batch: the GPU models charge the learner once per update
+
+
+def test_the_gpu_models_charge_the_learner_once_per_update():
+    from reinforce_ada.bench.costmodel import GpuCost, gpu_length_seconds, gpu_record_seconds, mean_length
+
+    rec = record()
+    c = GpuCost()
+    one, two = gpu_record_seconds(rec, c), gpu_record_seconds({**rec, "epochs": 2}, c)
+    learner = c.learner_token_s * mean_length(c) * np.asarray(rec["samples_trained"], float) * ROW_SCALE
+    assert two - one == pytest.approx(learner)  # the second update's learner time, nothing else
+    lengths = {"longest_per_round": [[5]], "tokens_per_step": [40], "prefill_tokens_per_step": [10]}
+    lengths |= {"tokens_trained": [30]}
+    extra = gpu_length_seconds({**lengths, "epochs": 3}, c) - gpu_length_seconds(lengths, c)
+    assert extra[0] == pytest.approx(2 * 30 * c.learner_token_s)
+    with pytest.raises(ValueError, match=r"epochs = 0; an integer >= 1"):
+        gpu_record_seconds({**rec, "epochs": 0}, c)
 
 
 def test_doctests():

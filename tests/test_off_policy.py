@@ -166,8 +166,8 @@ def test_engine_auto_picks_vllm_only_when_installed_and_on_cuda(monkeypatch):
 
 # -- experience -------------------------------------------------------------------------------------------------------
 # Experience replay with a staleness cap (`[replay] mode = "samples"`, `training.experience`): each step's trained
-# groups are trained again in the next `max_age` steps, off-policy corrected, their tracker advantages recomputed with
-# the prompt's value at replay time; counted as trained, not generated; resumed identically.
+# groups are trained again in the next `max_age` steps, off-policy corrected, their tracker advantages computed with
+# the value from before their own samples; counted as trained, not generated; resumed identically.
 def group(pid: str, rewards: list[float]) -> Group:
     samples = [Sample(prompt_id=pid, text="", token_ids=[1, 2], logprobs=[-0.5, -0.5], reward=r) for r in rewards]
     return Group(Prompt(pid, pid), samples, list(rewards))
@@ -188,16 +188,23 @@ def test_the_buffer_keeps_what_the_staleness_cap_allows_and_round_trips():
     assert twin.state_dict() == buf.state_dict() and [g.prompt.id for g in twin.due(6)] == ["c"]
 
 
-def test_a_replayed_group_takes_the_tracker_baseline_of_replay_time():
+def test_a_replayed_group_keeps_the_tracker_baseline_from_before_its_own_samples():
     s = build_strategy(strategy_config("spo", n=2, select="none", batch_normalize="none"))
     p = Prompt("a", "a")
-    s.memory.record(p, [True, True, True, True], rewards=[1.0] * 4)  # the value has moved up since the group
+    fresh = group("a", [1.0, 1.0])
+    fresh.baseline = v0 = s.memory.value(p)  # as `ledger.finish` sets it: the value before the group's samples
+    s.memory.record(p, [True, True], rewards=[1.0, 1.0])  # the tracker records the group's own outcomes
+    assert s.memory.value(p) > v0 + 0.2  # the value now depends on the rewards the replay scores
     buf = ExperienceBuffer(max_age=1)
-    buf.add(0, [group("a", [1.0, 0.0])])
-    batch = experience_batch(buf, s, 1)
-    v = s.memory.value(p)
-    assert v > 0.6 and batch.groups[0].baseline == v
-    assert batch.advantages[0].tolist() == pytest.approx([1.0 - v, -v])
+    buf.add(0, [fresh])
+    twin = ExperienceBuffer(max_age=1)
+    twin.load_state_dict(json.loads(json.dumps(buf.state_dict())))  # the baseline is checkpointed with the group
+    for b in (buf, twin):
+        batch = experience_batch(b, s, 1)
+        assert batch.groups[0].baseline == v0 and batch.advantages[0].tolist() == pytest.approx([1 - v0, 1 - v0])
+    old = ExperienceBuffer(max_age=1)  # a checkpoint without the baseline: the value at replay time
+    old.load_state_dict({"steps": [[0, [{**buf.state_dict()["steps"][0][1][0], "baseline": None}]]]})
+    assert experience_batch(old, s, 1).groups[0].baseline == s.memory.value(p)
 
 
 def test_the_config_names_what_samples_mode_needs():

@@ -37,7 +37,7 @@ from typing import Any
 
 RUN_FIELDS = ("key", "pool", "arm", "lr", "seed", "steps", "phase", "eval_step", "accuracy", "eval_tokens")
 """What every run keeps (a sweep run: nothing more; the lr choice and the equal-lr table read only these)."""
-MAIN_FIELDS = ("per_level", "eval_samples", "sampled_check", "seconds", "load", "cpu", "prior")
+MAIN_FIELDS = ("per_level", "eval_samples", "sampled_check", "seconds", "load", "cpu", "prior", "epochs")
 """What a main run keeps beside them, where it has them."""
 KEEP = ("no_signal_share",)
 """Per-step series kept whole (the figure draws them)."""

@@ -235,8 +235,19 @@ def gpu_record_seconds(
     record: Mapping[str, Any], cost: GpuCost | None = None, row_scale: float = ROW_SCALE
 ) -> np.ndarray:
     """`gpu_step_seconds` over a run record's own series, each testbed row standing for `row_scale` rows of the
-    paper's step (module docstring, 4)."""
-    return gpu_step_seconds(*(_steps(record, k) for k in GPU_SERIES), cost, row_scale=row_scale)
+    paper's step (module docstring, 4); the learner is charged once per update over the batch (`epochs`, the run's
+    `optim.epochs`: 1 in records made before it was kept)."""
+    rows, trained = (_steps(record, k) for k in GPU_SERIES)
+    epochs = _epochs(record)
+    return gpu_step_seconds(rows, _series("samples_trained", trained) * epochs, cost, row_scale=row_scale)
+
+
+def _epochs(record: Mapping[str, Any]) -> int:
+    """The run's updates per batch (`optim.epochs`; 1 where the record predates it); anything else is an error."""
+    e = record.get("epochs", 1)
+    if isinstance(e, bool) or not isinstance(e, int) or e < 1:
+        raise ValueError(f"run record {record.get('key', '?')!r}: epochs = {e!r}; an integer >= 1")
+    return e
 
 
 class UnpricedPrior(ValueError):
@@ -308,7 +319,7 @@ def gpu_length_seconds(record: Mapping[str, Any], cost: GpuCost | None = None) -
     `learner_token_s`, and the step pays `step_s`:
 
         step = step_s + prefill_token_s x prefill + sum_r (round_s + decode_step_s x longest_r)
-               + row_token_s x generated + learner_token_s x trained
+               + row_token_s x generated + learner_token_s x trained x epochs
 
     Where it departs from `gpu_record_seconds`: nothing is assumed of the lengths (no lognormal, no cap, no row
     scaling: the record is priced as it ran, at its own rows); rows beyond `slots` are not queued (a testbed step is
@@ -330,7 +341,7 @@ def gpu_length_seconds(record: Mapping[str, Any], cost: GpuCost | None = None) -
     longest, generated, prefill, trained = (_steps(record, k) for k in LENGTH_SERIES)
     g = _series("tokens_per_step", generated)
     p = _series("prefill_tokens_per_step", prefill, len(g))
-    t = _series("tokens_trained", trained, len(g))
+    t = _series("tokens_trained", trained, len(g)) * _epochs(record)  # the learner passes over them once per update
     if len(longest) != len(g):
         raise ValueError(f"longest_per_round has {len(longest)} steps but tokens_per_step has {len(g)}")
     out = c.step_s + c.prefill_token_s * p + c.row_token_s * g + c.learner_token_s * t

@@ -193,6 +193,7 @@ def run_job(job: Job) -> dict[str, Any]:
             "exact_mean": last["eval_accuracy"],
             "sampled_mean": sampled["eval_accuracy"],
         }
+    rec["epochs"] = tr.cfg.optim.epochs  # updates per batch: the GPU model charges the learner for each
     rec["seconds"] = {"total": time.perf_counter() - t_start, "eval": eval_s}
     rec["load"] = {"start": load_start, "end": load_average(), "cores": os.cpu_count()}
     rec["cpu"] = machine()

@@ -7,11 +7,14 @@
    at most `replay.max_age` steps ago (the staleness cap; required in this mode): with `max_age = 1` each group is
    trained in the step it was drawn and once more in the next, so the learner sees twice the samples per generated
    token.
-2) Advantages of a replayed group are computed again at replay time, with the strategy's baseline as it is then: a
-   tracker baseline (`advantage=tracker`, SPO) reads the prompt's current value (`PromptMemory.value`), which does not
-   depend on the replayed samples, so r - v_hat stays an unbiased baseline; a group baseline reads the group itself
-   and gives what it gave when fresh. Batch normalisation (`batch_normalize`) runs over the replayed groups on their
-   own, as a second batch.
+2) Advantages of a replayed group are computed again at replay time, with the strategy's baseline rule: a tracker
+   baseline (`advantage=tracker`, SPO) is the value the prompt had before the group's own samples were drawn
+   (`Group.baseline`, kept with the group and checkpointed), so r - v_hat stays unbiased and the replayed advantage
+   is the fresh one. (The prompt's value at replay time would not do: the tracker recorded the group's own outcomes
+   when it was drawn, so that value depends on the rewards it scores and shrinks r - v_hat, by about half at a
+   prompt's second visit; fixed after review.) A group saved without it (a checkpoint of an earlier version) reads
+   the value at replay time. A group baseline reads the group itself and gives what it gave when fresh. Batch
+   normalisation (`batch_normalize`) runs over the replayed groups on their own, as a second batch.
 3) Off-policy correction is `training.replay`'s: a replayed row's PPO "old" policy is the learner's log-probs before
    the update, and its loss is weighted by the truncated ratio to the stored behaviour log-probs (`replay.clip`,
    `replay.correction`).
@@ -84,9 +87,10 @@ def experience_batch(buffer: ExperienceBuffer, strategy: Any, step: int) -> Step
     if not groups:
         return None
     opts = strategy.opts
-    if opts.advantage in NEEDS_VALUE:
-        strategy.memory.prefetch([g.prompt for g in groups])
-        for g in groups:
+    stale = [g for g in groups if g.baseline is None]  # saved without it: the value now (module docstring, 2)
+    if opts.advantage in NEEDS_VALUE and stale:
+        strategy.memory.prefetch([g.prompt for g in stale])
+        for g in stale:
             g.baseline = strategy.memory.value(g.prompt)
     advs, weights = step_advantages(opts, groups)
     advs = batch_normalize(groups, advs, opts.batch_normalize)
@@ -138,11 +142,18 @@ def _group_state(g: Group) -> dict[str, Any]:
         "pool_rewards": list(g.pool_rewards),
         "weight": g.weight,
         "resolved": g.resolved,
+        "baseline": g.baseline,
     }
 
 
 def _group_from(d: dict[str, Any]) -> Group:
     samples = [Sample(**s) for s in d["samples"]]
+    base = d.get("baseline")  # absent from an earlier version's checkpoint
     return Group(
-        Prompt(**d["prompt"]), samples, [float(r) for r in d["pool_rewards"]], float(d["weight"]), bool(d["resolved"])
+        Prompt(**d["prompt"]),
+        samples,
+        [float(r) for r in d["pool_rewards"]],
+        float(d["weight"]),
+        bool(d["resolved"]),
+        None if base is None else float(base),
     )
