@@ -98,5 +98,13 @@ def test_a_token_budget_prices_each_sample_at_its_prompts_expected_length():
     s.memory.record(prompts[1], [True, False], tokens=[9, 11])
     s.begin(prompts)
     assert s.alloc["short"] > 4 * s.alloc["long"]
+    # prompts never drawn: priced by their level's lengths (before, every one cost the mean over all samples, and the
+    # token budget bought exactly what the sample budget buys)
+    fresh = [Prompt("new-long", "x2", level=8), Prompt("new-short", "y2", level=1)]
+    t = build_strategy(strategy_config("est", budget_unit="tokens", budget=16, min_samples=1, max_samples=32))
+    t.memory.record(Prompt("seen-long", "x", level=8), [True, False], tokens=[90, 110])
+    t.memory.record(Prompt("seen-short", "y", level=1), [True, False], tokens=[9, 11])
+    t.begin(fresh)
+    assert t.alloc["new-short"] > 4 * t.alloc["new-long"]
     with pytest.raises(ConfigError, match="budget_unit='tokens' applies to allocation"):
         strategy_config("est", budget_unit="tokens", allocation="knapsack")

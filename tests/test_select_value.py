@@ -184,6 +184,20 @@ def test_length_ema_falls_back_to_the_mean_then_one_and_old_states_load():
     assert old.tokens_per_sample(a) == 1.0 and old.visits == mem.visits
 
 
+def test_a_prompt_never_drawn_is_priced_by_its_level_then_by_every_sample():
+    mem = PromptMemory(make_options(Options))
+    short, long, unseen_long, other = (
+        Prompt(id=i, text=i, level=lv) for i, lv in (("s", 1), ("l", 4), ("u", 4), ("o", 9))
+    )
+    mem.record(short, [True, True], tokens=[10, 10])
+    mem.record(long, [True, False], tokens=[80, 120])
+    assert mem.tokens_per_sample(unseen_long) == 100.0  # its level's mean, not every sample's (55)
+    assert mem.tokens_per_sample(other) == 55.0 and mem.tokens_per_sample(Prompt(id="n", text="n")) == 55.0
+    twin = PromptMemory(make_options(Options))
+    twin.load_state_dict(json.loads(json.dumps(mem.state_dict())))
+    assert twin.tokens_per_sample(unseen_long) == 100.0
+
+
 # -- composed with samplers, checkpointed ----------------------------------------------------------------------------
 def test_value_selects_near_half_prompts_over_steps_with_metrics():
     rates = [0.0] * 30 + [0.5] * 30 + [1.0] * 30

@@ -20,10 +20,12 @@
    `forgetting="drift"` discounts each visit by SPO's KL-adaptive factor instead of `decay` (`forgetting`).
    `prefetch(prompts)` lets a strategy that reads many estimates at once ask the oracle in one batched call;
 5) completion lengths (`select=value`'s cost): per prompt an EMA of its visits' mean tokens per sample (weight
-   `LENGTH_EMA` on the newest visit), and the running mean over every recorded sample; `tokens_per_sample(prompt)`
-   reads the prompt's EMA, else that running mean, else 1. Visits recorded without lengths (or all of length 0)
-   leave both unchanged. Beside it, an EMA of the mean length of the visit's correct answers (`correct_tokens`: the
-   relative length cap's yardstick, `sampling.length`).
+   `LENGTH_EMA` on the newest visit), the running mean over every recorded sample of each difficulty level, and
+   over every recorded sample; `tokens_per_sample(prompt)` reads the prompt's EMA, else its level's running mean (a
+   prompt never drawn is priced by what its level shows: the length guess a token-priced allocation needs while
+   prompts do not come back), else the running mean over all, else 1. Visits recorded without lengths (or all of
+   length 0) leave them unchanged. Beside it, an EMA of the mean length of the visit's correct answers
+   (`correct_tokens`: the relative length cap's yardstick, `sampling.length`).
 6) `forget` < 1 (ours; off by default): `posterior` reads a prompt's counts discounted by forget^(steps since its last
    visit), so a belief formed many steps ago (a prompt that failed early, never revisited by a greedy selection)
    widens back toward its prior as the policy moves on. The stored counts are unchanged; `decay` still discounts
@@ -99,6 +101,8 @@ class PromptMemory:
         self.tokens: dict[str, float] = {}
         """prompt id -> EMA of its visits' mean completion length in tokens per sample."""
         self.token_total = (0.0, 0)
+        self.level_tokens: dict[str, tuple[float, int]] = {}
+        """str(level) -> (tokens, samples) recorded for that level's prompts (module docstring, 5)."""
         """(tokens, samples) over every visit recorded with lengths: the fallback mean for unmeasured prompts."""
         self.correct_tokens: dict[str, float] = {}
         """prompt id -> EMA of its visits' mean length of correct answers (visits with one; module docstring, 5)."""
@@ -157,7 +161,7 @@ class PromptMemory:
         if not outcomes:
             return
         if tokens:
-            self._record_tokens(prompt.id, tokens)
+            self._record_tokens(prompt, tokens)
             right = [t for t, y in zip(tokens, outcomes, strict=True) if y]
             if right:  # the length of a correct answer: the relative length cap's yardstick (`sampling.length`)
                 self._ema(self.correct_tokens, prompt.id, sum(right) / len(right))
@@ -189,12 +193,15 @@ class PromptMemory:
         if self.predictor is not None:
             self.pending.append((prompt, k, n))
 
-    def _record_tokens(self, pid: str, tokens: list[int]) -> None:
+    def _record_tokens(self, prompt: Prompt, tokens: list[int]) -> None:
         total = float(sum(tokens))
         if not (math.isfinite(total) and total > 0):
             return
-        self._ema(self.tokens, pid, total / len(tokens))
+        self._ema(self.tokens, prompt.id, total / len(tokens))
         self.token_total = (self.token_total[0] + total, self.token_total[1] + len(tokens))
+        if prompt.level is not None:
+            t, c = self.level_tokens.get(str(prompt.level), (0.0, 0))
+            self.level_tokens[str(prompt.level)] = (t + total, c + len(tokens))
 
     @staticmethod
     def _ema(table: dict[str, float], pid: str, mean: float) -> None:
@@ -206,6 +213,9 @@ class PromptMemory:
         """Expected completion length of one sample of `prompt` (module docstring, 5)."""
         if prompt.id in self.tokens:
             return self.tokens[prompt.id]
+        total, count = self.level_tokens.get(str(prompt.level), (0.0, 0)) if prompt.level is not None else (0.0, 0)
+        if count:
+            return total / count
         total, count = self.token_total
         return total / count if count else 1.0
 
@@ -291,6 +301,7 @@ class PromptMemory:
             "tokens": dict(self.tokens),
             **({"correct_tokens": dict(self.correct_tokens)} if self.correct_tokens else {}),
             "token_total": list(self.token_total),
+            **({"level_tokens": {k: list(v) for k, v in self.level_tokens.items()}} if self.level_tokens else {}),
             "levels": self.levels.state_dict(),
             **({"drift": self.drift.state_dict()} if self.drift is not None else {}),
         }
@@ -311,6 +322,7 @@ class PromptMemory:
         self.correct_tokens = {pid: float(v) for pid, v in state.get("correct_tokens", {}).items()}
         total, count = state.get("token_total", (0.0, 0))
         self.token_total = (float(total), int(count))
+        self.level_tokens = {k: (float(t), int(c)) for k, (t, c) in state.get("level_tokens", {}).items()}
         if "levels" in state:  # absent before the level prior
             self.levels.load_state_dict(state["levels"])
         if self.drift is not None and "drift" in state:

@@ -2,9 +2,11 @@
 
 Where answers are long and their length varies, a sample of a prompt whose answers run to 300 tokens costs ten of
 one whose answers take 30. With `budget_unit = "tokens"`, each prompt x's sample costs t(x) tokens, its expected
-completion length (the prompt memory's length EMA, else the mean over every recorded sample, else 1:
-`PromptMemory.tokens_per_sample`), and the step spends T = budget x mean(t) tokens -- the sample budget at the
-batch's mean length, so the two units spend alike when every prompt costs the same:
+completion length (the prompt memory's length EMA, else its level's running mean, else the mean over every
+recorded sample, else 1: `PromptMemory.tokens_per_sample`; the level's mean is what lets the price differ between
+prompts drawn for the first time, which is every prompt while a pool is larger than a run's visits), and the step
+spends T = budget x mean(t) tokens -- the sample budget at the batch's mean length, so the two units spend alike
+when every prompt costs the same:
 1) proportional rules (inv_sqrt, variance, objective): N_x = clip(c w_x / t(x), min, max) with c set so that
    sum_x N_x t(x) = T (each prompt's token spend proportional to its weight), floors, then one more sample to the
    largest remainders while the spend stays within T;
