@@ -71,7 +71,7 @@ SIZING = {  # name: (question maker, suffix asking for the working)
 
 
 def size_working(prompts: int = 16, samples: int = 4, max_new_tokens: int = 192) -> None:
-    """Print, per question kind, SmolLM2's pass rate (`numeric` verifier: "the answer is N", else the last number)
+    """Print, per question kind, SmolLM2's pass rate (`numeric` verifier: the last number in the completion)
     when asked for its working, the prompts solved at least once, the lengths of right and wrong answers, the share
     cut at `max_new_tokens` and the generation time per token (Hugging Face `generate`, one thread, temperature 1)."""
     import statistics
