@@ -36,6 +36,7 @@ def test_doctests():
         ("code", "arithmetic", "12", "no assert, raise or call"),
         ("code", "file", "the answer is (", "not Python"),
         ("numeric", "file", "x + 1", "not a number"),
+        ("numeric_marked", "file", "x + 1", "not a number"),
         ("math", "code", CodeTest("assert f() == 1", entry_point="f").to_answer(), "a code task's tests"),
     ],
 )
@@ -52,6 +53,23 @@ def test_fitting_answers_pass_the_check():
     verifiers.fit("math", "gsm_symbolic", [("p", "\\frac{1}{2}")])
     verifiers.fit("exact", "code", [("p", CodeTest("assert f() == 1").to_answer())])  # reads any text
     verifiers.fit("my_module:judge", "arithmetic", [("p", "12")])  # a user verifier reads its own task's answers
+
+
+@pytest.mark.parametrize(
+    "completion, score",
+    [
+        ("7 x 8 = 56. The answer is 56. I hope this helps! Next, 7 times 9.", 1.0),  # text after the marked answer
+        ("The answer is 56. (Check: 56 / 8 = 7)", 1.0),  # `numeric` reads the 7
+        ("The answer is 1,250.", 0.0),  # a number, but not this one (the answer is 56)
+        ("7 x 8 = 56. The answer is <number>.", 0.0),  # the request's placeholder echoed: nothing marked
+        ("7 x 8 = 54, 54 + 2 = 56", 0.0),  # cut mid-working or never marked: the last number is not an answer
+        ("56", 0.0),
+        ("The answer is **56**.", 1.0),
+        ("#### 56", 1.0),
+    ],
+)
+def test_the_marked_numeric_verifier_scores_only_the_number_the_answer_marks(completion, score):
+    assert verifiers.get("numeric_marked")(completion, "56") == score
 
 
 @pytest.mark.parametrize(

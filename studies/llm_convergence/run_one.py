@@ -44,6 +44,8 @@ class RunSpec:
     threads: int
     data: str = ""
     """sha256 of the training and held-out files' contents: the data identity paths on this machine cannot give."""
+    verifier: str = "numeric"
+    """What scores a sample (`tasks.verifiers`): the registration's `verifier` (a record without it ran `numeric`)."""
 
     @property
     def key(self) -> str:
@@ -58,7 +60,8 @@ def same_run(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Do two RunSpec dicts describe the same run? Every field but `MACHINE_FIELDS` must agree (the data by digest),
     so a finished run is recognised on another machine, from another cache folder or at another thread count."""
     keys = (set(a) | set(b)) - set(MACHINE_FIELDS)
-    return all(a.get(k) == b.get(k) for k in keys)
+    defaults = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.default is not dataclasses.MISSING}
+    return all(a.get(k, defaults.get(k)) == b.get(k, defaults.get(k)) for k in keys)  # a field added since: default
 
 
 def train_config(spec: RunSpec) -> Any:
@@ -74,7 +77,7 @@ def train_config(spec: RunSpec) -> Any:
                 "path": spec.train_path,
                 "eval_path": spec.eval_path,
                 "template": spec.template,
-                "verifier": "numeric",
+                "verifier": spec.verifier,
             },
             "generation": {"max_new_tokens": spec.max_new_tokens, "batch_size": 128},
             "optim": {"lr": spec.lr, "micro_batch_size": 32},

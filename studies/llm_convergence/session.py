@@ -92,6 +92,7 @@ class Study:
             lora_r=i["lora_r"],
             threads=self.args.threads,
             data=self.data,
+            verifier=i.get("verifier", "numeric"),
         )
 
     def run(self, specs: list[RunSpec]) -> None:

@@ -4,7 +4,8 @@
 
 1) Pre-registration: a TOML file (registrations/preregistration_llm.toml) committed before the runs, the same idea as
    `protocol.prereg` (whose loader knows only the testbed's C-figures and pools): the instrument (task and what it
-   asks for after each question, `ask`: the bare number by default or the working, `task.ASKS`; held-out size,
+   asks for after each question, `ask`: the bare number by default or the working, `task.ASKS`; the `verifier`:
+   `numeric`, the last number, by default, or `numeric_marked`, the number the answer marks; held-out size,
    evaluation measure, horizon, seeds per arm, lr grid, targets) and the arm the headline figures L1 (tokens to
    target, GRPO-n4 / the arm) and L2 (CPU wall-clock to target, same) are read for. `load` checks every key and
    names what would be valid; provenance (committed or not) is `protocol.prereg.provenance`.
@@ -132,6 +133,12 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
         raise ConfigError(
             f"pre-registration {p}: [instrument] ask = {ask!r}; use 'number' (the bare answer, the default) or "
             "'working' (the working, then 'The answer is <number>.')"
+        )
+    verifier = inst.get("verifier", "numeric")
+    if verifier not in ("numeric", "numeric_marked"):
+        raise ConfigError(
+            f"pre-registration {p}: [instrument] verifier = {verifier!r}; use 'numeric' (the last number, the default) "
+            "or 'numeric_marked' (the number the answer marks: for ask = 'working')"
         )
     for lv, w in inst["levels"].items():
         if not (str(lv).isdigit() and isinstance(w, int | float) and w > 0):

@@ -39,7 +39,8 @@ class TaskConfig:
     )
     verifier: str | None = option(
         None,
-        "Verifier name (exact, numeric, math, arithmetic, running_sums, running_sums_strict, code, reasoning_gym), "
+        "Verifier name (exact, numeric, numeric_marked, math, arithmetic, running_sums, running_sums_strict, code, "
+        "reasoning_gym), "
         "or a function of yours as module:function or path/to/file.py:function; default: the task's own "
         "(arithmetic; running_sums; exact for files; math for gsm_symbolic; code; reasoning_gym).",
     )

@@ -86,6 +86,23 @@ def numeric(completion: str, answer: str, *, rel_tol: float = 1e-6) -> float:
     return 1.0 if abs(got - want) <= rel_tol * max(1.0, abs(want)) else 0.0
 
 
+def numeric_marked(completion: str, answer: str, *, rel_tol: float = 1e-6) -> float:
+    """`numeric` on the completion's marked answer (`extract_answer` without its last-number fallback: the last
+    `\\boxed{}`, the text after `####`, or what follows "the answer is"); 0.0 without one. For free-form working: the
+    last number of "The answer is 56. (Check: 56 / 8 = 7)" is 7, and a bare "56" or a sample cut mid-working has no
+    marked answer, so only an answer that says which number is its result scores.
+
+    >>> numeric_marked("7 x 8 = 56. The answer is 56. (Check: 56 / 8 = 7)", "56")
+    1.0
+    >>> numeric_marked("56", "56")
+    0.0
+    >>> numeric_marked("7 x 8 = 56, so the answer is 54.", "56")
+    0.0
+    """
+    marked = extract_answer(completion, last_number=False)
+    return numeric(marked, answer, rel_tol=rel_tol) if marked and len(marked) <= MAX_ANSWER_CHARS else 0.0
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # math-verify in a worker process
 
@@ -239,6 +256,7 @@ def code_answer(completion: str, answer: str) -> float:
 VERIFIERS: dict[str, Verifier] = {
     "exact": exact,
     "numeric": numeric,
+    "numeric_marked": numeric_marked,
     "arithmetic": arithmetic.verify,
     "running_sums": running_sums.verify,
     "running_sums_strict": running_sums.verify_strict,
@@ -246,8 +264,8 @@ VERIFIERS: dict[str, Verifier] = {
     "code": code_answer,
     "reasoning_gym": reasoning.verify,
 }
-"""Built-in verifiers. Each bounds its own work: exact/numeric/arithmetic/running_sums(_strict) are linear in the
-completion, math runs in a process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits,
+"""Built-in verifiers. Each bounds its own work: exact/numeric(_marked)/arithmetic/running_sums(_strict) are linear in
+the completion, math runs in a process pool with a time limit, code in a sandbox with CPU, memory and wall-clock limits,
 reasoning_gym scores an answer of at most `MAX_ANSWER_CHARS` with the family's cheap exact scorers
 (`tasks.reasoning`)."""
 _REQUIRES = {
@@ -297,6 +315,7 @@ def _plain(answer: str) -> str | None:
 _ANSWER_FORMAT: dict[str, Callable[[str], str | None]] = {
     "code": _code_tests,
     "numeric": _number,
+    "numeric_marked": _number,
     "math": _plain,
     "exact": _not_envelope,
     "arithmetic": _not_envelope,

@@ -328,6 +328,9 @@ def test_same_run_ignores_this_machine_and_nothing_else():
     assert set(MACHINE_FIELDS) <= set(a) and same_run(a, b)
     for key, value in (("data", "d2"), ("steps", 30), ("eval", "exact"), ("lr", 2e-4)):
         assert not same_run(a, {**a, key: value}), key
+    # a field added since (the verifier): a record without it ran the default, and is another run than a registration
+    # asking for another verifier
+    assert same_run(a, {**a, "verifier": "numeric"}) and not same_run(a, {**a, "verifier": "numeric_marked"})
 
 
 def _with_runs(path):

@@ -81,6 +81,9 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
     bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nask = "sentence"\ntargets'})
     with pytest.raises(SystemExit, match=r"ask = 'sentence'; use 'number' .* or 'working'"):
         lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nverifier = "math"\ntargets'})
+    with pytest.raises(SystemExit, match=r"verifier = 'math'; use 'numeric' .* or 'numeric_marked'"):
+        lc.main(argv(tmp_path, bad, model_dir))
 
 
 def test_the_recorded_command_is_the_one_its_user_typed(monkeypatch):
