@@ -216,10 +216,13 @@ def _lr_plan(p: Path, inst: dict[str, Any]) -> None:
         if arm not in inst["arms"]:
             raise ConfigError(f"pre-registration {p}: lr plan names {arm!r}, not among the arms {inst['arms']}")
     for arm, lr in fixed.items():
-        if not (isinstance(lr, int | float) and not isinstance(lr, bool) and 0 < lr < 1) or arm in swept:
+        if not (isinstance(lr, int | float) and not isinstance(lr, bool) and 0 < lr < 1):
+            raise ConfigError(f"pre-registration {p}: fixed_lrs.{arm} = {lr!r} must be an lr in (0, 1)")
+        if arm in swept:
+            default = "" if "lr_sweep_arms" in inst else f" (by default lr_sweep_arms = [{REFERENCE!r}])"
             raise ConfigError(
-                f"pre-registration {p}: fixed_lrs.{arm} = {lr!r} must be an lr in (0, 1) for an arm "
-                "not in lr_sweep_arms"
+                f"pre-registration {p}: fixed_lrs.{arm} = {lr!r}, but {arm!r} is in lr_sweep_arms{default}: an arm's "
+                "lr is swept or fixed, not both (set lr_sweep_arms = [] to fix GRPO-n4's)"
             )
     if REFERENCE not in swept and REFERENCE not in fixed:
         raise ConfigError(

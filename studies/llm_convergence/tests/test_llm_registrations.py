@@ -63,6 +63,11 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
         ('{ strategy = "spo" }', 'lr_sweep_arms = ["spo-16"]\n', r"grpo-n4's lr must be swept .* or registered"),
         ('{ strategy = "spo" }', 'lr_sweep_arms = ["dapo"]\n', r"lr plan names 'dapo', not among the arms"),
         ('{ strategy = "spo" }', "fixed_lrs = { grpo-n4 = 2.0 }\n", r"fixed_lrs.grpo-n4 = 2.0 must be an lr"),
+        (
+            '{ strategy = "spo" }',
+            "fixed_lrs = { grpo-n4 = 4e-4 }\n",
+            r"grpo-n4' is in lr_sweep_arms \(by default lr_sweep_arms = \['grpo-n4'\]\): an arm's lr is swept or fixed",
+        ),
     ]:
         bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': own.format(spec=spec, plan=plan)})
         with pytest.raises(SystemExit, match=match):
