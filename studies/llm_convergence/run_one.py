@@ -46,6 +46,10 @@ class RunSpec:
     """sha256 of the training and held-out files' contents: the data identity paths on this machine cannot give."""
     verifier: str = "numeric"
     """What scores a sample (`tasks.verifiers`): the registration's `verifier` (a record without it ran `numeric`)."""
+    generation_batch: int = 128
+    """Rows a generation call decodes at once (the registration's `generation_batch`; records without it ran 128)."""
+    micro_batch: int = 32
+    """Rows a learner micro-batch holds (the registration's `micro_batch`; records without it ran 32)."""
 
     @property
     def key(self) -> str:
@@ -79,8 +83,8 @@ def train_config(spec: RunSpec) -> Any:
                 "template": spec.template,
                 "verifier": spec.verifier,
             },
-            "generation": {"max_new_tokens": spec.max_new_tokens, "batch_size": 128},
-            "optim": {"lr": spec.lr, "micro_batch_size": 32},
+            "generation": {"max_new_tokens": spec.max_new_tokens, "batch_size": spec.generation_batch},
+            "optim": {"lr": spec.lr, "micro_batch_size": spec.micro_batch},
             "run": {
                 "steps": spec.steps,
                 "batch_size": spec.batch_size,

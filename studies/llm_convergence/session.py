@@ -93,6 +93,8 @@ class Study:
             threads=self.args.threads,
             data=self.data,
             verifier=i.get("verifier", "numeric"),
+            generation_batch=i.get("generation_batch", 128),
+            micro_batch=i.get("micro_batch", 32),
         )
 
     def run(self, specs: list[RunSpec]) -> None:

@@ -86,6 +86,9 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
     bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nask = "sentence"\ntargets'})
     with pytest.raises(SystemExit, match=r"ask = 'sentence'; use 'number' .* or 'working'"):
         lc.main(argv(tmp_path, bad, model_dir))
+    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nmicro_batch = 0\ntargets'})
+    with pytest.raises(SystemExit, match=r"micro_batch = 0 must be an integer >= 1 \(default 32\)"):
+        lc.main(argv(tmp_path, bad, model_dir))
     bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nverifier = "math"\ntargets'})
     with pytest.raises(SystemExit, match=r"verifier = 'math'; use 'numeric' .* or 'numeric_marked'"):
         lc.main(argv(tmp_path, bad, model_dir))
