@@ -83,15 +83,14 @@ def test_bad_registration_keys_are_named(tmp_path, model_dir):
         lc.main(argv(tmp_path, bad, model_dir))
     with pytest.raises(SystemExit, match=r"name = 'My Study' must be a lower-case identifier"):
         lc.main(argv(tmp_path, write_prereg(tmp_path, **{"version = 1": 'version = 1\nname = "My Study"'}), model_dir))
-    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nask = "sentence"\ntargets'})
-    with pytest.raises(SystemExit, match=r"ask = 'sentence'; use 'number' .* or 'working'"):
-        lc.main(argv(tmp_path, bad, model_dir))
-    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nmicro_batch = 0\ntargets'})
-    with pytest.raises(SystemExit, match=r"micro_batch = 0 must be an integer >= 1 \(default 32\)"):
-        lc.main(argv(tmp_path, bad, model_dir))
-    bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': '"seq-bal"]\nverifier = "math"\ntargets'})
-    with pytest.raises(SystemExit, match=r"verifier = 'math'; use 'numeric' .* or 'numeric_marked'"):
-        lc.main(argv(tmp_path, bad, model_dir))
+    for line, match in [  # the long-answer keys: what is asked, what scores it, rows at once
+        ('ask = "sentence"', r"ask = 'sentence'; use 'number' .* or 'working'"),
+        ('verifier = "math"', r"verifier = 'math'; use 'numeric' .* or 'numeric_marked'"),
+        ("micro_batch = 0", r"micro_batch = 0 must be an integer >= 1 \(default 32\)"),
+    ]:
+        bad = write_prereg(tmp_path, **{'"seq-bal"]\ntargets': f'"seq-bal"]\n{line}\ntargets'})
+        with pytest.raises(SystemExit, match=match):
+            lc.main(argv(tmp_path, bad, model_dir))
 
 
 def test_the_recorded_command_is_the_one_its_user_typed(monkeypatch):
