@@ -31,10 +31,13 @@ from reinforce_ada.tasks.answers import (  # noqa: F401 (re-exported: the verifi
     _NUMBER,
     MAX_ANSWER_CHARS,
     _clean,
+    _to_float,
     ascii_digits,
     extract_answer,
     hedged,
     malformed,
+    numeric,
+    numeric_marked,
 )
 
 Verifier = Callable[[str, str], float]
@@ -55,52 +58,6 @@ def exact(completion: str, answer: str) -> float:
     1.0
     """
     return 1.0 if completion.strip() == answer.strip() else 0.0
-
-
-def _to_float(s: str) -> float | None:
-    s = s.replace(",", "")
-    try:
-        if "/" in s:
-            num, den = s.split("/", 1)
-            return float(num) / float(den)
-        return float(s)
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def numeric(completion: str, answer: str, *, rel_tol: float = 1e-6) -> float:
-    """1.0 iff the last number in the completion equals the answer's number within `rel_tol`.
-
-    >>> numeric("so the total is 1,250.", "1250")
-    1.0
-    >>> numeric("3/4", "0.75")
-    1.0
-    >>> numeric("no number", "3")
-    0.0
-    """
-    found = _NUMBER.findall(completion)
-    want = _to_float(answer.strip())
-    got = _to_float(found[-1]) if found else None
-    if want is None or got is None:
-        return 0.0
-    return 1.0 if abs(got - want) <= rel_tol * max(1.0, abs(want)) else 0.0
-
-
-def numeric_marked(completion: str, answer: str, *, rel_tol: float = 1e-6) -> float:
-    """`numeric` on the completion's marked answer (`extract_answer` without its last-number fallback: the last
-    `\\boxed{}`, the text after `####`, or what follows "the answer is"); 0.0 without one. For free-form working: the
-    last number of "The answer is 56. (Check: 56 / 8 = 7)" is 7, and a bare "56" or a sample cut mid-working has no
-    marked answer, so only an answer that says which number is its result scores.
-
-    >>> numeric_marked("7 x 8 = 56. The answer is 56. (Check: 56 / 8 = 7)", "56")
-    1.0
-    >>> numeric_marked("56", "56")
-    0.0
-    >>> numeric_marked("7 x 8 = 56, so the answer is 54.", "56")
-    0.0
-    """
-    marked = extract_answer(completion, last_number=False)
-    return numeric(marked, answer, rel_tol=rel_tol) if marked and len(marked) <= MAX_ANSWER_CHARS else 0.0
 
 
 # ---------------------------------------------------------------------------------------------------------------------
