@@ -85,9 +85,9 @@ def crossing(
     if i == 0:
         return float(xa[0])
     x0, x1, y0, y1 = xa[i - 1], xa[i], f[i - 1], f[i]
-    share = (level - y0) / (y1 - y0)
     if steps is None:
-        return float(x0 + (x1 - x0) * share)
+        return float(x0 + (x1 - x0) * (level - y0) / (y1 - y0))  # this order: every committed result reads it
+    share = (level - y0) / (y1 - y0)
     if len(steps) != len(xa):
         raise ValueError(f"steps has {len(steps)} entries for a curve of {len(xa)} evaluations")
     k = int(steps[i]) - int(steps[i - 1])
