@@ -3,10 +3,9 @@
 `run` runs the study; this module reads what it ran.
 
 1) Pre-registration: a TOML file (registrations/preregistration_llm.toml) committed before the runs, the same idea as
-   `protocol.prereg` (whose loader knows only the testbed's C-figures and pools): the instrument (task and what it
-   asks for after each question, `ask`: the bare number by default or the working, `task.ASKS`; the `verifier`:
-   `numeric`, the last number, by default, or `numeric_marked`, the number the answer marks; the rows a generation
-   call and a learner micro-batch hold, `generation_batch` and `micro_batch`, 128 and 32 by default; held-out size,
+   `protocol.prereg` (whose loader knows only the testbed's C-figures and pools): the instrument (task, `ask`: the
+   bare number or the working; `verifier`: `numeric` or `numeric_marked`; rows at once, `generation_batch` and
+   `micro_batch`, 128 and 32 by default; held-out size,
    evaluation measure, horizon, seeds per arm, lr grid, targets) and the arm the headline figures L1 (tokens to
    target, GRPO-n4 / the arm) and L2 (CPU wall-clock to target, same) are read for. `load` checks every key and
    names what would be valid; provenance (committed or not) is `protocol.prereg.provenance`.
@@ -136,8 +135,7 @@ def load(path: str | Path, known_arms: Sequence[str]) -> dict[str, Any]:
             "'working' (the working, then 'The answer is <number>.')"
         )
     for key, default in (("generation_batch", 128), ("micro_batch", 32)):  # rows at once: memory, not results
-        v = inst.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if isinstance(v := inst.get(key, default), bool) or not isinstance(v, int) or v < 1:
             raise ConfigError(
                 f"pre-registration {p}: [instrument] {key} = {v!r} must be an integer >= 1 (default {default})"
             )
